@@ -1,0 +1,31 @@
+# vlmlens: the two commands a new user needs are `make demo` and `make test`.
+PYTHON ?= python
+PIP ?= $(PYTHON) -m pip
+
+.PHONY: install demo test export check-sync nbtest pytest bench
+
+install:
+	$(PIP) install "torch==2.14.1" "torchvision==0.29.1"
+	$(PIP) install -e ".[dev]"
+
+demo: install
+	vlmlens demo
+
+export:
+	nbdev_export
+
+# CI fails when the exported package differs from the notebooks.
+check-sync: export
+	@if [ -n "$$(git status --porcelain -- vlmlens)" ]; then \
+	  echo "vlmlens/ is out of sync with nbs/ (run nbdev_export and commit):"; git status --porcelain -- vlmlens; exit 1; fi
+
+nbtest:
+	nbdev_test --n_workers 2 --timing
+
+pytest:
+	$(PYTHON) -m pytest -q tests
+
+test: install check-sync nbtest pytest
+
+bench:
+	$(PYTHON) benchmarks/frames.py
