@@ -1,0 +1,24 @@
+"""Shared test set-up: an isolated vlmlens cache (tiny model, demo data) for the whole session.
+
+The environment variable is set at import time so that subprocesses started by
+tests (the CLI, papermill kernels) use the same cache and do not rebuild it.
+"""
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+if "VLMLENS_TEST_CACHE" not in os.environ:
+    os.environ["VLMLENS_TEST_CACHE"] = tempfile.mkdtemp(prefix="vlmlens-test-cache-")
+os.environ["VLMLENS_CACHE"] = os.environ["VLMLENS_TEST_CACHE"]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO

@@ -1,0 +1,258 @@
+"""End-to-end tests of vlmlens.store: durability under SIGKILL, resume, conflicts, secrets, shards, atomic summary."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from vlmlens.core import Judgment, Prediction, RunConfig, Sample
+from vlmlens.store import REDACTED, RunConflictError, RunStore, iter_jsonl, shard_filter
+
+H = "c0ffee" * 10
+
+
+def pred(sid, error=None, raw="The answer is (B)"):
+    if error: return Prediction(sid, H, raw=None, error=error)
+    return Prediction(sid, H, raw=raw, parsed=1, valid=True, usage={"input_tokens": 12, "output_tokens": 5},
+                      latency_s=0.25, model_id="tiny", model_revision="r1")
+
+
+def parsed_lines(path):
+    """Every line of a JSONL file that parses, and the count of those that do not."""
+    good, bad = [], 0
+    for raw in Path(path).read_bytes().split(b"\n"):
+        if not raw.strip(): continue
+        try: good.append(json.loads(raw))
+        except ValueError: bad += 1
+    return good, bad
+
+
+def test_append_and_reload_round_trip(tmp_path):
+    preds = [pred("a"), pred("b", raw="ünïcode \u2028 line sep\nnewline"), pred("c", error="MediaError: no such file")]
+    with RunStore(tmp_path / "run", H).prepare() as st:
+        for p in preds: st.append_prediction(p)
+        st.append_judgment(Judgment("a", "judge-x", "f" * 64, '{"score": 7}', 7.0, True))
+    st = RunStore(tmp_path / "run", H)
+    assert st.load_predictions() == {p.sample_id: p for p in preds}
+    assert st.done_ids() == {"a", "b"}
+    assert st.load_judgments() == [Judgment("a", "judge-x", "f" * 64, '{"score": 7}', 7.0, True)]
+    assert (tmp_path / "run" / "predictions.jsonl").read_bytes().count(b"\n") == 3   # one line per record
+
+
+def test_retry_rules(tmp_path):
+    with RunStore(tmp_path, H) as st:
+        st.append_prediction(pred("ok-then-error"))
+        st.append_prediction(pred("ok-then-error", error="timeout"))
+        st.append_prediction(pred("error-then-ok", error="timeout"))
+        st.append_prediction(pred("error-then-ok", raw="later"))
+        st.append_prediction(pred("error-twice", error="first"))
+        st.append_prediction(pred("error-twice", error="second"))
+    got = RunStore(tmp_path, H).load_predictions()
+    assert got["ok-then-error"].error is None
+    assert got["error-then-ok"].raw == "later"
+    assert got["error-twice"].error == "second"
+    assert RunStore(tmp_path, H).done_ids() == {"ok-then-error", "error-then-ok"}
+
+
+def test_other_config_lines_ignored(tmp_path):
+    with RunStore(tmp_path, H) as st: st.append_prediction(pred("a"))
+    with RunStore(tmp_path, "other") as other:
+        other.append_prediction(Prediction("b", "other", raw="x"))
+        with pytest.raises(ValueError, match="config hash"):
+            other.append_prediction(pred("c"))
+    assert set(RunStore(tmp_path, H).load_predictions()) == {"a"}
+    assert set(RunStore(tmp_path, "other").load_predictions()) == {"b"}
+
+
+def test_partial_last_line_then_append(tmp_path):
+    st = RunStore(tmp_path, H).prepare()
+    with st: st.append_prediction(pred("a"))
+    f = st.predictions_path
+    whole = pred("b").to_json().encode()
+    with open(f, "ab") as fh: fh.write(whole[: len(whole) // 2])          # what SIGKILL mid-write leaves
+    with pytest.warns(UserWarning, match=r"predictions.jsonl:2: ignoring a truncated last line"):
+        assert set(RunStore(tmp_path, H).load_predictions()) == {"a"}
+    with RunStore(tmp_path, H) as st2, pytest.warns(UserWarning, match="truncated last line"):
+        assert st2.done_ids() == {"a"}
+        st2.append_prediction(pred("b"))
+        st2.append_prediction(pred("c"))
+    good, bad = parsed_lines(f)
+    assert [r["sample_id"] for r in good] == ["a", "b", "c"] and bad == 1
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        assert RunStore(tmp_path, H).done_ids() == {"a", "b", "c"}
+
+
+CHILD = r"""
+import sys, time
+from vlmlens.core import Prediction
+from vlmlens.store import RunStore
+run_dir, h, n, delay = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+with RunStore(run_dir, h).prepare() as st:
+    done = st.done_ids()
+    for i in range(n):
+        sid = f"s{i:03d}"
+        if sid in done: continue
+        st.append_prediction(Prediction(sid, h, raw=sid + " " + "x" * 200_000, parsed=i, valid=True))
+        print(sid, flush=True)
+        time.sleep(delay)
+print("finished", flush=True)
+"""
+
+
+def test_sigkill_and_resume_in_real_processes(tmp_path):
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    run_dir, n = tmp_path / "run", 40
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    child = subprocess.Popen([sys.executable, str(script), str(run_dir), H, str(n), "0.02"],
+                             stdout=subprocess.PIPE, text=True, env=env)
+    first = []
+    try:
+        while len(first) < 8:
+            line = child.stdout.readline()
+            assert line, "child exited before it could be killed"
+            first.append(line.strip())
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None: child.kill()
+    assert child.returncode == -signal.SIGKILL
+    assert "finished" not in first
+
+    # also leave a torn record, as a kill in the middle of a write() would
+    f = run_dir / "predictions.jsonl"
+    with open(f, "ab") as fh: fh.write(b'{"sample_id": "s039", "config_hash": "' + H.encode() + b'", "raw": "s039 xxx')
+    with pytest.warns(UserWarning, match="truncated last line"):
+        done_before = RunStore(run_dir, H).done_ids()
+    assert set(first) <= done_before and len(done_before) < n
+
+    resumed = subprocess.run([sys.executable, str(script), str(run_dir), H, str(n), "0"],
+                             capture_output=True, text=True, env=env, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    second = resumed.stdout.split()
+    assert second[-1] == "finished"
+    assert set(second[:-1]).isdisjoint(done_before)                      # finished items were skipped
+    assert set(second[:-1]) | done_before == {f"s{i:03d}" for i in range(n)}
+
+    good, bad = parsed_lines(f)
+    ids = [r["sample_id"] for r in good]
+    assert sorted(ids) == [f"s{i:03d}" for i in range(n)]                 # exactly one valid line per sample
+    assert bad >= 1                                                      # the torn record stayed ignorable
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        preds = RunStore(run_dir, H).load_predictions()
+    assert len(preds) == n and all(p.raw.startswith(sid) and p.valid for sid, p in preds.items())
+
+
+def test_config_hash_conflict(tmp_path):
+    cfg = RunConfig("demo", "tiny", output_root=str(tmp_path), run_name="r", num_frames=8)
+    st = RunStore.open(cfg)
+    st.write_run_json({"model_id": "tiny"})
+    with st: st.append_prediction(Prediction("a", cfg.hash(), raw="A"))
+    changed = RunConfig("demo", "tiny", output_root=str(tmp_path), run_name="r", num_frames=16)
+    with pytest.raises(RunConflictError) as ei:
+        RunStore.open(changed)
+    msg = str(ei.value)
+    assert str(tmp_path / "r") in msg and cfg.hash() in msg and changed.hash() in msg
+    # the same configuration resumes, whatever the bookkeeping fields say
+    assert RunStore.open(RunConfig("demo", "tiny", output_root=str(tmp_path), run_name="r", num_frames=8, limit=3)).done_ids() == {"a"}
+    # overwrite moves the old run aside; nothing is deleted
+    with pytest.warns(UserWarning, match="moved the previous run"):
+        st2 = RunStore.open(changed, overwrite=True)
+    old = [p for p in tmp_path.iterdir() if p.name.startswith("r.old-")]
+    assert len(old) == 1 and (old[0] / "predictions.jsonl").exists()
+    assert json.loads((old[0] / "run.json").read_text())["config_hash"] == cfg.hash()
+    st2.write_run_json()
+    assert json.loads(st2.run_json_path.read_text())["config_hash"] == changed.hash()
+    assert st2.done_ids() == set()
+
+
+def test_run_json_contents(tmp_path):
+    cfg = RunConfig("demo", "tiny", output_root=str(tmp_path), shard="1/2")
+    st = RunStore.open(cfg)
+    doc = json.loads(st.run_json_path.read_text()) if st.run_json_path.exists() else None
+    assert doc is None
+    st.write_run_json({"model_id": "local/tiny", "model_revision": "sha256:abc"})
+    doc = json.loads(st.run_json_path.read_text())
+    import vlmlens
+    assert doc["config"] == cfg.to_dict() and doc["config_hash"] == cfg.hash() and doc["shard"] == "1/2"
+    assert doc["vlmlens_version"] == vlmlens.__version__
+    assert doc["model_id"] == "local/tiny" and doc["model_revision"] == "sha256:abc"
+    assert set(doc["git"]) == {"commit", "dirty"}
+    assert doc["started_at"].endswith("+00:00") and doc["python"] == ".".join(map(str, sys.version_info[:3]))
+    assert "torch" in doc and "transformers" in doc and doc["hostname"]
+
+
+def test_no_secret_reaches_disk(tmp_path, monkeypatch):
+    env_secret = "sk-test-4f9c2a7d1e8b6035"
+    cfg_secret = "tok-zzzz-9876543210"
+    only_in_config = "only-in-config-5d1c0b"       # in no environment variable: caught by its key alone
+    monkeypatch.setenv("OPENAI_API_KEY", env_secret)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", cfg_secret)
+    cfg = RunConfig("demo", "gpt-4o-mini", output_root=str(tmp_path),
+                    model_kwargs={"api_key": env_secret, "base_url": f"http://localhost:1/v1?key={env_secret}",
+                                  "access_token": only_in_config},
+                    benchmark_kwargs={"judge": {"client_options": {"token": cfg_secret}}, "note": cfg_secret})
+    st = RunStore.open(cfg)
+    st.write_run_json({"model_id": "gpt-4o-mini", "headers": {"Authorization": f"Bearer {env_secret}"},
+                       "echo": [f"key was {env_secret}"]})
+    with st: st.append_prediction(Prediction("a", cfg.hash(), raw="A", parsed=0, valid=True))
+    st.write_summary({"config": cfg.to_dict(), "accuracy": 1.0})
+    st.write_scores_csv([{"sample_id": "a", "score": 1.0}])
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert {p.name for p in files} >= {"run.json", "predictions.jsonl", "summary.json", "scores.csv"}
+    for p in files:
+        text = p.read_bytes()
+        for secret in (env_secret, cfg_secret, only_in_config):
+            assert secret.encode() not in text, (p, secret)
+    doc = json.loads(st.run_json_path.read_text())
+    assert doc["config"]["model_kwargs"]["api_key"] == REDACTED
+    assert doc["config"]["max_new_tokens"] == 64 and doc["model_id"] == "gpt-4o-mini"   # non-secrets kept
+
+
+def test_shard_files_and_merging(tmp_path):
+    samples = [Sample(f"q{i}", "demo") for i in range(30)]
+    seen = []
+    for i in range(3):
+        cfg = RunConfig("demo", "tiny", output_root=str(tmp_path), run_name="sharded", shard=f"{i}/3")
+        mine = shard_filter(samples, cfg)
+        seen += [s.id for s in mine]
+        with RunStore.open(cfg) as st:
+            st.write_run_json()
+            for s in mine: st.append_prediction(Prediction(s.id, cfg.hash(), raw="A"))
+            st.append_judgment(Judgment(mine[0].id, "j", "0" * 64, "1", 1.0, True))
+            assert st.done_ids(all_shards=False) == {s.id for s in mine}
+    assert sorted(seen) == sorted(s.id for s in samples)                    # shards partition the samples
+    names = sorted(p.name for p in (tmp_path / "sharded").iterdir())
+    assert names == ["judgments.shard-0-of-3.jsonl", "judgments.shard-1-of-3.jsonl", "judgments.shard-2-of-3.jsonl",
+                     "predictions.shard-0-of-3.jsonl", "predictions.shard-1-of-3.jsonl",
+                     "predictions.shard-2-of-3.jsonl", "run.json"]
+    merged = RunStore.open(RunConfig("demo", "tiny", output_root=str(tmp_path), run_name="sharded"))
+    assert set(merged.load_predictions()) == {s.id for s in samples}
+    assert len(merged.load_judgments()) == 3
+    for i in range(3):
+        ids = [r["sample_id"] for r in map(lambda t: t[1], iter_jsonl(tmp_path / "sharded" / f"predictions.shard-{i}-of-3.jsonl"))]
+        cfg = RunConfig("demo", "tiny", shard=f"{i}/3")
+        assert ids == [s.id for s in shard_filter(samples, cfg)]
+
+
+def test_atomic_summary(tmp_path, monkeypatch):
+    st = RunStore(tmp_path / "run", H).prepare()
+    assert st.read_summary() is None
+    for k in range(5): st.write_summary({"accuracy": k / 4, "n": k})
+    assert st.read_summary() == {"accuracy": 1.0, "n": 4}
+    assert [p.name for p in st.run_dir.iterdir()] == ["summary.json"]          # no temp files left
+    # a crash in the middle of replacing leaves the old summary intact and no temp file
+    def boom(src, dst): raise OSError("disk gone")
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError, match="disk gone"):
+        st.write_summary({"accuracy": 0.0, "n": 99})
+    monkeypatch.undo()
+    assert st.read_summary() == {"accuracy": 1.0, "n": 4}
+    assert [p.name for p in st.run_dir.iterdir()] == ["summary.json"]
