@@ -1,0 +1,526 @@
+"""Table-driven tests of the deterministic scorers (vlmlens.scoring): English, Hindi and Telugu, adversarial cases."""
+import json
+from pathlib import Path
+
+import pytest
+
+from vlmlens.core import Sample
+from vlmlens.scoring import (exact_match, extract_choice, final_answer_text, has_extra_explanation, jee_score,
+                             normalize_text, parse_answer, parse_number, score_answer, script_language_ok,
+                             vqa_accuracy, vqa_normalize)
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+CANDLES = ["The middle candle.", "The right candle", "The left candle."]
+CANDLES_HI = ["बीच की मोमबत्ती", "दाहिनी मोमबत्ती", "बाई मोमबत्ती"]
+CANDLES_TE = ["మధ్య కొవ్వొత్తి", "కుడి వైపు కొవ్వొత్తి", "ఎడమ వైపు కొవ్వొత్తి"]
+TRAINS = ["0", "3", "2", "1"]                                   # VAANI-H: options are numbers
+WINDOWS = ["4 windows", "2 windows", "3 windows", "5 windows"]  # VAANI-T
+JEE_T = ["2.25 A", "3.0 A", "3.37 A", "9 A"]
+JEE_IDS = ["70819157131", "70819157132", "70819157133", "70819157134"]
+IDK = ["Red", "Blue", "Green", "I don't know"]
+
+# (text, num_options, option_texts, kwargs, expected)
+SINGLE = [
+    # bare and bracketed labels
+    ("A", 4, None, {}, 0),
+    ("b", 4, None, {}, 1),
+    ("(C)", 4, None, {}, 2),
+    ("D)", 4, None, {}, 3),
+    ("B.", 4, None, {}, 1),
+    ("[B]", 4, None, {}, 1),
+    ("**B**", 4, None, {}, 1),
+    ("Option B", 4, None, {}, 1),
+    ("option (c)", 4, None, {}, 2),
+    ("  B  \n", 4, None, {}, 1),
+    ("Ｂ", 4, None, {}, 1),                      # full-width
+    ("（Ｃ）", 4, None, {}, 2),
+    # answer markers
+    ("The answer is B.", 4, None, {}, 1),
+    ("the answer is B", 4, None, {}, 1),
+    ("The correct answer is (D).", 4, None, {}, 3),
+    ("Answer: C", 4, None, {}, 2),
+    ("ANSWER: c", 4, None, {}, 2),
+    ("Best option: (B", 4, None, {}, 1),
+    ("Best option: (B)", 4, None, {}, 1),
+    ("{ answer: B }", 4, None, {}, 1),            # HinTel format
+    ('{"answer": "C"}', 4, None, {}, 2),
+    ("\\boxed{C}", 4, None, {}, 2),
+    ("$\\boxed{\\text{(D)}}$", 4, None, {}, 3),
+    ("The answer is (B) $6.4 \\times 10^{-34}$", 4, None, {}, 1),
+    ("Answer: (B) 6.4 × 10^-34", 4, None, {}, 1),
+    ("The answer is B, not C.", 4, None, {}, 1),
+    ("My answer would be D because it is the largest.", 4, None, {}, 3),
+    # more surface forms
+    ("Answer - B", 4, None, {}, 1),
+    ("Answer = B", 4, None, {}, 1),
+    ("Correct option: B", 4, None, {}, 1),
+    ("Ans: B", 4, None, {}, 1),
+    ("answer: a", 4, None, {}, 0),
+    ("The answer is a candle.", 4, None, {}, None),
+    ("Answer\nB", 4, None, {}, 1),
+    ("The answer is: \n\nB", 4, None, {}, 1),
+    ("The answer to the question about the candles is B.", 4, None, {}, 1),
+    ("The answer is B. Some people might answer C, but that is wrong.", 4, None, {}, 1),
+    ("To find the answer, compare the left candle and the right candle.\nB", 3, CANDLES, {}, 1),
+    ("The largest candle is the middle one, so A.", 3, CANDLES, {}, 0),
+    ("The correct answer is: **C. The left candle**", 3, CANDLES, {}, 2),
+    ("Final Answer: The final answer is $\\boxed{C}$", 3, CANDLES, {}, 2),
+    ("Which candle is the largest? A) The middle candle. B) The right candle.\nAnswer: A", 3, CANDLES, {}, 0),
+    ("I would choose option B over option C.", 4, None, {}, None),
+    ("It is not B.", 4, None, {}, None),
+    ("a) the middle candle", 3, CANDLES, {}, 0),
+    ("उत्तर है B", 4, None, {}, 1),
+    ("The answer is B, A is too small.", 4, None, {}, 1),
+    ("1. Observe the candles.\n2. Compare their heights.\n3. The middle one is tallest.", 3, CANDLES, {}, None),
+    ("Using equation (1), the slope is h/e.", 4, None, {}, None),
+    ("a) first point\nb) second point", 4, None, {}, None),
+    ("A) The middle candle\nBecause it is tallest.", 3, CANDLES, {}, 0),
+    ("1. The middle candle", 3, CANDLES, {}, 0),
+    # option numbers
+    ("### Answer: 2", 4, None, {}, 1),
+    ("Answer: 1", 4, None, {}, 0),
+    ("Answer: 0", 4, None, {"number_base": 0}, 0),
+    ("2", 4, None, {"number_base": 0}, 2),
+    ("Answer: 4", 4, None, {"number_base": 0}, None),      # out of range for 0-based
+    ("Answer: 2", 4, None, {"number_base": None}, None),   # numbers disabled
+    ("Answer: 5", 4, None, {}, None),
+    # post-assertions
+    ("B is correct.", 4, None, {}, 1),
+    ("(C) is the right answer", 4, None, {}, 2),
+    ("Option A is incorrect; D is correct.", 4, None, {}, 3),
+    ("From the figure, B is the correct option.", 4, None, {}, 1),
+    ("A is the tallest candle here and B is the right candle.", 4, None, {}, None),
+    # chain of thought: the final answer, not letters in the reasoning
+    ("The image shows three candles. A is short, B is shorter.\nFinal answer: C", 4, None, {}, 2),
+    ("The image shows three candles.\nTherefore, the answer is A.", 4, None, {}, 0),
+    ("Let me think. (A) is too small and (B) matches the slope.\n\nAnswer: B", 4, None, {}, 1),
+    ("The answer is B.\n\nWait, actually the answer is C.", 4, None, {}, 2),
+    ("Final answer: C\nThe answer could also be B", 4, None, {}, 2),   # an explicit final answer wins
+    ("Answer: B\nExplanation: the answer is not A because it is smaller.", 4, None, {}, 1),
+    ("Looking at the sizes...\n\nB", 4, None, {}, 1),
+    ("Looking at the sizes...\nTherefore, (B).", 4, None, {}, 1),
+    ("I think B.", 4, None, {}, 1),
+    ("I think it's B", 4, None, {}, 1),
+    # adversarial: articles, pronouns, words that start with a label letter
+    ("A man is standing next to the candles.", 4, None, {}, None),
+    ("The image shows a dog.", 20, None, {}, None),     # not option T
+    ("I don't know.", 12, None, {}, None),              # not option I
+    ("Apples are red.", 4, None, {}, None),
+    ("N/A", 4, None, {}, None),
+    ("B's shirt is red", 4, None, {}, None),
+    ("A T-shirt.", 20, None, {}, None),
+    ("The answer is not A.", 4, None, {}, None),
+    ("E", 4, None, {}, None),
+    ("Answer: E", 4, None, {}, None),
+    ("", 4, None, {}, None),
+    ("   ", 4, None, {}, None),
+    (None, 4, None, {}, None),
+    ("Answer:", 4, None, {}, None),
+    # ambiguity: two different options asserted
+    ("A or B", 4, None, {}, None),
+    ("The answer is A or B.", 4, None, {}, None),
+    ("Either A or C", 4, None, {}, None),
+    ("Answer: B and C", 4, None, {}, None),
+    ("Answer: AB", 4, None, {}, None),
+    ("(A) is too small. (B) matches. (C) is too big.", 4, None, {}, None),
+    ("maybe B", 4, None, {}, None),
+    # option texts
+    ("the right candle", 3, CANDLES, {}, 1),
+    ("The Right  Candle!", 3, CANDLES, {}, 1),
+    ("I believe it is the left candle.", 3, CANDLES, {}, 2),
+    ("Either the left candle or the right candle.", 3, CANDLES, {}, None),
+    ("B) The right candle", 3, CANDLES, {}, 1),
+    ("B The right candle", 3, CANDLES, {}, 1),
+    ("C The middle candle", 3, CANDLES, {}, None),          # letter and text disagree
+    ("A. The middle candle.", 3, CANDLES, {}, 0),
+    ("A) The middle candle. B) The right candle. C) The left candle.", 3, CANDLES, {}, None),
+    ("Answer: the middle candle", 3, CANDLES, {}, 0),
+    ("A man lights the candles.", 3, CANDLES, {}, None),
+    ("I don't know.", 4, IDK, {}, 3),                       # an "I don't know" option is an option text
+    ("i dont know", 4, IDK, {}, 3),
+    ("I don't know, maybe Blue or Green", 4, IDK, {}, None),
+    ("Blue", 4, IDK, {}, 1),
+    # numbers as option texts (VAANI-H, VAANI-T)
+    ("2", 4, TRAINS, {}, 2),
+    ("Answer: 1", 4, TRAINS, {}, 3),
+    ("D", 4, TRAINS, {}, 3),
+    ("D) 1", 4, TRAINS, {}, 3),
+    ("There is 1 train in this picture.", 4, TRAINS, {}, 3),
+    ("3", 4, WINDOWS, {}, 2),
+    ("C", 4, WINDOWS, {}, 2),
+    ("3 windows", 4, WINDOWS, {}, 2),
+    ("The answer is 2 windows.", 4, WINDOWS, {}, 1),
+    # exam ids as labels (JEE-T)
+    ("70819157131", 4, JEE_T, {"labels": JEE_IDS}, 0),
+    ("Answer: 70819157133", 4, JEE_T, {"labels": JEE_IDS}, 2),
+    ("The correct option is 70819157134 (9 A).", 4, JEE_T, {"labels": JEE_IDS}, 3),
+    ("2.25 A", 4, JEE_T, {"labels": JEE_IDS}, 0),
+    ("Answer: 3 A", 4, JEE_T, {"labels": JEE_IDS}, 1),
+    ("Answer: 3.37A", 4, JEE_T, {"labels": JEE_IDS}, 2),
+    ("A", 4, JEE_T, {"labels": JEE_IDS}, 0),                # letters by position
+    ("Option 2", 4, JEE_T, {"labels": JEE_IDS}, None),      # "2" could be a value: not read as a position
+    ("70819157135", 4, JEE_T, {"labels": JEE_IDS}, None),
+    # digit labels
+    ("2", 4, None, {"labels": ["1", "2", "3", "4"]}, 1),
+    ("Answer: (4)", 4, None, {"labels": ["1", "2", "3", "4"]}, 3),
+    # Hindi
+    ("सही उत्तर (B) है", 4, None, {}, 1),
+    ("उत्तर: C", 4, None, {}, 2),
+    ("मेरा उत्तर B है।", 4, None, {}, 1),
+    ("इसलिए सही विकल्प D है।", 4, None, {}, 3),
+    ("विकल्प B सही है।", 4, None, {}, 1),
+    ("(A) सही उत्तर है", 4, None, {}, 0),
+    ("उत्तर: २", 4, None, {}, 1),
+    ("अंतिम उत्तर: A", 4, None, {}, 0),
+    ("चित्र में तीन मोमबत्तियाँ हैं। A छोटी है।\nअंतिम उत्तर: C", 4, None, {}, 2),
+    ("उत्तर: बीच की मोमबत्ती", 3, CANDLES_HI, {}, 0),
+    ("दाहिनी मोमबत्ती", 3, CANDLES_HI, {}, 1),
+    ("उत्तर: A या B", 4, None, {}, None),
+    ("उत्तर: A", 4, None, {}, 0),
+    ("उत्तर: ख", 4, None, {"labels": ["क", "ख", "ग", "घ"]}, 1),
+    # Telugu
+    ("సరైన సమాధానం: C", 4, None, {}, 2),
+    ("సమాధానం (B)", 4, None, {}, 1),
+    ("జవాబు: A", 4, None, {}, 0),
+    ("C సరైనది", 4, None, {}, 2),
+    ("సమాధానం: ౨", 4, None, {}, 1),
+    ("కాబట్టి, సమాధానం D.", 4, None, {}, 3),
+    ("చిత్రంలో మూడు కొవ్వొత్తులు ఉన్నాయి.\nతుది సమాధానం: A", 4, None, {}, 0),
+    ("సమాధానం: కుడి వైపు కొవ్వొత్తి", 3, CANDLES_TE, {}, 1),
+    ("సమాధానం: A లేదా C", 4, None, {}, None),
+]
+
+MULTI = [
+    ("A, C", 4, {}, [0, 2]),
+    ("AC", 4, {}, [0, 2]),
+    ("A and C", 4, {}, [0, 2]),
+    ("A & C", 4, {}, [0, 2]),
+    ("(A), (C)", 4, {}, [0, 2]),
+    ("(A) and (C)", 4, {}, [0, 2]),
+    ("Answer: A, C", 4, {}, [0, 2]),
+    ("Final answer: ACD", 4, {}, [0, 2, 3]),
+    ("\\boxed{BD}", 4, {}, [1, 3]),
+    ("B", 4, {}, [1]),
+    ("CA", 4, {}, [0, 2]),
+    ("Options A and C are correct.", 4, {}, [0, 2]),
+    ("The reasoning mentions (B) first.\nFinal answer: A, D", 4, {}, [0, 3]),
+    ("उत्तर: A और C", 4, {}, [0, 2]),
+    ("సమాధానం: A, C మరియు D", 4, {}, [0, 2, 3]),
+    ("A or C", 4, {}, None),
+    ("AA", 4, {}, None),
+    ("None of these", 4, {}, None),
+    ("Answer: 1, 3", 4, {}, [0, 2]),
+    ("The options A, C", 4, {}, [0, 2]),
+    ("I checked each one, C", 4, {}, None),
+    ("उत्तरी भाग A", 4, {}, None),          # उत्तरी ("northern") is not उत्तर ("answer")
+    ("उत्तर: A", 4, {}, [0]),
+    ("", 4, {}, None),
+]
+
+
+@pytest.mark.parametrize("text,n,opts,kw,want", SINGLE)
+def test_extract_choice(text, n, opts, kw, want):
+    assert extract_choice(text, n, opts, **kw) == want
+
+
+@pytest.mark.parametrize("text,n,kw,want", MULTI)
+def test_extract_choice_multi(text, n, kw, want):
+    assert extract_choice(text, n, multi=True, **kw) == want
+
+
+@pytest.mark.parametrize("args,msg", [
+    (("B", 3, ["x", "y"]), "option_texts has 2 entries"),
+    (("B", 0), "num_options must be a positive int"),
+    (("B", 30), "more than 26 options"),
+])
+def test_extract_choice_bad_input(args, msg):
+    with pytest.raises(ValueError, match=msg):
+        extract_choice(*args)
+
+
+def test_extract_choice_bad_labels():
+    with pytest.raises(ValueError, match="labels has 2 entries"):
+        extract_choice("A", 3, labels=["A", "B"])
+
+
+NUMBERS = [
+    ("2.25 A", 2.25), ("तीन", 3.0), ("మూడు", 3.0), ("three", 3.0), ("1,234.5", 1234.5), ("3/4", 0.75),
+    ("३", 3.0), ("౩.౫", 3.5), ("Answer: 42", 42.0), ("The answer is -7", -7.0),
+    ("x = 5\nFinal answer: 10", 10.0), ("6.4 × 10^-34", 6.4e-34), ("\\boxed{12}", 12.0),
+    ("twenty-five", 25.0), ("one hundred and five", 105.0), ("पाँच सेब", 5.0), ("ఐదు", 5.0),
+    ("no number here", None), ("", None), (None, None), ("50%", 50.0), ("1e3", 1000.0),
+    ("The value is 0.5 m/s", 0.5), ("Final answer: \\frac{3}{4}", 0.75),
+    ("Step 1: 3 + 4 = 7\nSo there are 7 apples", 7.0), ("between 3 and 4", 3.0), ("उत्तर: १२", 12.0),
+    ("సమాధానం: 1,23,456", 123456.0), ("Ten", 10.0), (2.5, 2.5),
+]
+
+
+@pytest.mark.parametrize("text,want", NUMBERS)
+def test_parse_number(text, want):
+    got = parse_number(text)
+    assert (got is None and want is None) or (got is not None and want is not None and abs(got - want) <= 1e-12 * max(1, abs(want)))
+
+
+NORMALIZE = [
+    ("  Hello,   World! ", "en", "hello world"), ("हाँ।", "hi", "हाँ"), ("३.५ kg", "hi", "3.5 kg"),
+    ("क्\u200dष", "hi", "क्ष"), ("సరే॥", "te", "సరే"), ("1,234", "en", "1234"), ("ＡＢＣ", "en", "ａｂｃ"),
+]
+
+
+@pytest.mark.parametrize("text,lang,want", NORMALIZE)
+def test_normalize_text(text, lang, want):
+    assert normalize_text(text, lang) == want
+
+
+EXACT = [
+    ("Yes.", "yes", "en", 1.0), ("no", ["yes", "yeah"], "en", 0.0), (None, "yes", "en", 0.0),
+    ("Blue", ["red", "blue"], "en", 1.0), ("", "", "en", 0.0), ("लाल।", "लाल", "hi", 1.0),
+    ("ఎరుపు", "ఎరుపు.", "te", 1.0), ("हां", "हाँ", "hi", 0.0),   # spelling variants need vqa_normalize
+]
+
+
+@pytest.mark.parametrize("pred,gold,lang,want", EXACT)
+def test_exact_match(pred, gold, lang, want):
+    assert exact_match(pred, gold, lang) == want
+
+
+# --- VQA: the official English protocol ----------------------------------------------------------
+VQA_EN = [
+    ("yes", ["yes"] * 10, 1.0),
+    ("Yes", ["yes"] * 10, 0.0),                 # all ten identical: no normalisation at all (official quirk)
+    ("yes.", ["yes"] * 10, 0.0),
+    ("two", ["2"] * 10, 0.0),
+    ("two", ["2"] * 9 + ["3"], 1.0),            # not identical: both sides normalised
+    ("2", ["2"] * 2 + ["3"] * 8, 0.6),
+    ("2", ["2"] * 3 + ["3"] * 7, 0.9),
+    ("2", ["2"] + ["3"] * 9, 0.3),
+    ("2", ["2"] * 4 + ["3"] * 6, 1.0),
+    ("a dog", ["dog"] * 9 + ["cat"], 1.0),
+    ("The Dog", ["dog"] * 9 + ["cat"], 1.0),
+    ("t-shirt", ["t shirt"] * 5 + ["shirt"] * 5, 1.0),
+    ("1,000", ["1000"] * 5 + ["100"] * 5, 1.0),
+    ("dont know", ["don't know"] * 4 + ["no"] * 6, 1.0),
+    ("yes.", ["yes"] * 9 + ["no"], 1.0),
+    ("3.5", ["3.5"] * 5 + ["3"] * 5, 1.0),
+    ("none", ["0"] * 5 + ["zero"] * 5, 1.0),
+    ("YES", ["yes"] * 9 + ["no"], 1.0),
+    ("blue", ["red"] * 10, 0.0),
+    ("blue", ["red"] * 9 + ["blue"], 0.0 + 9 * (1 / 3) / 10),
+    ("yes!", ["yes"] * 8 + ["no"] * 2, 1.0),
+    ("red and white", ["red & white"] * 4 + ["red"] * 6, 0.0),  # '&' is not official punctuation
+    ("red white", ["red/white"] * 4 + ["red"] * 6, 1.0),       # '/' next to no space: replaced by a space
+    ("  yes\n", ["yes"] * 10, 1.0),            # newlines/tabs and outer spaces always cleaned
+    (None, ["yes"] * 10, 0.0),
+]
+
+
+@pytest.mark.parametrize("pred,gts,want", VQA_EN)
+def test_vqa_accuracy_official_en(pred, gts, want):
+    assert vqa_accuracy(pred, gts) == pytest.approx(want, abs=1e-12)
+
+
+def test_vqa_unofficial_always_normalises():
+    assert vqa_accuracy("Yes", ["yes"] * 10, official=False) == 1.0
+    assert vqa_accuracy("two", ["2"] * 10, official=False) == 1.0
+
+
+def test_vqa_empty_gt():
+    with pytest.raises(ValueError, match="empty"):
+        vqa_accuracy("yes", [])
+
+
+# --- VQA: Hindi and Telugu single-reference (HinTel) -----------------------------------------------
+VQA_INDIC = [
+    ("हां", "हाँ", "hi", 1.0), ("हा", "हाँ", "hi", 1.0), ("नही", "नहीं", "hi", 1.0), ("जी हाँ", "हाँ", "hi", 1.0),
+    ("हाँ।", "हाँ", "hi", 1.0), ("नहीं", "हाँ", "hi", 0.0), ("तीन", "3", "hi", 1.0), ("३", "तीन", "hi", 1.0),
+    ("पाँच", "पांच", "hi", 1.0), ("दो कुत्ते", "2 कुत्ते", "hi", 1.0), ("लाल\u200d", "लाल", "hi", 1.0),
+    ("Yes", "हाँ", "hi", 0.0), ("TV", "tv", "hi", 1.0), ("The bus", "bus", "hi", 1.0),
+    ("two cars", "2 cars", "hi", 1.0), ("दस॥", "10", "hi", 1.0), ("चार", "पाँच", "hi", 0.0),
+    ("ఔను", "అవును", "te", 1.0), ("అవునండి", "అవును", "te", 1.0), ("లేదు", "కాదు", "te", 1.0),
+    ("కాదండి", "కాదు", "te", 1.0), ("మూడు", "3", "te", 1.0), ("౩", "3", "te", 1.0), ("అవును", "కాదు", "te", 0.0),
+    ("రెండు", "మూడు", "te", 0.0), ("ఎరుపు.", "ఎరుపు", "te", 1.0), ("పది", "౧౦", "te", 1.0), ("Yes", "అవును", "te", 0.0),
+]
+
+
+@pytest.mark.parametrize("pred,gold,lang,want", VQA_INDIC)
+def test_vqa_accuracy_indic_single_reference(pred, gold, lang, want):
+    assert vqa_accuracy(pred, gold, lang, official=False) == want
+    assert vqa_accuracy(pred, [gold], lang) == want        # one reference: always normalised
+
+
+def test_vqa_indic_ten_answers():
+    assert vqa_accuracy("हां", ["हाँ"] * 10, "hi", official=True) == 0.0     # official quirk kept
+    assert vqa_accuracy("हां", ["हाँ"] * 10, "hi", official=False) == 1.0
+    assert vqa_accuracy("हां", ["हाँ"] * 9 + ["नहीं"], "hi", official=True) == 1.0
+
+
+VQA_NORMALIZE = [
+    ("The two dogs.", "en", "2 dogs"), ("Isnt it", "en", "isn't it"), ("ten", "en", "10"),
+    ("हां।", "hi", "हाँ"), ("जी नही", "hi", "नहीं"), ("దస", "te", "దస"), ("లేవు", "te", "కాదు"),
+    ("दो cars", "hi", "2 cars"), ("The TV", "te", "tv"),
+]
+
+
+@pytest.mark.parametrize("text,lang,want", VQA_NORMALIZE)
+def test_vqa_normalize(text, lang, want):
+    assert vqa_normalize(text, lang) == want
+
+
+# --- JEE --------------------------------------------------------------------------------------------
+JEE = [
+    ("B", "B", "MCQ", 1.0), ("B", "C", "MCQ", 0.0), ("B", None, "MCQ", 0.0), ("B", "", "MCQ", 0.0),
+    ("B", "BC", "MCQ", 0.0), ("B", "b", "MCQ", 1.0),
+    ("BCD", "BCD", "MCQ(multiple)", 1.0), ("BCD", "DCB", "MCQ(multiple)", 1.0), ("BCD", "B, C, D", "MCQ(multiple)", 1.0),
+    ("BCD", "BC", "MCQ(multiple)", 0.5), ("BCD", "B", "MCQ(multiple)", 0.25), ("BCD", "AB", "MCQ(multiple)", 0.0),
+    ("BCD", "ABCD", "MCQ(multiple)", 0.0), ("BCD", None, "MCQ(multiple)", 0.0), ("AC", [0, 2], "MCQ(multiple)", 1.0),
+    ("AC", ["C"], "MCQ(multiple)", 0.25), ("BCD", "(B) and (D)", "MCQ(multiple)", 0.5),
+    ("BCD", "Answer: B, C", "MCQ(multiple)", 0.5), ("B", "Answer: B", "MCQ", 1.0),
+    ("5", "5", "Integer", 1.0), ("5", "6", "Integer", 0.0), ("5", None, "Integer", 0.0), ("5", "five", "Integer", 1.0),
+    ("2.25", "2.25", "Numeric", 1.0), ("2.25", "2.26", "Numeric", 1.0), ("2.25", "2.2601", "Numeric", 0.0),
+    ("2.25", 2.24, "Numeric", 1.0), ("0.75", "3/4", "Numeric", 1.0), ("2.25", "abc", "Numeric", 0.0),
+]
+
+
+@pytest.mark.parametrize("gold,answer,qtype,want", JEE)
+def test_jee_score(gold, answer, qtype, want):
+    assert jee_score(gold, answer, qtype) == want
+
+
+def test_jee_bad_type():
+    with pytest.raises(ValueError, match="qtype must be one of"):
+        jee_score("B", "B", "MCQ-multi")
+
+
+def test_jee_hintel_rules():
+    hindi_cot = "धारा का मान ज्ञात करने के लिए ओम के नियम का उपयोग करते हैं, $i = E/R$।\nअंतिम उत्तर: B"
+    english_cot = "We use Ohm's law to find the current through the circuit, so the current is E/R.\nअंतिम उत्तर: B"
+    assert jee_score("B", "B", "MCQ", cot_lang="hi", raw=hindi_cot) == 1.0
+    assert jee_score("B", "B", "MCQ", cot_lang="hi", raw=english_cot) == 0.0
+    assert jee_score("B", "B", "MCQ", standard_strict=True, raw="B") == 1.0
+    assert jee_score("B", "B", "MCQ", standard_strict=True, raw="B, since the current doubles.") == 0.0
+    assert jee_score("B", "B", "MCQ", cot_lang="hi") == 1.0      # no raw text: rules not applied
+
+
+SCRIPT = [
+    ("प्रतिरोध R = 2.0 Ω है, इसलिए धारा $i = E/R$ होगी। उत्तर: A", "hi", True),
+    ("The current through the resistor is E/R, so the answer is A. उत्तर: A", "hi", False),
+    ("కాబట్టి సమాధానం B", "te", True),
+    ("Therefore the answer is B", "te", False),
+    ("B", "te", True),
+    ("నిరోధం R = 2.0 Ω, emf E = 9 V కాబట్టి ప్రవాహం 2.25 A", "te", True),
+    ("The answer is B", "en", True),
+    ("उत्तर B है", "en", False),
+]
+
+
+@pytest.mark.parametrize("text,lang,want", SCRIPT)
+def test_script_language_ok(text, lang, want):
+    assert script_language_ok(text, lang) is want
+
+
+EXPLAIN = [
+    ("Answer: B", False), ("B", False), ("(B) $6.4 \\times 10^{-34}$", False), ("2.25 A", False),
+    ("The answer is B.", False), ("B, because the stopping potential is linear.", True),
+    ("उत्तर: B\nक्योंकि धारा अधिक है", True), ("సమాధానం: C", False), ("C ఎందుకంటే ప్రవాహం ఎక్కువ", True),
+    ("The photoelectric equation gives a straight line whose slope is h over e and the intercept gives work function", True),
+]
+
+
+@pytest.mark.parametrize("text,want", EXPLAIN)
+def test_has_extra_explanation(text, want):
+    assert has_extra_explanation(text) is want
+
+
+SHORT = [
+    ("Answer: yes", "yes"), ("The zebra has stripes.\nThe answer is: two.", "two"), ("हाँ।", "हाँ"),
+    ("उत्तर: हाँ", "हाँ"), ("సమాధానం: అవును", "అవును"), ("  ", ""), (None, ""), ("**Yes**", "Yes"),
+    ("Final answer:\nred", "red"), ('"blue"', "blue"), ("3.5.", "3.5"),
+]
+
+
+@pytest.mark.parametrize("text,want", SHORT)
+def test_final_answer_text(text, want):
+    assert final_answer_text(text) == want
+
+
+# --- harness wiring ---------------------------------------------------------------------------------
+def _s(**kw):
+    base = dict(id="x", benchmark="t")
+    base.update(kw)
+    return Sample(**base)
+
+
+def test_parse_and_score_mcq_hintel_example():
+    ex = json.loads((DATA / "hintel" / "examples_transcribed.json").read_text())
+    for lang in ("en", "hi", "te"):
+        s = _s(language=lang, options=["A", "B", "C"], answer=0, answer_type="mcq", question=ex["RealWorldQA"][lang]["q"])
+        parsed, valid = parse_answer(s, "A")
+        assert (parsed, valid) == (0, True) and score_answer(s, parsed) == 1.0
+    jt = ex["JEE-T"]["te"]
+    ids, texts = list(jt["options"]), list(jt["options"].values())
+    s = _s(language="te", options=texts, answer=ids.index(jt["marked_correct"]), answer_type="mcq",
+           metadata={"option_labels": ids})
+    for text in ("70819157131", "సమాధానం: 2.25 A", "సరైన సమాధానం: 70819157131"):
+        parsed, valid = parse_answer(s, text)
+        assert valid and score_answer(s, parsed) == 1.0
+    assert score_answer(s, parse_answer(s, "70819157134")[0]) == 0.0
+
+
+def test_parse_and_score_jeebench_row():
+    row = json.loads((DATA / "jeebench" / "row0.json").read_text())
+    s = _s(options=["6.0e-34", "6.4e-34", "6.6e-34", "6.8e-34"], answer=row["gold"], answer_type="mcq")
+    parsed, valid = parse_answer(s, "Using eV = hc/λ - φ for two wavelengths...\nThe answer is (B) $6.4 \\times 10^{-34}$")
+    assert valid and parsed == 1 and score_answer(s, parsed) == 1.0
+    assert jee_score(row["gold"], "B", row["type"]) == 1.0
+
+
+WIRING = [
+    # (sample kwargs, text, parsed, valid, score)
+    (dict(options=CANDLES, answer=1, answer_type="mcq"), "B", 1, True, 1.0),
+    (dict(options=CANDLES, answer=1, answer_type="mcq"), "the left candle", 2, True, 0.0),
+    (dict(options=CANDLES, answer=1, answer_type="mcq"), "I cannot tell.", None, False, 0.0),
+    (dict(options=CANDLES, answer="B", answer_type="mcq"), "(B)", 1, True, 1.0),
+    (dict(options=["a", "b", "c", "d"], answer="BCD", answer_type="mcq_multi", metadata={"scoring": "jee"}), "B, C", [1, 2], True, 0.5),
+    (dict(options=["a", "b", "c", "d"], answer="BCD", answer_type="mcq_multi", metadata={"scoring": "jee"}), "A, B", [0, 1], True, 0.0),
+    (dict(options=["a", "b", "c", "d"], answer=[1, 2, 3], answer_type="mcq_multi"), "BC", [1, 2], True, 0.0),
+    (dict(options=["a", "b", "c", "d"], answer=[1, 2, 3], answer_type="mcq_multi"), "Answer: B, C, D", [1, 2, 3], True, 1.0),
+    (dict(answer=5, answer_type="integer"), "Final answer: 5", 5.0, True, 1.0),
+    (dict(answer="2.25", answer_type="numeric"), "i = 2.25 A", 2.25, True, 1.0),
+    (dict(answer=2.25, answer_type="numeric", metadata={"tolerance": 0.1}), "2.3", 2.3, True, 1.0),
+    (dict(answer=2.25, answer_type="numeric"), "2.3", 2.3, True, 0.0),
+    (dict(answer=3, answer_type="integer", language="hi"), "उत्तर: तीन", 3.0, True, 1.0),
+    (dict(answer=3, answer_type="integer", language="te"), "సమాధానం: మూడు", 3.0, True, 1.0),
+    (dict(answer=3, answer_type="integer"), "I am not sure", None, False, 0.0),
+    (dict(answer=["yes"] * 10, answer_type="short"), "Answer: yes", "yes", True, 1.0),
+    (dict(answer=["2"] * 3 + ["3"] * 7, answer_type="short"), "two", "two", True, 0.9),
+    (dict(answer="हाँ", answer_type="short", language="hi", metadata={"scoring": "vqa"}), "हां।", "हां", True, 1.0),
+    (dict(answer="అవును", answer_type="short", language="te", metadata={"scoring": "vqa"}), "ఔను", "ఔను", True, 1.0),
+    (dict(answer="red", answer_type="short"), "Red.", "Red", True, 1.0),
+    (dict(answer=["red", "crimson"], answer_type="short"), "crimson", "crimson", True, 1.0),
+    (dict(answer="red", answer_type="short"), "", "", False, 0.0),
+]
+
+
+@pytest.mark.parametrize("kw,text,parsed,valid,score", WIRING)
+def test_parse_and_score(kw, text, parsed, valid, score):
+    s = _s(**kw)
+    got, ok = parse_answer(s, text)
+    assert (got, ok) == (parsed, valid)
+    assert score_answer(s, got if ok else None) == pytest.approx(score)
+
+
+def test_open_needs_judge_and_none_text():
+    s = _s(answer_type="open", answer="He leaves.")
+    assert parse_answer(s, "  He leaves the house. ") == ("He leaves the house.", True)
+    assert parse_answer(s, None) == (None, False)
+    with pytest.raises(ValueError, match="open answers need a judge"):
+        score_answer(s, "He leaves.")
+
+
+def test_bad_gold_is_reported():
+    s = _s(id="q7", options=["a", "b"], answer="Z9", answer_type="mcq")
+    with pytest.raises(ValueError, match="q7"):
+        score_answer(s, 0)
+    with pytest.raises(ValueError, match="no options"):
+        parse_answer(_s(answer_type="mcq", answer=0), "A")
