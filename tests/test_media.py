@@ -1,0 +1,277 @@
+"""Tests of vlmlens.media on synthesized media: exact frames, bad media, EXIF, subtitles, cache, materialize.
+
+Every synthesized frame shows its own index as a block code (`frame_code_image`), so a sampled frame can be
+checked against the frame that is really shown at its timestamp, found by decoding the whole file with PyAV.
+"""
+import os
+import time
+
+import av
+import numpy as np
+import pytest
+from PIL import Image
+
+from vlmlens.core import message
+from vlmlens.media import (Cue, FrameCache, MediaError, frame_code_image, frame_times, load_image, materialize,
+                           read_frame_code, read_subtitles, sample_frames, subtitles_between, subtitles_for_frames,
+                           transcript, write_video)
+
+FPS, N_FRAMES, KEYINT, W, H = 10, 150, 12, 96, 64
+
+
+def reference(path):
+    "[(pts_s, code)] of every frame, in presentation order, by a plain sequential decode."
+    with av.open(str(path)) as c:
+        s = c.streams.video[0]
+        start, tb = s.start_time or 0, float(s.time_base)
+        return [((f.pts - start) * tb, read_frame_code(f.to_image())) for f in c.decode(s)]
+
+
+def shown(ref, t):
+    "Code of the frame shown at time t: the last frame whose pts <= t."
+    return [code for pts, code in ref if pts <= t + 1e-9][-1]
+
+
+# x264 defaults (B-frames, b-pyramid: reordering and non-reference frames), x264 ultrafast (no B-frames), Matroska, VP9
+VARIANTS = {"mp4-bframes": ("mp4", "libx264", {}), "mp4-ultrafast": ("mp4", "libx264", {"preset": "ultrafast"}),
+            "mkv-bframes": ("mkv", "libx264", {}), "webm-vp9": ("webm", "libvpx-vp9", {"deadline": "realtime", "cpu-used": "8"})}
+
+
+@pytest.fixture(scope="module", params=list(VARIANTS))
+def video(request, tmp_path_factory):
+    ext, codec, opts = VARIANTS[request.param]
+    path = tmp_path_factory.mktemp("media") / f"v.{ext}"
+    write_video(path, (frame_code_image(i, W, H) for i in range(N_FRAMES)), fps=FPS, keyint=KEYINT, codec=codec,
+                options=opts)
+    ref = reference(path)
+    assert [c for _, c in ref] == list(range(N_FRAMES)), "the frame code must survive encoding"
+    return path, ref
+
+
+@pytest.fixture(scope="module")
+def mp4(tmp_path_factory):
+    path = tmp_path_factory.mktemp("media") / "b.mp4"
+    write_video(path, (frame_code_image(i, W, H) for i in range(N_FRAMES)), fps=FPS, keyint=KEYINT)
+    return path
+
+
+def codes(fr): return [read_frame_code(im) for im in fr.images]
+
+
+# ---------------------------------------------------------------- write_video
+
+
+def test_write_video_keyframes_exactly_every_keyint(mp4):
+    with av.open(str(mp4)) as c:
+        s = c.streams.video[0]
+        pk = [p for p in c.demux(s) if p.size]
+        assert len(pk) == N_FRAMES and s.average_rate == FPS
+        pts_order = sorted(range(len(pk)), key=lambda i: pk[i].pts)          # display index of each packet
+        keys = sorted(pts_order.index(i) for i, p in enumerate(pk) if p.is_keyframe)
+    assert keys == list(range(0, N_FRAMES, KEYINT))
+
+
+def test_write_video_accepts_pil_and_rejects_bad_frames(tmp_path):
+    p = write_video(tmp_path / "pil.mp4", [Image.fromarray(frame_code_image(i, W, H)) for i in range(3)], fps=4)
+    assert [c for _, c in reference(p)] == [0, 1, 2]
+    with pytest.raises(ValueError, match="frame 1 is 32x32"):
+        write_video(tmp_path / "x.mp4", [frame_code_image(0, W, H), np.zeros((32, 32, 3), np.uint8)])
+    with pytest.raises(ValueError, match="uint8 RGB"):
+        write_video(tmp_path / "y.mp4", [np.zeros((H, W), np.uint8)])
+
+
+# ---------------------------------------------------------------- exact frames
+
+
+@pytest.mark.parametrize("n", [1, 4, 9])
+def test_sparse_targets_are_exact_and_seek(video, n):
+    path, ref = video
+    fr = sample_frames(path, num_frames=n)
+    assert fr.timestamps_s == pytest.approx([(i + 0.5) * N_FRAMES / FPS / n for i in range(n)])
+    assert codes(fr) == [shown(ref, t) for t in fr.timestamps_s]
+    assert fr.frame_pts_s == pytest.approx([ref[shown(ref, t)][0] for t in fr.timestamps_s])
+    assert all(p <= t + 1e-9 for p, t in zip(fr.frame_pts_s, fr.timestamps_s))
+    assert fr.stats["seeks"] >= 1 and fr.stats["decoded"] <= n * (KEYINT + 4)   # at most ~a GOP per target
+    assert fr.duration_s == pytest.approx(N_FRAMES / FPS) and fr.source_fps == pytest.approx(FPS)
+    assert all(im.mode == "RGB" and im.size == (W, H) for im in fr.images)
+
+
+@pytest.mark.parametrize("n", [40, 150])
+def test_dense_targets_decode_each_packet_once(video, n):
+    path, ref = video
+    fr = sample_frames(path, num_frames=n, workers=1)
+    assert codes(fr) == [shown(ref, t) for t in fr.timestamps_s]
+    assert fr.stats["decoded"] + fr.stats["skipped"] <= N_FRAMES                 # one forward pass at most
+    if n == N_FRAMES: assert codes(fr) == list(range(N_FRAMES))
+
+
+def test_start_end_clipping(video):
+    path, ref = video
+    fr = sample_frames(path, num_frames=7, start_s=3.33, end_s=9.1)
+    assert fr.timestamps_s == pytest.approx([3.33 + (i + 0.5) * (9.1 - 3.33) / 7 for i in range(7)])
+    assert codes(fr) == [shown(ref, t) for t in fr.timestamps_s]
+    assert all(33 <= c <= 91 for c in codes(fr))
+    fr = sample_frames(path, num_frames=3, start_s=12.0, end_s=99)              # end past the video: clipped
+    assert fr.timestamps_s == pytest.approx([12.5, 13.5, 14.5]) and codes(fr) == [125, 135, 145]
+
+
+def test_fps_and_max_frames(video):
+    path, ref = video
+    fr = sample_frames(path, fps=2, start_s=1.0, end_s=4.0)
+    assert fr.timestamps_s == pytest.approx([1.25, 1.75, 2.25, 2.75, 3.25, 3.75])
+    assert codes(fr) == [12, 17, 22, 27, 32, 37]
+    fr = sample_frames(path, fps=4, max_frames=5)                               # 60 frames wanted > 5: uniform 5
+    assert fr.timestamps_s == pytest.approx([1.5, 4.5, 7.5, 10.5, 13.5])
+    assert codes(fr) == [15, 45, 75, 105, 135]
+
+
+def test_workers_and_max_side(mp4):
+    ref = reference(mp4)
+    one = sample_frames(mp4, num_frames=23, workers=1)
+    three = sample_frames(mp4, num_frames=23, workers=3, max_side=48)
+    assert three.stats["workers"] == 3 and one.stats["workers"] == 1
+    assert codes(one) == codes(three) == [shown(ref, t) for t in one.timestamps_s]
+    assert three.images[0].size == (48, 32)
+    small = np.asarray(one.images[5].resize((48, 32), Image.Resampling.BOX), np.float32)
+    assert np.abs(small - np.asarray(three.images[5], np.float32)).mean() < 12   # same picture, just smaller
+
+
+def test_frame_times_default_and_errors():
+    assert len(frame_times(100.0)) == 8
+    with pytest.raises(ValueError, match="not both"): frame_times(10.0, num_frames=2, fps=1)
+
+
+# ---------------------------------------------------------------- bad media
+
+
+def test_bad_media_raise_media_error_naming_the_path(tmp_path, mp4):
+    missing = tmp_path / "missing.mp4"
+    empty = tmp_path / "empty.mp4"; empty.write_bytes(b"")
+    text = tmp_path / "notes.mp4"; text.write_text("this is a text file, not a video\n" * 20)
+    data = mp4.read_bytes()
+    half = tmp_path / "half.mp4"; half.write_bytes(data[: len(data) // 2])           # moov at the end: lost
+    fs = write_video(tmp_path / "fs.mp4", (frame_code_image(i, W, H) for i in range(N_FRAMES)), fps=FPS,
+                     keyint=KEYINT, faststart=True)
+    fs_half = tmp_path / "fs_half.mp4"; fs_half.write_bytes(fs.read_bytes()[: fs.stat().st_size // 2])
+    cases = {missing: "does not exist", empty: "empty", text: "not a readable video",
+             half: "not a readable video", fs_half: "truncated or corrupt"}
+    for path, why in cases.items():
+        with pytest.raises(MediaError) as ei: sample_frames(path, num_frames=8)
+        assert str(path) in str(ei.value) and why in str(ei.value), str(ei.value)
+        assert ei.value.path == str(path)
+    with pytest.raises(MediaError, match=r"asked for 151 frames but the video has only 150"):
+        sample_frames(mp4, num_frames=151)
+    with pytest.raises(MediaError, match=r"asked for 20 frames but the video has only 10 between 2s and 3s"):
+        sample_frames(mp4, num_frames=20, start_s=2, end_s=3)
+    with pytest.raises(MediaError, match="after the video ends"): sample_frames(mp4, start_s=20)
+
+
+def test_audio_only_file_has_no_video_stream(tmp_path):
+    p = tmp_path / "audio.m4a"
+    with av.open(str(p), "w") as out:
+        s = out.add_stream("aac", rate=8000)
+        frame = av.AudioFrame.from_ndarray(np.zeros((1, 1024), np.float32), format="fltp", layout="mono")
+        frame.sample_rate = 8000
+        out.mux(s.encode(frame)); out.mux(s.encode(None))
+    with pytest.raises(MediaError, match="no video stream"): sample_frames(p)
+
+
+# ---------------------------------------------------------------- images
+
+
+@pytest.mark.parametrize("orientation,red_at", [(1, "left"), (3, "right"), (6, "top"), (8, "bottom")])
+def test_load_image_applies_exif_orientation(tmp_path, orientation, red_at):
+    img = Image.new("RGB", (60, 40), (0, 0, 255))
+    img.paste((255, 0, 0), (0, 0, 30, 40))                                       # left half red, as stored
+    exif = img.getexif(); exif[0x0112] = orientation
+    img.save(tmp_path / "o.jpg", exif=exif, quality=95)
+    out = load_image(tmp_path / "o.jpg")
+    assert out.mode == "RGB" and out.size == ((60, 40) if orientation in (1, 3) else (40, 60))
+    w, h = out.size
+    probe = {"left": (5, h // 2), "right": (w - 5, h // 2), "top": (w // 2, 5), "bottom": (w // 2, h - 5)}[red_at]
+    r, g, b = out.getpixel(probe)
+    assert r > 200 and b < 60, (orientation, out.getpixel(probe))
+    assert load_image(tmp_path / "o.jpg", max_side=30).size == ((30, 20) if orientation in (1, 3) else (20, 30))
+
+
+def test_load_image_errors(tmp_path):
+    (tmp_path / "x.png").write_bytes(b"\x89PNG\r\n\x1a\nbroken")
+    with pytest.raises(MediaError, match="x.png: not a readable image"): load_image(tmp_path / "x.png")
+    with pytest.raises(MediaError, match="does not exist"): load_image(tmp_path / "none.jpg")
+
+
+# ---------------------------------------------------------------- subtitles
+
+SRT = ("1\r\n00:00:01,000 --> 00:00:02,500\r\n<i>Caf\u00e9</i> open\r\n\r\n\r\n"
+       "00:00:03.000 --> 00:00:04,000\r\n{\\an8}No number \u00ff\r\n2\r\n"
+       "00:00:05,000 --> 00:00:06,000\r\nTwo\r\nlines\r\n")
+
+
+@pytest.mark.parametrize("enc", ["utf-8", "utf-8-sig", "utf-16", "cp1252", "latin-1"])
+def test_read_srt_encodings(tmp_path, enc):
+    p = tmp_path / f"s_{enc}.srt"
+    p.write_bytes(SRT.encode(enc))
+    assert read_subtitles(p) == [Cue(1.0, 2.5, "Caf\u00e9 open"), Cue(3.0, 4.0, "No number \u00ff"),
+                                 Cue(5.0, 6.0, "Two\nlines")]
+
+
+def test_read_srt_with_0xff_bytes_like_infinibench(tmp_path):
+    p = tmp_path / "ib.srt"
+    p.write_bytes(b"1\n00:00:01,000 --> 00:00:02,000\nHe said \xff\xffhi\xff\n")
+    assert read_subtitles(p) == [Cue(1.0, 2.0, "He said \u00ff\u00ffhi\u00ff")]
+
+
+def test_read_vtt(tmp_path):
+    vtt = ("WEBVTT\n\nNOTE a comment\n\nid-1\n00:01.000 --> 00:02.000 align:start\n<v Bob>Hi &amp; bye\n\n"
+           "00:00:00.500 --> 00:00:01.000\nfirst\n")
+    for enc in ("utf-8", "utf-16"):
+        (tmp_path / "a.vtt").write_bytes(vtt.encode(enc))
+        assert read_subtitles(tmp_path / "a.vtt") == [Cue(0.5, 1.0, "first"), Cue(1.0, 2.0, "Hi & bye")]
+
+
+def test_bad_subtitles(tmp_path):
+    (tmp_path / "bad.srt").write_bytes(b"\x00\x01binary junk\x02" * 10)
+    (tmp_path / "empty.vtt").write_bytes(b"")
+    for name, why in (("bad.srt", "no subtitle cues"), ("empty.vtt", "empty"), ("none.srt", "does not exist")):
+        with pytest.raises(MediaError) as ei: read_subtitles(tmp_path / name)
+        assert str(tmp_path / name) in str(ei.value) and why in str(ei.value)
+
+
+def test_subtitle_queries():
+    cues = [Cue(0, 10, "long"), Cue(1, 2, "a"), Cue(3, 4, "b"), Cue(20, 21, "c")]
+    assert [c.text for c in subtitles_between(cues, 2, 3.5)] == ["long", "b"]
+    assert subtitles_for_frames(cues, [0.5, 1.5, 4.0, 15, 20]) == [["long"], ["long", "a"], ["long"], [], ["c"]]
+    assert transcript(cues) == "long\na\nb\nc"
+
+
+# ---------------------------------------------------------------- cache and materialize
+
+
+def test_materialize_fills_parts_and_uses_the_cache(tmp_path, mp4):
+    Image.fromarray(frame_code_image(77, 120, 80)).save(tmp_path / "i.png")
+    (tmp_path / "s.srt").write_text("1\n00:00:02,000 --> 00:00:04,000\nhello\n")
+    msgs = [message("user", {"type": "video", "path": str(mp4), "start": 2.0, "end": 6.0},
+                    {"type": "image", "path": str(tmp_path / "i.png")}, "Which frames?")]
+    cache = FrameCache(max_entries=2)
+    out = materialize(msgs, num_frames=4, max_side=48, cache=cache, subtitles_per_frame=tmp_path / "s.srt")
+    v, im, txt = out[0]["content"]
+    assert v["timestamps"] == pytest.approx([2.5, 3.5, 4.5, 5.5]) and v["duration_s"] == pytest.approx(15.0)
+    assert [read_frame_code(f) for f in v["frames"]] == [25, 35, 45, 55]
+    assert v["frames"][0].size == (48, 32) and v["frame_subtitles"] == ["hello", "hello", "", ""]
+    assert read_frame_code(im["image"]) == 77 and im["image"].size == (48, 32)
+    assert txt == {"type": "text", "text": "Which frames?"}
+    assert set(msgs[0]["content"][0]) == {"type", "path", "start", "end"} and "image" not in msgs[0]["content"][1]
+    assert (cache.hits, cache.misses) == (0, 1)
+    again = materialize(msgs, num_frames=4, max_side=48, cache=cache)
+    assert (cache.hits, cache.misses) == (1, 1)                                    # no second decode
+    assert again[0]["content"][0]["frames"][0] is v["frames"][0]
+    materialize(msgs, num_frames=5, max_side=48, cache=cache)                      # other budget: a miss
+    assert (cache.hits, cache.misses) == (1, 2)
+    os.utime(mp4, ns=(time.time_ns(), time.time_ns() + 10**9))                      # a changed file is never stale
+    materialize(msgs, num_frames=4, max_side=48, cache=cache)
+    assert (cache.hits, cache.misses) == (1, 3)
+
+
+def test_materialize_errors_name_the_file(tmp_path):
+    msgs = [message("user", {"type": "video", "path": str(tmp_path / "gone.mp4")})]
+    with pytest.raises(MediaError, match="gone.mp4: file does not exist"): materialize(msgs)
