@@ -1,0 +1,489 @@
+"""A loopback HTTP server that speaks the subset of the OpenAI and Gemini REST APIs vlmlens uses.
+
+Tests point the *real* ``openai`` and ``google-genai`` clients at it (``base_url``), so request
+building, response parsing, retries and error mapping are exercised through the same code that
+talks to the real services. It lives in ``tests/``, never in the package.
+
+Endpoints
+---------
+- ``POST /v1/chat/completions``                         OpenAI chat completions (also any OpenAI-compatible server)
+- ``POST /{v}/models/{model}:generateContent``            Gemini generateContent (``{v}``: v1, v1beta, ...)
+- ``POST /upload/{v}/files``                            Gemini Files API, resumable upload (``X-Goog-Upload-*`` headers):
+  ``start`` returns ``X-Goog-Upload-URL``; ``upload[, finalize]`` chunks go to that URL
+- ``GET /{v}/files/{id}``                               file metadata; ``state`` is ``PROCESSING`` for the first
+  ``processing_polls`` reads, then ``ACTIVE``
+- ``DELETE /{v}/files/{id}``                            delete
+
+A ``fileData`` part in generateContent must name an existing ACTIVE file, or the server answers 400
+like the real API.
+
+Scripting
+---------
+``server.responder = fn`` where ``fn(call)`` gets a :class:`Call` (``call.api`` is ``"openai"`` or ``"gemini"``,
+``call.json`` the request body, ``call.text`` all text parts joined) and returns one of
+
+- ``None``: the default answer (``server.default_text``),
+- a ``str``: a successful answer with that text, shaped for the API that was called,
+- a ``dict``: a 200 JSON body, sent as is,
+- a :class:`Reply`: full control (status, headers, JSON or raw body, extra delay, hang).
+
+``server.script(r1, r2, ...)`` queues replies for the next generation requests, in arrival order
+(``None`` in the queue means "default"); the queue is consulted before ``responder``. Helpers build the
+common faults: :func:`rate_limited`, :func:`server_error`, :func:`client_error`, :func:`hang`,
+:func:`malformed`, :func:`openai_refusal`, :func:`gemini_blocked`.
+
+Accounting: ``server.calls`` (every request, with timings), ``server.count(api)``, ``server.max_in_flight``
+(generation requests in flight at once), ``server.files``, ``server.uploads``, ``server.deleted``.
+``server.latency`` adds a simulated service time to every generation request.
+
+``LoopbackProcess`` runs the same server in a child process (``python tests/loopback.py --latency 0.2``
+prints its URL), for benchmarks where the server's CPU time must not compete with the client's.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import itertools
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from aiohttp import web
+
+__all__ = ["Reply", "Call", "LoopbackServer", "LoopbackProcess", "rate_limited", "server_error", "client_error", "hang", "malformed",
+           "openai_chat", "openai_refusal", "gemini_content", "gemini_blocked", "loopback"]
+
+
+@dataclass
+class Reply:
+    "A scripted HTTP reply. `json=None` with an error status gets the API's error body."
+    status: int = 200
+    json: Any = None
+    body: bytes | str | None = None
+    headers: dict = field(default_factory=dict)
+    delay: float = 0.0          # extra seconds before replying
+    hang: bool = False          # never reply; returns when the client disconnects or the server stops
+    text: str | None = None     # a successful answer with this text (shaped for the API)
+    retry_info: float | None = None  # Gemini: put a google.rpc.RetryInfo retryDelay (seconds) in the error body
+
+
+@dataclass
+class Call:
+    "One request the server received."
+    api: str                    # "openai", "gemini" or "files"
+    method: str
+    path: str
+    query: dict
+    headers: dict
+    json: Any
+    body_size: int
+    t_start: float
+    t_end: float | None = None
+    status: int | None = None
+
+    @property
+    def text(self) -> str:
+        "All text parts of the request, joined by newlines."
+        out = []
+        if self.api == "openai":
+            for m in (self.json or {}).get("messages", []):
+                c = m.get("content")
+                if isinstance(c, str): out.append(c)
+                else: out += [p.get("text", "") for p in c or [] if p.get("type") == "text"]
+        elif self.api == "gemini":
+            j = self.json or {}
+            si = _get(j, "systemInstruction") or {}
+            out += [p.get("text", "") for p in si.get("parts", []) if "text" in p]
+            for c in j.get("contents", []):
+                out += [p["text"] for p in c.get("parts", []) if "text" in p]
+        return "\n".join(out)
+
+    @property
+    def model(self) -> str | None:
+        if self.api == "openai": return (self.json or {}).get("model")
+        if self.api == "gemini": return self.path.split("/models/", 1)[1].split(":", 1)[0]
+        return None
+
+
+def _snake(k: str) -> str: return re.sub(r"(?<!^)([A-Z])", lambda m: "_" + m.group(1).lower(), k)
+
+def _get(d: dict, key: str, default=None):
+    "A Gemini request field by its camelCase or snake_case name (the SDK sends both spellings)."
+    if not isinstance(d, dict): return default
+    return d[key] if key in d else d.get(_snake(key), default)
+
+
+# ----------------------------------------------------------------------------- reply helpers
+
+def rate_limited(retry_after: float | str | None = 1, status: int = 429, retry_info: float | None = None) -> Reply:
+    "HTTP 429 with an optional `Retry-After` header (seconds) and, for Gemini, an optional RetryInfo delay in the body."
+    return Reply(status, headers={} if retry_after is None else {"Retry-After": str(retry_after)}, retry_info=retry_info)
+
+def server_error(status: int = 500) -> Reply: return Reply(status)
+def client_error(status: int = 400, message: str = "bad request") -> Reply: return Reply(status, json={"_message": message})
+def hang() -> Reply: return Reply(hang=True)
+def malformed(body: str = '{"choices": [ this is not json') -> Reply:
+    return Reply(200, body=body, headers={"Content-Type": "application/json"})
+
+
+def openai_chat(text: str | None, *, prompt_tokens: int = 10, completion_tokens: int | None = None,
+                reasoning_tokens: int | None = None, finish_reason: str = "stop", refusal: str | None = None,
+                model: str = "loopback") -> dict:
+    "A chat.completion body."
+    ct = completion_tokens if completion_tokens is not None else len((text or "").split()) + (reasoning_tokens or 0)
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": ct, "total_tokens": prompt_tokens + ct}
+    if reasoning_tokens is not None: usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    return {"id": "chatcmpl-loopback", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "finish_reason": finish_reason,
+                         "message": {"role": "assistant", "content": text, "refusal": refusal}}],
+            "usage": usage}
+
+def openai_refusal(message: str = "I'm sorry, I can't help with that.") -> dict:
+    "A chat.completion whose message carries a `refusal` and no content."
+    return openai_chat(None, refusal=message, completion_tokens=8)
+
+def gemini_content(text: str | None, *, prompt_tokens: int = 10, candidates_tokens: int | None = None,
+                   thoughts_tokens: int | None = None, finish_reason: str = "STOP", model: str = "loopback") -> dict:
+    "A GenerateContentResponse body."
+    ct = candidates_tokens if candidates_tokens is not None else len((text or "").split())
+    usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": ct, "totalTokenCount": prompt_tokens + ct + (thoughts_tokens or 0)}
+    if thoughts_tokens is not None: usage["thoughtsTokenCount"] = thoughts_tokens
+    cand = {"index": 0, "finishReason": finish_reason}
+    if text is not None: cand["content"] = {"role": "model", "parts": [{"text": text}]}
+    return {"candidates": [cand], "usageMetadata": usage, "modelVersion": model, "responseId": "loopback"}
+
+def gemini_blocked(reason: str = "SAFETY") -> dict:
+    "A prompt blocked by Gemini's safety filters (no candidates, `promptFeedback.blockReason`)."
+    return {"promptFeedback": {"blockReason": reason}, "usageMetadata": {"promptTokenCount": 10, "totalTokenCount": 10}}
+
+
+_GEMINI_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                  429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+
+def _error_body(api: str, status: int, message: str | None = None, retry_info: float | None = None) -> dict:
+    msg = message or {429: "Rate limit reached (loopback)", 400: "bad request"}.get(status, f"loopback error {status}")
+    if api == "gemini":
+        err = {"code": status, "message": msg, "status": _GEMINI_STATUS.get(status, "UNKNOWN")}
+        if retry_info is not None: err["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{retry_info:g}s"}]
+        return {"error": err}
+    return {"error": {"message": msg, "type": "rate_limit_error" if status == 429 else "invalid_request_error" if status < 500 else "server_error",
+                      "param": None, "code": None}}
+
+
+# ----------------------------------------------------------------------------- server
+
+@dataclass
+class _File:
+    name: str
+    display_name: str | None
+    mime_type: str
+    data: bytes = b""
+    polls: int = 0
+    state: str = "PROCESSING"
+    create_time: str = ""
+    version: str = "v1beta"
+
+
+class LoopbackServer:
+    "See the module docstring. `with LoopbackServer() as s:` starts it on 127.0.0.1 on a free port."
+
+    def __init__(self, latency: float = 0.0, default_text: str = "A", processing_polls: int = 1, hang_limit_s: float = 60.0):
+        self.latency, self.default_text, self.processing_polls, self.hang_limit_s = latency, default_text, processing_polls, hang_limit_s
+        self.responder: Callable[[Call], Any] | None = None
+        self._queue: list = []
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ids = itertools.count(1)
+        self._uploads_pending: dict[str, dict] = {}
+        self.port: int | None = None
+        self.reset()
+
+    # -- lifecycle
+    def start(self) -> "LoopbackServer":
+        ready = threading.Event()
+        err: list = []
+
+        def main():
+            self._loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(self._loop)
+            try:
+                self._loop.run_until_complete(self._astart())
+            except BaseException as e:  # pragma: no cover - surfaced to the caller
+                err.append(e); ready.set(); return
+            ready.set()
+            self._loop.run_forever()
+            self._loop.run_until_complete(self._runner.cleanup())
+            self._loop.close()
+
+        self._thread = threading.Thread(target=main, name="loopback-server", daemon=True)
+        self._thread.start()
+        ready.wait(30)
+        if err: raise err[0]
+        if self.port is None: raise RuntimeError("loopback server did not start within 30 s")
+        return self
+
+    async def _astart(self):
+        self._stopping = asyncio.Event()
+        app = web.Application(client_max_size=1024 ** 3)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]
+
+    def stop(self):
+        if self._loop is None: return
+        self._loop.call_soon_threadsafe(self._stopping.set)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(30)
+        self._loop = None
+
+    def __enter__(self): return self.start()
+    def __exit__(self, *exc): self.stop()
+
+    @property
+    def url(self) -> str: return f"http://127.0.0.1:{self.port}"
+    @property
+    def openai_base_url(self) -> str: return self.url + "/v1"
+    @property
+    def gemini_base_url(self) -> str: return self.url
+
+    # -- scripting and accounting
+    def reset(self):
+        "Forget calls, files, counters, the script queue and the responder."
+        with self._lock:
+            self.calls: list[Call] = []
+            self.in_flight = 0
+            self.max_in_flight = 0
+            self.files: dict[str, _File] = {}
+            self.uploads = 0
+            self.deleted: list[str] = []
+            self._queue = []
+            self.responder = None
+
+    def script(self, *replies):
+        "Queue replies for the next generation requests (arrival order); `None` means the default answer."
+        with self._lock: self._queue.extend(replies)
+
+    def count(self, api: str | None = None) -> int:
+        "Number of requests received (for one api: 'openai', 'gemini', 'files')."
+        with self._lock: return sum(1 for c in self.calls if api is None or c.api == api)
+
+    def requests(self, api: str | None = None) -> list[Call]:
+        with self._lock: return [c for c in self.calls if api is None or c.api == api]
+
+    # -- request handling
+    def stats(self) -> dict:
+        "Counters as JSON (also served at GET /_loopback/stats)."
+        with self._lock:
+            counts: dict = {}
+            for c in self.calls: counts[c.api] = counts.get(c.api, 0) + 1
+            return {"counts": counts, "max_in_flight": self.max_in_flight, "uploads": self.uploads, "deleted": list(self.deleted)}
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        if path.startswith("/_loopback/"):                  # control endpoints for a server in another process
+            if path == "/_loopback/reset" and request.method == "POST":
+                self.reset(); return web.json_response({})
+            if path == "/_loopback/stats": return web.json_response(self.stats())
+        raw = await request.read()
+        api = "openai" if path.endswith("/chat/completions") else "gemini" if ":generateContent" in path else "files"
+        body = None
+        if raw and api != "files" or (api == "files" and request.headers.get("X-Goog-Upload-Command", "") == "start"):
+            try: body = json.loads(raw) if raw else None
+            except ValueError: return web.json_response(_error_body(api if api != "files" else "gemini", 400, "body is not JSON"), status=400)
+        call = Call(api, request.method, path, dict(request.query), dict(request.headers), body, len(raw), time.monotonic())
+        with self._lock: self.calls.append(call)
+        if api == "files":
+            resp = await self._files(request, raw, body)
+        else:
+            with self._lock:
+                self.in_flight += 1
+                self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            try:
+                resp = await self._generate(request, call)
+            finally:
+                with self._lock: self.in_flight -= 1
+        call.t_end, call.status = time.monotonic(), resp.status
+        return resp
+
+    def _choose(self, call: Call):
+        with self._lock:
+            if self._queue: return self._queue.pop(0) or (self.responder(call) if self.responder else None)
+        return self.responder(call) if self.responder else None
+
+    async def _generate(self, request: web.Request, call: Call) -> web.StreamResponse:
+        if self.latency: await asyncio.sleep(self.latency)
+        if call.api == "gemini":
+            missing = self._check_gemini_files(call.json or {})
+            if missing: return web.json_response(_error_body("gemini", 400, missing), status=400)
+        r = self._choose(call)
+        if r is None: r = Reply(text=self.default_text)
+        elif isinstance(r, str): r = Reply(text=r)
+        elif isinstance(r, dict): r = Reply(json=r)
+        if r.delay: await asyncio.sleep(r.delay)
+        if r.hang:
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < self.hang_limit_s and not self._stopping.is_set():
+                if request.transport is None or request.transport.is_closing(): break
+                await asyncio.sleep(0.02)
+            return web.Response(status=504, text="hung request ended")
+        if r.body is not None:
+            return web.Response(status=r.status, body=r.body.encode() if isinstance(r.body, str) else r.body, headers=r.headers)
+        js = r.json
+        if r.text is not None and js is None:
+            js = self._answer(call, r.text)
+        if js is None or (r.status >= 400 and "_message" in js):
+            js = _error_body(call.api, r.status, (js or {}).get("_message"), r.retry_info)
+        return web.json_response(js, status=r.status, headers=r.headers)
+
+    def _answer(self, call: Call, text: str) -> dict:
+        "A deterministic successful answer; token counts are derived from the request size."
+        n_in = max(1, call.body_size // 4)
+        if call.api == "openai": return openai_chat(text, prompt_tokens=n_in, model=call.model or "loopback")
+        return gemini_content(text, prompt_tokens=n_in, model=call.model or "loopback")
+
+    def _check_gemini_files(self, js: dict) -> str | None:
+        "Like the real API: a fileData part must name an existing, ACTIVE file."
+        for c in js.get("contents", []):
+            for p in c.get("parts", []):
+                fd = _get(p, "fileData")
+                if not fd: continue
+                name = "files/" + (_get(fd, "fileUri") or "").rstrip("/").rsplit("/", 1)[-1]
+                f = self.files.get(name)
+                if f is None: return f"File {name} not found"
+                if f.state != "ACTIVE": return f"The File {name} is not in an ACTIVE state and usage is not allowed."
+        return None
+
+    # -- Gemini Files API
+    def _file_json(self, f: _File) -> dict:
+        return {"name": f.name, "displayName": f.display_name, "mimeType": f.mime_type, "sizeBytes": str(len(f.data)),
+                "createTime": f.create_time, "updateTime": f.create_time, "expirationTime": f.create_time,
+                "sha256Hash": base64.b64encode(hashlib.sha256(f.data).hexdigest().encode()).decode(),
+                "uri": f"{self.url}/{f.version}/{f.name}", "state": f.state, "source": "UPLOADED"}
+
+    async def _files(self, request: web.Request, raw: bytes, body) -> web.Response:
+        path, method = request.path, request.method
+        cmd = request.headers.get("X-Goog-Upload-Command", "")
+        if method == "POST" and path.startswith("/upload/") and cmd == "start":
+            if request.headers.get("X-Goog-Upload-Protocol") != "resumable":
+                return web.json_response(_error_body("gemini", 400, "expected X-Goog-Upload-Protocol: resumable"), status=400)
+            uid = f"u{next(self._ids)}"
+            meta = (body or {}).get("file") or {}
+            self._uploads_pending[uid] = {"data": bytearray(), "meta": meta, "version": path.split("/")[2],
+                                          "mime": request.headers.get("X-Goog-Upload-Header-Content-Type") or meta.get("mimeType") or "application/octet-stream",
+                                          "size": int(request.headers.get("X-Goog-Upload-Header-Content-Length", "0"))}
+            return web.json_response({}, headers={"X-Goog-Upload-URL": f"{self.url}{path}?upload_id={uid}&upload_protocol=resumable",
+                                                  "X-Goog-Upload-Status": "active"})
+        if method == "POST" and path.startswith("/upload/") and cmd.startswith("upload"):
+            uid = request.query.get("upload_id")
+            up = self._uploads_pending.get(uid)
+            if up is None: return web.json_response(_error_body("gemini", 404, f"unknown upload {uid}"), status=404)
+            if int(request.headers.get("X-Goog-Upload-Offset", "-1")) != len(up["data"]):
+                return web.json_response(_error_body("gemini", 400, "bad X-Goog-Upload-Offset"), status=400)
+            up["data"] += raw
+            if "finalize" not in cmd: return web.json_response({}, headers={"X-Goog-Upload-Status": "active"})
+            del self._uploads_pending[uid]
+            if up["size"] and up["size"] != len(up["data"]):
+                return web.json_response(_error_body("gemini", 400, "size mismatch"), status=400)
+            name = up["meta"].get("name") or f"files/loop{next(self._ids)}"
+            f = _File(name, up["meta"].get("displayName"), up["mime"], bytes(up["data"]), version=up["version"],
+                      state="PROCESSING" if self.processing_polls > 0 else "ACTIVE",
+                      create_time=time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime()))
+            with self._lock:
+                self.files[name] = f
+                self.uploads += 1
+            return web.json_response({"file": self._file_json(f)}, headers={"X-Goog-Upload-Status": "final"})
+        m = re.match(r"^/(v1\w*)/(files/[^/]+)$", path)
+        if m:
+            name = m.group(2)
+            f = self.files.get(name)
+            if f is None: return web.json_response(_error_body("gemini", 404, f"File {name} not found"), status=404)
+            if method == "GET":
+                f.polls += 1
+                if f.polls >= self.processing_polls: f.state = "ACTIVE"
+                return web.json_response(self._file_json(f))
+            if method == "DELETE":
+                with self._lock:
+                    del self.files[name]
+                    self.deleted.append(name)
+                return web.json_response({})
+        return web.json_response(_error_body("gemini", 404, f"no route {method} {path}"), status=404)
+
+
+# ----------------------------------------------------------------------------- in another process
+
+class LoopbackProcess:
+    """A LoopbackServer in a child process (so its CPU time does not compete with the client for the GIL).
+
+    Only the default answers and `latency` are available; counters come from `GET /_loopback/stats`."""
+
+    def __init__(self, latency: float = 0.0, default_text: str = "A"):
+        self.latency, self.default_text, self.proc, self.url = latency, default_text, None, None
+
+    def __enter__(self):
+        import subprocess, sys
+        self.proc = subprocess.Popen([sys.executable, __file__, "--latency", str(self.latency), "--default-text", self.default_text],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line: raise RuntimeError("loopback server process did not start")
+        self.url = json.loads(line)["url"]
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.stdin.close()
+        try: self.proc.wait(10)
+        except Exception: self.proc.kill()
+
+    @property
+    def openai_base_url(self) -> str: return self.url + "/v1"
+    @property
+    def gemini_base_url(self) -> str: return self.url
+
+    def _get(self, path, method="GET"):
+        import urllib.request
+        with urllib.request.urlopen(urllib.request.Request(self.url + path, method=method, data=b"" if method == "POST" else None)) as r:
+            return json.loads(r.read())
+
+    def stats(self) -> dict: return self._get("/_loopback/stats")
+    def count(self, api: str | None = None) -> int:
+        c = self.stats()["counts"]
+        return sum(c.values()) if api is None else c.get(api, 0)
+    @property
+    def max_in_flight(self) -> int: return self.stats()["max_in_flight"]
+    def reset(self): self._get("/_loopback/reset", "POST")
+
+
+def _serve_main(argv=None):
+    "Run a LoopbackServer until stdin closes; print its URL as a JSON line first."
+    import argparse, sys
+    ap = argparse.ArgumentParser(description="vlmlens loopback OpenAI/Gemini server")
+    ap.add_argument("--latency", type=float, default=0.0)
+    ap.add_argument("--default-text", default="A")
+    a = ap.parse_args(argv)
+    with LoopbackServer(latency=a.latency, default_text=a.default_text) as s:
+        print(json.dumps({"url": s.url}), flush=True)
+        sys.stdin.read()          # until the parent closes our stdin (or dies)
+
+
+# ----------------------------------------------------------------------------- pytest fixture
+
+try:
+    import pytest
+
+    @pytest.fixture
+    def loopback():
+        "A started LoopbackServer, stopped after the test."
+        with LoopbackServer() as s:
+            yield s
+except ImportError:  # pragma: no cover
+    pass
+
+if __name__ == "__main__":
+    _serve_main()

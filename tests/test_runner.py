@@ -1,0 +1,159 @@
+"""End-to-end tests of the runner, store and CLI on the demo benchmark and the tiny offline Qwen2.5-VL."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from vlmlens.core import Media, RunConfig, Sample
+from vlmlens.runner import run
+
+MODEL = "tiny-qwen2.5-vl"
+
+
+def _cfg(tmp_path, **kw):
+    base = dict(benchmark="demo", model=MODEL, num_frames=4, max_new_tokens=8, output_root=str(tmp_path), progress=False)
+    base.update(kw)
+    return RunConfig(**base)
+
+
+def _lines(path: Path) -> list[dict]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try: out.append(json.loads(line))
+        except json.JSONDecodeError: pass
+    return out
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """An uninterrupted run of the first 12 demo items: the scores every other run must reproduce."""
+    root = tmp_path_factory.mktemp("ref")
+    summary = run(_cfg(root, limit=12, run_name="ref"))
+    return root / "ref", summary
+
+
+def test_run_writes_the_run_store(reference):
+    run_dir, summary = reference
+    for name in ("run.json", "predictions.jsonl", "scores.csv", "summary.json"):
+        assert (run_dir / name).exists(), name
+    preds = _lines(run_dir / "predictions.jsonl")
+    assert len(preds) == 12 and len({p["sample_id"] for p in preds}) == 12
+    info = json.loads((run_dir / "run.json").read_text())
+    assert info["config"]["benchmark"] == "demo" and info["config_hash"] == RunConfig.from_dict(info["config"]).hash()
+    assert info["model"]["revision"] and info["model"]["model_id"]
+    assert summary["overall"]["n"] == 12 and summary["overall"]["invalid_rate"] is not None
+    assert all(p["usage"].get("input_tokens", 0) > 0 for p in preds)
+
+
+def test_rerun_skips_finished_items(reference, monkeypatch):
+    run_dir, summary = reference
+    import vlmlens.models.registry as reg
+    monkeypatch.setattr(reg, "load_backend", lambda *a, **k: pytest.fail("a finished run must not load the model"))
+    again = run(_cfg(run_dir.parent, limit=12, run_name="ref"))
+    assert again["overall"] == summary["overall"]
+    assert len(_lines(run_dir / "predictions.jsonl")) == 12
+
+
+def test_sigkill_mid_run_then_resume_matches_uninterrupted(reference, tmp_path):
+    ref_dir, ref_summary = reference
+    cmd = [sys.executable, "-c", "from vlmlens.cli import main; raise SystemExit(main())", "run", "--benchmark", "demo", "--model", MODEL, "--frames", "4",
+           "--max-new-tokens", "8", "--limit", "12", "--output-root", str(tmp_path), "--run-name", "killed", "--no-progress"]
+    preds = tmp_path / "killed" / "predictions.jsonl"
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (preds.exists() and len(preds.read_text().splitlines()) >= 3):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    n_before = len(_lines(preds))
+    assert 3 <= n_before < 12, f"kill landed after {n_before} items"
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+    recs = _lines(preds)
+    assert sorted(r["sample_id"] for r in recs) == sorted({r["sample_id"] for r in recs}) and len(recs) == 12
+    got = json.loads((tmp_path / "killed" / "summary.json").read_text())
+    assert got["overall"] == ref_summary["overall"]
+    a = pd.read_csv(tmp_path / "killed" / "scores.csv").sort_values("sample_id").reset_index(drop=True)
+    b = pd.read_csv(ref_dir / "scores.csv").sort_values("sample_id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(a[["sample_id", "raw", "parsed", "score"]], b[["sample_id", "raw", "parsed", "score"]])
+
+
+def test_no_secret_anywhere_in_the_run_dir(tmp_path, monkeypatch):
+    secret = "sk-test-THIS-IS-NOT-A-REAL-KEY-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.setenv("GEMINI_API_KEY", secret + "-gemini")
+    run(_cfg(tmp_path, limit=2, run_name="secret"))
+    files = [p for p in (tmp_path / "secret").rglob("*") if p.is_file()]
+    assert files
+    for p in files:
+        data = p.read_bytes()
+        assert secret.encode() not in data, p
+
+
+def test_bad_media_and_bad_rows_are_recorded_and_the_run_goes_on(tmp_path):
+    from vlmlens.benchmarks.demo import ensure_demo_data
+    demo = ensure_demo_data()
+    good = [json.loads(l) for l in (demo / "samples.jsonl").read_text(encoding="utf-8").splitlines()]
+    video_rows = [r for r in good if any(m["kind"] == "video" for m in r["media"]) and r["language"] == "en"][:3]
+    assert len(video_rows) == 3
+    for r in video_rows:  # make the media paths absolute so the file can live elsewhere
+        for m in r["media"]: m["path"] = str((demo / m["path"]).resolve())
+        if r.get("subtitles"): r["subtitles"] = str((demo / r["subtitles"]).resolve())
+    (tmp_path / "empty.mp4").write_bytes(b"")
+    (tmp_path / "notavideo.mp4").write_text("hello")
+    bad_missing = {**video_rows[1], "id": "missing-video", "media": [{"kind": "video", "path": str(tmp_path / "nope.mp4")}]}
+    bad_empty = {**video_rows[1], "id": "empty-video", "media": [{"kind": "video", "path": str(tmp_path / "empty.mp4")}]}
+    bad_text = {**video_rows[2], "id": "text-video", "media": [{"kind": "video", "path": str(tmp_path / "notavideo.mp4")}]}
+    bad_row = {**video_rows[2], "id": "bad-options", "options": "A) red"}
+    rows = [video_rows[0], bad_missing, bad_empty, bad_row, bad_text, video_rows[1]]
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    summary = run(_cfg(tmp_path, data_path=str(data), run_name="bad"))
+    assert any("data.jsonl:4" in e and "options" in e for e in summary["row_errors"]), summary["row_errors"]
+    preds = {p["sample_id"]: p for p in _lines(tmp_path / "bad" / "predictions.jsonl")}
+    assert set(preds) == {video_rows[0]["id"], video_rows[1]["id"], "missing-video", "empty-video", "text-video"}
+    for sid in ("missing-video", "empty-video", "text-video"):
+        assert preds[sid]["error"].startswith("MediaError") and "mp4" in preds[sid]["error"], preds[sid]
+    assert preds[video_rows[0]["id"]]["error"] is None and preds[video_rows[1]["id"]]["error"] is None
+    assert summary["overall"]["n_errors"] == 3 and summary["overall"]["n_answered"] == 2
+
+
+def test_shards_write_separate_files_and_the_summary_merges(reference, tmp_path):
+    _, ref_summary = reference
+    s0 = run(_cfg(tmp_path, limit=None, shard="0/2", run_name="sharded", benchmark_kwargs={}, subset=None), )
+    s1 = run(_cfg(tmp_path, limit=None, shard="1/2", run_name="sharded"))
+    files = sorted(p.name for p in (tmp_path / "sharded").glob("predictions*.jsonl"))
+    assert files == ["predictions.shard-0-of-2.jsonl", "predictions.shard-1-of-2.jsonl"]
+    n0 = len(_lines(tmp_path / "sharded" / files[0])); n1 = len(_lines(tmp_path / "sharded" / files[1]))
+    assert n0 > 0 and n1 > 0
+    assert s1["overall"]["n"] == n0 + n1  # the last shard's summary sees both shards
+
+
+def test_config_hash_is_stable_across_processes():
+    cfg = RunConfig(benchmark="demo", model=MODEL, num_frames=8, model_kwargs={"b": 1, "a": [1, 2]})
+    out = subprocess.run([sys.executable, "-c", "from vlmlens.core import RunConfig;"
+                          "print(RunConfig(benchmark='demo', model='tiny-qwen2.5-vl', num_frames=8, model_kwargs={'a': [1, 2], 'b': 1}).hash())"],
+                         capture_output=True, text=True, check=True, env={**os.environ, "PYTHONHASHSEED": "12345"})
+    assert out.stdout.strip() == cfg.hash()
+
+
+def test_language_gating_and_force(tmp_path):
+    from vlmlens.models.registry import get_spec, register
+    from dataclasses import replace
+    spec = get_spec(MODEL)
+    register(replace(spec, name="tiny-en-only", languages=("en",)))
+    try:
+        s = run(_cfg(tmp_path, model="tiny-en-only", limit=4, run_name="gated"))
+        assert s["skipped_languages"] == ["hi", "te"]
+        assert {g["language"] for g in s["groups"]} == {"en"}
+        f = run(_cfg(tmp_path, model="tiny-en-only", language="hi", limit=2, force=True, run_name="forced"))
+        assert f["force"] is True and f["overall"]["n"] == 2
+        assert json.loads((tmp_path / "forced" / "run.json").read_text())["force"] is True
+    finally:
+        from vlmlens.models import registry
+        registry._REGISTRY.pop("tiny-en-only", None)

@@ -1,0 +1,41 @@
+"""papermill sweeps: grid expansion into executed notebooks, failures recorded, one combined table."""
+import json
+import subprocess
+import sys
+
+import nbformat
+import yaml
+
+from vlmlens.sweep import make_evaluate_notebook, run_sweep
+
+
+def test_committed_evaluate_notebook_matches_the_generated_one(repo_root):
+    committed = nbformat.read(repo_root / "evalnb" / "evaluate.ipynb", as_version=4)
+    generated = make_evaluate_notebook()
+    assert [(c.cell_type, c.source) for c in committed.cells] == [(c.cell_type, c.source) for c in generated.cells]
+    assert "parameters" in committed.cells[1].metadata.get("tags", [])
+
+
+def test_sweep_runs_grid_continues_past_a_failure_and_prints_a_table(tmp_path):
+    grid = {"name": "t", "base": {"benchmark": "demo", "limit": 2, "num_frames": 4, "max_new_tokens": 4},
+            "grid": {"model": ["tiny-qwen2.5-vl", "no-such-model"], "language": ["en", "hi"]}}
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(grid))
+    proc = subprocess.run([sys.executable, "-c", "from vlmlens.cli import main; raise SystemExit(main())", "sweep", str(path),
+                           "--output-root", str(tmp_path / "out")], capture_output=True, text=True, timeout=500)
+    assert proc.returncode == 1, proc.stderr  # two runs failed
+    table = (tmp_path / "out" / "t" / "sweep.csv")
+    import pandas as pd
+    t = pd.read_csv(table)
+    assert len(t) == 4
+    ok, failed = t[t.status == "ok"], t[t.status == "failed"]
+    assert set(ok.model) == {"tiny-qwen2.5-vl"} and len(ok) == 2 and len(failed) == 2
+    assert all("no-such-model" in e for e in failed.error)
+    for run in ok.run:
+        d = tmp_path / "out" / "t" / run
+        assert (d / "evaluate.ipynb").exists() and (d / "summary.json").exists() and (d / "predictions.jsonl").exists()
+        nb = nbformat.read(d / "evaluate.ipynb", as_version=4)
+        assert any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells)
+    for run in failed.run:  # the executed notebook of a failed run is kept for inspection
+        assert (tmp_path / "out" / "t" / run / "evaluate.ipynb").exists()
+    assert "tiny-qwen2.5-vl" in proc.stdout and "accuracy" in proc.stdout
