@@ -22,3 +22,20 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO
+
+
+@pytest.fixture(scope="session")
+def _loopback():
+    """One loopback OpenAI/Gemini server for the whole session (see tests/loopback.py)."""
+    from loopback import LoopbackServer
+    with LoopbackServer() as s:
+        yield s
+
+
+@pytest.fixture
+def server(_loopback):
+    """The loopback server, reset to its defaults before and after each test."""
+    _loopback.reset()
+    _loopback.latency, _loopback.processing_polls, _loopback.default_text = 0.0, 1, "A"
+    yield _loopback
+    _loopback.reset()

@@ -5,13 +5,7 @@ import sys
 
 import pytest
 
-from loopback import LoopbackServer
 
-
-@pytest.fixture(scope="module")
-def server():
-    with LoopbackServer() as s:
-        yield s
 
 
 @pytest.mark.parametrize("model", ["gpt-4o", "gemini-2.5-flash"])

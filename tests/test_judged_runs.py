@@ -6,17 +6,11 @@ import json
 
 import pytest
 
-from loopback import LoopbackServer
+
 from vlmlens.core import RunConfig
 from vlmlens.runner import run
 
 SHARED = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-@pytest.fixture(scope="module")
-def server():
-    with LoopbackServer() as s:
-        yield s
 
 
 @pytest.fixture

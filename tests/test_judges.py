@@ -43,19 +43,6 @@ def gullible(call):
     return json.dumps({"score": 9 if "Paris" in ans else 2, "justification": "compared with the reference"})
 
 
-@pytest.fixture(scope="module")
-def _server():
-    with LoopbackServer() as s:
-        yield s
-
-
-@pytest.fixture
-def server(_server):
-    _server.reset()
-    yield _server
-    _server.reset()
-
-
 @pytest.fixture
 def keys(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai-0123456789")

@@ -33,20 +33,6 @@ from vlmlens.models.openai import OpenAIBackend
 FAST = dict(timeout_s=2.0, max_attempts=3, retry={"base_delay": 0.05, "max_delay": 0.2}, progress=False)
 
 
-@pytest.fixture(scope="module")
-def _server():
-    with LoopbackServer() as s:
-        yield s
-
-
-@pytest.fixture
-def server(_server):
-    _server.reset()
-    _server.latency, _server.processing_polls, _server.default_text = 0.0, 1, "A"
-    yield _server
-    _server.reset()
-
-
 @pytest.fixture
 def keys(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai-0123456789")
