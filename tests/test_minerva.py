@@ -1,0 +1,269 @@
+"""MINERVA and CURVE end to end: loaders (missing videos, CSV maps), prompts, the runner with the tiny local model and
+with scripted OpenAI-compatible models and judges on the loopback server, a papermill sweep of each benchmark, error
+isolation on the swept runs, and the report notebook executed on the outputs.
+
+The data are synthetic "cultural" videos (coloured scenes with frame codes) and reasoning chains with timestamps written
+in Hindi, Tamil, Korean and Arabic (CURVE) and English (MINERVA).
+"""
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from loopback import LoopbackServer
+from vlmlens.core import RunConfig
+
+REPO = Path(__file__).resolve().parents[1]
+
+CURVE_ITEMS = [
+    {"key": "c-hi", "video_id": "vhi", "locale": "hi-IN", "category": "Festivals", "subcategory": "Diwali",
+     "question": "वीडियो में कौन सा त्योहार मनाया जा रहा है?", "answer": "दिवाली",
+     "reasoning_steps": ["00:01 पर दीये जलाए जाते हैं", "दीये जलाना दिवाली की परंपरा है", "इसलिए त्योहार दिवाली है"]},
+    {"key": "c-ta", "video_id": "vta", "locale": "ta-IN", "category": "Cuisine", "subcategory": "Pongal",
+     "question": "வீடியோவில் என்ன உணவு சமைக்கப்படுகிறது?", "answer": "பொங்கல்",
+     "reasoning_steps": ["00:02 பானையில் அரிசி பொங்குகிறது", "பொங்கும் அரிசி பொங்கல் உணவு", "ஆகவே உணவு பொங்கல்"]},
+    {"key": "c-ko", "video_id": "vko", "locale": "ko-KR", "category": "Cuisine", "subcategory": "Kimchi",
+     "question": "영상에서 어떤 음식을 만드나요?", "answer": "김치",
+     "reasoning_steps": ["00:01 배추를 소금에 절인다", "00:03 빨간 양념을 바른다", "절인 배추에 양념을 바르면 김치가 된다", "그래서 음식은 김치다"]},
+    {"key": "c-ar", "video_id": "var", "locale": "ar-EG", "category": "Sports", "subcategory": "Football",
+     "question": "ما الرياضة التي تظهر في الفيديو؟", "answer": "كرة القدم",
+     "reasoning_steps": ["00:02 لاعبون يركلون كرة", "ركل الكرة بالقدم هو كرة القدم", "إذن الرياضة كرة القدم"]},
+    {"key": "c-te", "video_id": "vgone", "locale": "te-IN", "category": "Rituals", "subcategory": "x",
+     "question": "ఏ పండుగ?", "answer": "సంక్రాంతి", "reasoning_steps": ["00:01 ముగ్గులు"]},
+]
+MINERVA_ITEMS = [
+    {"key": "yt1:" + "a" * 40, "video_id": "vm1", "question": "What colour is the lamp lit after the dance?",
+     **{f"answer_choice_{i}": c for i, c in enumerate(["red", "blue", "green", "yellow", "white"])}, "answer_id": 0, "answer": "red",
+     "reasoning": "At 00:01 the dance starts. At 00:02-00:03 a red lamp is lit. So the lamp is red.",
+     "question type": "Temporal Reasoning, Color", "split": "test", "category": "Dance"},
+    {"key": "yt2:" + "b" * 40, "video_id": "vm2", "question": "How many pots are on the stove?",
+     **{f"answer_choice_{i}": c for i, c in enumerate(["one", "two", "three", "four", "five"])}, "answer_id": 2,
+     "reasoning": "At 00:02 three pots stand on the stove.", "question_type": "Counting", "split": "test", "category": "Cooking"},
+    {"key": "yt3:" + "c" * 40, "video_id": "vm_gone", "question": "Gone video?",
+     **{f"answer_choice_{i}": c for i, c in enumerate("abcde")}, "answer_id": 1, "reasoning": "00:01",
+     "question type": "Counting", "split": "dev", "category": "Cooking"},
+]
+
+
+def write_videos(root: Path, ids, seconds: int = 4, fps: int = 4):
+    from vlmlens.media import frame_code_image, write_video
+    root.mkdir(parents=True, exist_ok=True)
+    for k, vid in enumerate(ids):
+        frames = []
+        for i in range(seconds * fps):
+            img = frame_code_image(i, 64, 48).copy()
+            img[:, 32:] = [(200, 40, 40), (40, 160, 70), (40, 80, 215), (235, 200, 40)][(i // fps + k) % 4]
+            frames.append(img)
+        write_video(root / f"{vid}.mp4", frames, fps=fps)
+
+
+def make_data(tmp: Path, which: str = "curve") -> Path:
+    items = CURVE_ITEMS if which == "curve" else MINERVA_ITEMS
+    d = tmp / which
+    write_videos(d / "videos", [r["video_id"] for r in items if "gone" not in r["video_id"]])
+    path = d / f"{which}.json"
+    path.write_text(json.dumps(items, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+# --- scripted loopback models -------------------------------------------------------------------------------
+
+def fenced(text: str, label: str) -> str | None:
+    m = re.search(rf"<<<BEGIN {label} \w+>>>\n(.*?)\n<<<END {label} \w+>>>", text, re.S)
+    return m.group(1) if m else None
+
+
+def graph_from_chain(chain: str) -> dict:
+    "The compiler's script: timed lines are visual nodes, the last line the conclusion, other lines knowledge."
+    from vlmlens.benchmarks.minerva import parse_timestamps
+    lines = [re.sub(r"^\d+\.\s*", "", l).strip() for l in re.split(r"\n|(?<=\.)\s+(?=[A-Z])", chain) if l.strip()]
+    nodes = []
+    for i, l in enumerate(lines):
+        ts = parse_timestamps(l)
+        kind = "reasoning" if i == len(lines) - 1 and len(lines) > 1 else ("visual" if ts else "knowledge")
+        nodes.append({"id": f"n{i + 1}", "kind": kind, "text": l, "start": ts[0][0] if ts and kind == "visual" else None,
+                      "end": ts[0][1] if ts and kind == "visual" else None})
+    edges = [[n["id"], nodes[-1]["id"]] for n in nodes[:-1]]
+    return {"nodes": nodes, "edges": edges}
+
+
+PERCEPTION_BY_LOCALE = {"hi-IN": "temporal_localization", "ta-IN": "spatial_localization", "ko-KR": "attribute_misrecognition",
+                        "ar-EG": "hallucination", "te-IN": "temporal_localization", "en": "attribute_misrecognition"}
+
+
+def labeller_reply(text: str) -> str:
+    "The labeller's script: a node is covered iff the response repeats its text; the first uncovered node gets a label."
+    resp = fenced(text, "ANSWER") or ""
+    block = text.split("Evidence nodes to check, in order:\n", 1)[1].split("\n\n", 1)[0]
+    nodes = [re.match(r"(\S+) \((\w+)[^)]*\): (.*)", l).groups() for l in block.splitlines()]
+    q = fenced(text, "QUESTION") or ""
+    loc = next((r["locale"] for r in CURVE_ITEMS if r["question"] == q), "en")
+    align = []
+    for nid, kind, ntext in nodes:
+        if ntext in resp:
+            align.append({"node": nid, "status": "correct"}); continue
+        align.append({"node": nid, "status": "missed"})
+        label = {"visual": PERCEPTION_BY_LOCALE[loc], "knowledge": "missing_knowledge", "reasoning": "reasoning"}[kind]
+        return json.dumps({"alignment": align, "first_failure": nid, "label": label, "explanation": "scripted"})
+    return json.dumps({"alignment": align, "first_failure": None, "label": None, "explanation": "all covered"})
+
+
+def student_reply(text: str) -> str:
+    "The model under test: repeats the hints it is given, answers Hindi correctly and the rest wrongly."
+    facts = text.split("Facts you may rely on (they are correct):\n", 1)
+    said = facts[1].replace("- ", "") if len(facts) > 1 else "I watched the video."
+    if "दिवाली" in text or "त्योहार" in text: return f"{said}\nAnswer: दिवाली"
+    if "colour is the lamp" in text: return f"{said}\nAnswer: B"
+    return f"{said}\nAnswer: something else"
+
+
+def judge_reply(call) -> str:
+    ref, pred = fenced(call.text, "REFERENCE ANSWER"), fenced(call.text, "ANSWER")
+    seed = (call.json or {}).get("seed")
+    if seed == 2: return json.dumps({"score": 0, "justification": "a dissenting sample"})   # outvoted by the other two
+    score = 2 if pred and ref and ref in pred else (1 if pred and "something" in pred and "김치" in ref else 0)
+    return json.dumps({"score": score, "justification": "scripted"})
+
+
+def responder(call):
+    if call.model == "student": return student_reply(call.text)
+    if call.model == "judge": return judge_reply(call)
+    if call.model == "compiler": return json.dumps(graph_from_chain(fenced(call.text, "REASONING")), ensure_ascii=False)
+    if call.model == "labeller": return labeller_reply(call.text)
+    return None
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LoopbackServer() as s:
+        s.responder = responder
+        yield s
+
+
+# --- tests ---------------------------------------------------------------------------------------------------
+
+def test_loaders_attach_videos_and_report_missing_ones(tmp_path):
+    from vlmlens.benchmarks.minerva import CurveBenchmark, MinervaBenchmark
+    cpath = make_data(tmp_path, "curve")
+    samples, errors = CurveBenchmark().load(RunConfig("curve", "m", data_path=str(cpath)))
+    assert [s.locale for s in samples] == ["hi-IN", "ta-IN", "ko-KR", "ar-EG"]
+    assert all(Path(s.media[0].path).is_file() for s in samples)
+    assert [str(e) for e in errors] == [f"{cpath}: video_id: video 'vgone' not found; skipped question(s) c-te"]
+    assert len(CurveBenchmark().load(RunConfig("curve", "m", data_path=str(cpath), modality="text"))[0]) == 5  # blind: nothing dropped
+    mpath = make_data(tmp_path, "minerva")
+    (tmp_path / "map.csv").write_text("video_id,path\nvm1,minerva/videos/vm1.mp4\n")
+    kw = {"video_map": str(tmp_path / "map.csv")}
+    ms, merr = MinervaBenchmark().load(RunConfig("minerva", "m", data_path=str(mpath), benchmark_kwargs=kw))
+    assert [s.metadata["video_id"] for s in ms] == ["vm1"] and len(merr) == 2       # vm2 is not in the map, vm_gone is nowhere
+    ms, merr = MinervaBenchmark().load(RunConfig("minerva", "m", data_path=str(mpath), split="test"))
+    assert [s.answer for s in ms] == [0, 2] and merr == []
+    assert ms[1].metadata["skills"] == ["Counting"]                                  # the `question_type` spelling
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{**MINERVA_ITEMS[0], "answer_id": "x"}]))
+    _, berr = MinervaBenchmark().load(RunConfig("minerva", "m", data_path=str(bad), modality="text"))
+    assert str(berr[0]) == f"{bad}:1: answer_id: expected an integer 0-4, got 'x'"
+
+
+def test_curve_run_judged_by_majority_vote_through_the_openai_client(server, tmp_path, monkeypatch):
+    from vlmlens.runner import run
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    cpath = make_data(tmp_path, "curve")
+    url = server.openai_base_url
+    cfg = RunConfig("curve", f"openai-compatible:student@{url}", data_path=str(cpath), num_frames=2, max_new_tokens=256,
+                    judge=f"openai-compatible:judge@{url}", judge_kwargs={"k": 3, "retries": 0, "cache": False},
+                    benchmark_kwargs={"reasoning": True, "human_baseline": 0.9522}, output_root=str(tmp_path / "out"),
+                    run_name="curve", progress=False, model_kwargs={"cache": False, "progress": False})
+    s = run(cfg)
+    bs = s["benchmark_summary"]
+    assert s["overall"]["n"] == 4 and s["row_errors"] and "vgone" in s["row_errors"][0]
+    assert bs["overall"]["accuracy"] == pytest.approx(0.25)                       # only Hindi got a 2 (the seed-2 vote is outvoted)
+    assert bs["by_locale"]["hi-IN"]["accuracy"] == 1.0 and bs["highest_locale"] == "hi-IN"
+    assert bs["mean_score_half"] == pytest.approx((1 + 0.5) / 4)                  # Korean got a 1
+    assert bs["by_resource"]["low"]["n"] == 2 and bs["human_baseline"] == 0.9522
+    import pandas as pd
+    sc = pd.read_csv(tmp_path / "out" / "curve" / "scores.csv").set_index("sample_id")
+    assert sc.loc["c-ko", "score"] == 0.0 and sc.loc["c-ko", "score_half"] == 0.5 and sc.loc["c-ko", "judge_score"] == 1
+    from vlmlens.benchmarks.minerva import curve_paper_table, read_runs
+    t = curve_paper_table(read_runs(tmp_path / "out" / "curve"))
+    assert list(t["model"])[-1] == "Human" and t.iloc[0]["aggregate_%"] == 25.0 and t.iloc[0]["highest_locale"] == "hi-IN"
+    prompt = [c for c in server.requests("openai") if c.model == "student" and "김치" not in c.text and "영상" in c.text][0].text
+    assert "in Korean" in prompt and "MM:SS" in prompt
+
+
+def test_minerva_run_on_the_tiny_local_model(tmp_path):
+    from vlmlens.runner import run
+    mpath = make_data(tmp_path, "minerva")
+    s = run(RunConfig("minerva", "tiny-qwen2.5-vl", data_path=str(mpath), num_frames=2, max_new_tokens=4,
+                      output_root=str(tmp_path / "out"), run_name="m", progress=False))
+    bs = s["benchmark_summary"]
+    assert s["overall"]["n"] == 2 and s["overall"]["n_errors"] == 0 and "vm_gone" in s["row_errors"][0]
+    assert set(bs["by_skill"]) == {"Temporal Reasoning", "Color", "Counting"} and bs["by_skill"]["Counting"]["n"] == 1
+    assert set(bs["by_split"]) == {"test"} and set(bs["by_category"]) == {"Dance", "Cooking"}
+    assert 0 <= bs["overall"]["invalid_rate"] <= 1 and bs["overall"]["invalid_rate"] == s["overall"]["invalid_rate"]
+
+
+def test_sweep_yaml_files_expand_to_valid_configs():
+    import yaml
+    from vlmlens.sweep import expand_grid
+    for name, key in (("minerva", "num_frames"), ("curve", "model_kwargs")):
+        runs = expand_grid(yaml.safe_load((REPO / "evalnb" / "sweeps" / f"{name}.yaml").read_text()))
+        cfgs = [RunConfig(**r["params"]) for r in runs]
+        assert {c.benchmark for c in cfgs} == {name} and len({c.hash() for c in cfgs}) == len(cfgs)
+    assert {c.model_kwargs["thinking_budget"] for c in cfgs} == {128, 512, 2048} and {c.model_kwargs["audio"] for c in cfgs} == {True, False}
+
+
+def test_committed_report_notebook_matches_the_generator():
+    import nbformat
+    from vlmlens.benchmarks.minerva import make_report_notebook
+    nb = nbformat.read(REPO / "evalnb" / "report_minerva.ipynb", as_version=4)
+    assert [(c.cell_type, c.source) for c in nb.cells] == [(c.cell_type, c.source) for c in make_report_notebook().cells]
+    assert "parameters" in nb.cells[1].metadata.get("tags", [])
+
+
+def test_sweeps_isolation_and_report_end_to_end(server, tmp_path, monkeypatch):
+    """A papermill sweep per benchmark (scripted student and judge on the loopback server; MINERVA over 1 and 2 frames),
+    then the report notebook runs error isolation on every run and renders all tables and charts."""
+    import nbformat
+    import papermill as pm
+    from vlmlens.evidence import read_isolation
+    from vlmlens.sweep import run_sweep
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    url = server.openai_base_url
+    mpath, cpath = make_data(tmp_path, "minerva"), make_data(tmp_path, "curve")
+    out = tmp_path / "out"
+    mt = run_sweep({"name": "minerva", "base": {"benchmark": "minerva", "model": f"openai-compatible:student@{url}", "data_path": str(mpath),
+                                                "max_new_tokens": 64, "split": "test", "model_kwargs": {"progress": False}},
+                    "grid": {"num_frames": [1, 2]}},
+                   output_root=out, progress=False)
+    ct = run_sweep({"name": "curve", "base": {"benchmark": "curve", "model": f"openai-compatible:student@{url}", "data_path": str(cpath),
+                                              "num_frames": 2, "max_new_tokens": 256, "judge": f"openai-compatible:judge@{url}",
+                                              "judge_kwargs": {"k": 3, "cache": False}, "model_kwargs": {"progress": False},
+                                              "benchmark_kwargs": {"reasoning": True}}, "grid": {"language": ["all"]}},
+                   output_root=out, progress=False)
+    assert list(mt.status) == ["ok", "ok"] and list(ct.status) == ["ok"], (mt.error.tolist(), ct.error.tolist())
+    assert ct.accuracy.iloc[0] == pytest.approx(0.25)
+    iso = {"compiler": f"openai-compatible:compiler@{url}", "labeller": f"openai-compatible:labeller@{url}"}
+    report = tmp_path / "report.ipynb"
+    pm.execute_notebook(str(REPO / "evalnb" / "report_minerva.ipynb"), str(report), cwd=str(tmp_path), progress_bar=False,
+                        parameters={"minerva_root": str(out / "minerva"), "curve_root": str(out / "curve"),
+                                    "human_baseline": 0.9522, "isolation": iso})
+    crun = out / "curve" / ct.run.iloc[0]
+    assert sorted(p.name for p in (crun / "evidence_graphs").glob("*.json")) == ["c-ar.json", "c-ko.json", "c-ta.json"]
+    rounds, results = read_isolation(crun)
+    it = results[results["mode"] == "iterative"].set_index("sample_id")
+    assert set(it["outcome"]) == {"covered"} and list(it.loc[["c-ar", "c-ko", "c-ta"], "n_rounds"]) == [3, 4, 3]
+    ko = rounds[(rounds.sample_id == "c-ko") & (rounds["mode"] == "iterative")].sort_values("round")
+    assert list(ko["label"]) == ["attribute_misrecognition", "attribute_misrecognition", "missing_knowledge", "reasoning"]
+    assert ko["prompt"].iloc[-1].count("- At 00:0") == 2 and "그래서" not in ko["prompt"].iloc[-1]   # hints for the two visual nodes
+    assert list(results[results["mode"] == "one_shot"]["n_rounds"]) == [1, 1, 1]
+    import pandas as pd
+    for r in mt.run:                                                     # both MINERVA items fail (B for A; no letter for C)
+        d = out / "minerva" / r
+        assert list(pd.read_csv(d / "scores.csv")["score"]) == [0.0, 0.0]
+        assert len(read_isolation(d)[1]) == 4 and len(list((d / "evidence_graphs").glob("*.json"))) == 2
+    text = "\n".join(o.get("text", "") if o.get("output_type") == "stream" else str(o.get("data", {}).get("text/plain", ""))
+                     for c in nbformat.read(report, as_version=4).cells if c.cell_type == "code" for o in c.get("outputs", []))
+    for needle in ("Human", "hi-IN", "masked_reasoning", "nodes_per_question", "attribute_misrecognition", "num_frames"):
+        assert needle in text, needle
