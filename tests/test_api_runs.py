@@ -12,7 +12,7 @@ import pytest
 def test_demo_benchmark_on_api_models_via_the_cli(server, model, tmp_path, monkeypatch):
     server.reset(); server.default_text = "The answer is B."
     env = {k: v for k, v in __import__("os").environ.items()}
-    env.update(OPENAI_API_KEY="sk-test-not-a-real-key-000000000000", GEMINI_API_KEY="test-gemini-key-0000")
+    env.update(OPENAI_API_KEY="sk-test.not-a-real-key.000000000000", GEMINI_API_KEY="test-gemini-key-0000")
     base = server.openai_base_url if model.startswith("gpt") else server.gemini_base_url
     cmd = [sys.executable, "-c", "from vlmlens.cli import main; raise SystemExit(main())", "run", "--benchmark", "demo",
            "--model", model, "--language", "en", "--frames", "4", "--limit", "6", "--output-root", str(tmp_path),
@@ -30,4 +30,4 @@ def test_demo_benchmark_on_api_models_via_the_cli(server, model, tmp_path, monke
     # video items reached the API as frames (images) — four per video question
     assert any(json.dumps(c.json).count("image/jpeg") >= 4 for c in calls)
     info = (tmp_path / "api" / "run.json").read_text()
-    assert "sk-test-not-a-real-key" not in info and "test-gemini-key" not in info
+    assert "sk-test.not-a-real-key" not in info and "test-gemini-key" not in info

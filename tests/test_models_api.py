@@ -35,7 +35,7 @@ FAST = dict(timeout_s=2.0, max_attempts=3, retry={"base_delay": 0.05, "max_delay
 
 @pytest.fixture
 def keys(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-openai-0123456789")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test.openai.0123456789")
     monkeypatch.setenv("GEMINI_API_KEY", "AIza-test-gemini-0123456789")
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
 
@@ -93,7 +93,7 @@ def test_openai_text_image_and_timestamped_frames(server, keys, tmp_path):
     assert g.error is None and g.text == "B"
     assert g.usage == {"input_tokens": 321, "output_tokens": 2, "cached": False}
     [call] = server.requests("openai")
-    assert call.headers["Authorization"] == "Bearer sk-test-openai-0123456789"
+    assert call.headers["Authorization"] == "Bearer sk-test.openai.0123456789"
     body = call.json
     assert (body["model"], body["max_tokens"], body["temperature"], body["seed"]) == ("gpt-4o", 7, 0.0, 5)
     assert "max_completion_tokens" not in body
