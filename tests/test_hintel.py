@@ -245,3 +245,19 @@ def test_sweep_file_and_a_papermill_sweep_run(data_root, tmp_path):
     run_dir = Path(runs.run_dir.iloc[0])
     capt = [json.loads(l) for l in (run_dir / "predictions.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(capt) == 2 and all(len(p["extra"]["stages"]) == 1 for p in capt)        # caption stage kept
+
+
+def test_hf_records_from_a_saved_datasets_folder(tmp_path):
+    """A local copy of a Hugging Face dataset (`save_to_disk`), as a user without hub access would have it."""
+    datasets = pytest.importorskip("datasets")
+    from PIL import Image
+    ds = datasets.Dataset.from_dict({"question": ["Which candle is the largest? A) middle B) right C) left"], "answer": ["A"],
+                                     "image": [Image.new("RGB", (8, 8), (200, 180, 40))]},
+                                    features=datasets.Features({"question": datasets.Value("string"), "answer": datasets.Value("string"),
+                                                                "image": datasets.Image()}))
+    datasets.DatasetDict({"test": ds}).save_to_disk(str(tmp_path / "rwqa"))
+    recs = H.hf_records(tmp_path / "rwqa", "realworldqa", split="test")
+    assert len(recs) == 1 and recs[0]["answer"] == "A" and recs[0]["image_bytes"][:4] == b"\x89PNG"
+    H.write_subset(tmp_path / "root", "realworldqa", "en", recs)
+    samples, errors = H.load_hintel(tmp_path / "root", subsets="realworldqa")
+    assert not errors and samples[0].answer == 0 and Path(samples[0].media[0].path).is_file()
