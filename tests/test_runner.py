@@ -157,3 +157,15 @@ def test_language_gating_and_force(tmp_path):
     finally:
         from vlmlens.models import registry
         registry._REGISTRY.pop("tiny-en-only", None)
+
+
+def test_score_command_rescores_a_finished_run_without_the_model(reference, monkeypatch, capsys):
+    run_dir, summary = reference
+    import vlmlens.models.registry as reg
+    from vlmlens.cli import main
+    monkeypatch.setattr(reg, "load_backend", lambda *a, **k: pytest.fail("re-scoring must not load the model"))
+    assert main(["score", str(run_dir)]) == 0
+    assert "ALL" in capsys.readouterr().out
+    assert json.loads((run_dir / "summary.json").read_text())["overall"] == summary["overall"]
+    assert main(["score", str(run_dir.parent / "no-such-run")]) == 2
+    assert "not a run folder (no run.json)" in capsys.readouterr().err
