@@ -55,7 +55,7 @@ from typing import Any, Callable
 from aiohttp import web
 
 __all__ = ["Reply", "Call", "LoopbackServer", "LoopbackProcess", "rate_limited", "server_error", "client_error", "hang", "malformed",
-           "openai_chat", "openai_refusal", "gemini_content", "gemini_blocked", "loopback"]
+           "openai_chat", "openai_refusal", "gemini_content", "gemini_blocked"]
 
 
 @dataclass
@@ -471,19 +471,6 @@ def _serve_main(argv=None):
         print(json.dumps({"url": s.url}), flush=True)
         sys.stdin.read()          # until the parent closes our stdin (or dies)
 
-
-# ----------------------------------------------------------------------------- pytest fixture
-
-try:
-    import pytest
-
-    @pytest.fixture
-    def loopback():
-        "A started LoopbackServer, stopped after the test."
-        with LoopbackServer() as s:
-            yield s
-except ImportError:  # pragma: no cover
-    pass
 
 if __name__ == "__main__":
     _serve_main()
