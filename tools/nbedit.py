@@ -92,9 +92,23 @@ def put(script: Path, run: bool = False) -> Path:
     if nb_path.exists() and _sha(nb_path) != m["sha"]:
         sys.exit(f"nbedit: {nb_path.relative_to(ROOT)} changed after this copy was taken; nothing written. "
                  f"Take a fresh copy with `get` and redo the edit there.")
-    _write(_to_notebook(text[m.end():]), nb_path, run)
-    script.write_text(f"# nbedit: source={m['src']} sha256={_sha(nb_path)}\n" + text[m.end():], encoding="utf-8")
+    _write(_to_notebook(text[m.end():]), nb_path, False)
+    _stamp(script, nb_path, text[m.end():])
+    if run: _run_and_stamp(script, nb_path, text[m.end():])
     return nb_path
+
+
+def _stamp(script: Path, nb_path: Path, body: str):
+    "Record the notebook's current hash in the script header (the copy is in sync with the notebook again)."
+    script.write_text(f"# nbedit: source={nb_path.relative_to(ROOT)} sha256={_sha(nb_path)}\n" + body, encoding="utf-8")
+
+
+def _run_and_stamp(script: Path, nb_path: Path, body: str):
+    "Execute the notebook and save its outputs; the script stays in sync even when a cell fails."
+    try:
+        execute(nb_path)
+        subprocess.run(["nbdev_clean", "--fname", str(nb_path)], check=True, cwd=ROOT)
+    finally: _stamp(script, nb_path, body)
 
 
 def new(script: Path, run: bool = False) -> Path:
@@ -103,9 +117,10 @@ def new(script: Path, run: bool = False) -> Path:
     if nb_path.exists(): sys.exit(f"nbedit: {nb_path.relative_to(ROOT)} exists; use get/put to edit it")
     text = script.read_text(encoding="utf-8")
     m = HEADER.match(text)
-    _write(_to_notebook(text[m.end():] if m else text), nb_path, run)
-    script.write_text(f"# nbedit: source={nb_path.relative_to(ROOT)} sha256={_sha(nb_path)}\n"
-                      + (text[m.end():] if m else text), encoding="utf-8")
+    body = text[m.end():] if m else text
+    _write(_to_notebook(body), nb_path, False)
+    _stamp(script, nb_path, body)
+    if run: _run_and_stamp(script, nb_path, body)
     return nb_path
 
 

@@ -13,10 +13,14 @@ import os
 from pathlib import Path
 from dataclasses import dataclass, field, fields, asdict
 from typing import Any
+import re
+
+from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'canonical_json', 'sha256_json', 'Record', 'Media', 'Sample', 'Request', 'Generation',
-           'text_part', 'message', 'Prediction', 'Judgment', 'RunConfig', 'cache_root', 'shard_of']
+__all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'MODALITIES', 'STRATEGIES', 'TRANSPORT_KWARGS', 'canonical_json', 'sha256_json',
+           'Record', 'Media', 'Sample', 'Request', 'Generation', 'text_part', 'message', 'Prediction', 'Judgment',
+           'RunConfig', 'model_slug', 'cache_root', 'shard_of']
 
 # %% ../nbs/00_core.ipynb #9be27329
 def _canon(x: Any) -> Any:
@@ -57,6 +61,13 @@ class Record:
 # %% ../nbs/00_core.ipynb #0066bfbd
 MEDIA_KINDS = ("image", "video", "audio")
 
+def _seconds(v, what: str) -> float | None:
+    "A time in seconds (a finite, non-negative number) or None."
+    if v is None: return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise ValueError(f"{what} must be a non-negative number of seconds, got {v!r:.60}")
+    return float(v)
+
 @dataclass
 class Media(Record):
     "One media file attached to a sample."
@@ -67,13 +78,41 @@ class Media(Record):
 
     def __post_init__(self):
         if self.kind not in MEDIA_KINDS: raise ValueError(f"Media.kind must be one of {MEDIA_KINDS}, got {self.kind!r}")
+        if not isinstance(self.path, (str, os.PathLike)) or not str(self.path).strip():
+            raise ValueError(f"Media.path must be a file path, got {self.path!r:.60}")
         self.path = str(self.path)
+        self.start, self.end = _seconds(self.start, "Media.start"), _seconds(self.end, "Media.end")
         if self.start is not None and self.end is not None and self.end <= self.start:
             raise ValueError(f"Media {self.path}: end ({self.end}) must be after start ({self.start})")
 
 # %% ../nbs/00_core.ipynb #460d325b
 ANSWER_TYPES = ("mcq", "mcq_multi", "integer", "numeric", "short", "open")
 
+def _check_type(owner: str, name: str, value, types, optional: bool = False):
+    "Raise a ValueError naming `owner.name` unless `value` is one of `types` (or None when optional)."
+    if value is None and optional: return
+    if isinstance(value, bool) and bool not in types or not isinstance(value, types):
+        want = " or ".join(t.__name__ for t in types) + (" or null" if optional else "")
+        raise ValueError(f"{owner}: {name} must be {want}, got {type(value).__name__} {value!r:.40}")
+
+def _bad_media(who, m): raise ValueError(f"{who}: media items must be objects with kind and path, got {m!r:.40}")
+
+def _check_sample(self):
+    "Type-check a sample's fields (called by `Sample.__post_init__`)."
+    self.id = str(self.id)
+    who = f"Sample {self.id}"
+    if self.answer_type not in ANSWER_TYPES:
+        raise ValueError(f"{who}: answer_type must be one of {ANSWER_TYPES}, got {self.answer_type!r}")
+    for name, types, opt in (("question", (str,), False), ("options", (list,), False), ("metadata", (dict,), False),
+                             ("media", (list,), False), ("subset", (str,), False), ("language", (str,), False),
+                             ("locale", (str,), True), ("align_id", (str, int), True)):
+        _check_type(who, name, getattr(self, name), types, opt)
+    if self.align_id is not None: self.align_id = str(self.align_id)
+    self.media = [m if isinstance(m, Media) else Media.from_dict(m) if isinstance(m, dict) else _bad_media(who, m)
+                  for m in self.media]
+    if self.subtitles is not None: self.subtitles = str(self.subtitles)
+
+# %% ../nbs/00_core.ipynb #b3c5a1d0
 @dataclass
 class Sample(Record):
     "One benchmark item."
@@ -92,13 +131,7 @@ class Sample(Record):
     reasoning: Any = None
     align_id: str | None = None
 
-    def __post_init__(self):
-        self.id = str(self.id)
-        if self.answer_type not in ANSWER_TYPES:
-            raise ValueError(f"Sample {self.id}: answer_type must be one of {ANSWER_TYPES}, got {self.answer_type!r}")
-        if not isinstance(self.options, list): raise ValueError(f"Sample {self.id}: options must be a list, got {type(self.options).__name__}")
-        self.media = [m if isinstance(m, Media) else Media.from_dict(m) for m in self.media]
-        if self.subtitles is not None: self.subtitles = str(self.subtitles)
+    def __post_init__(self): _check_sample(self)
 
     def media_of(self, kind: str) -> list:
         "The media items of one kind."
@@ -120,6 +153,7 @@ class Generation(Record):
     usage: dict = field(default_factory=dict)
     latency_s: float | None = None
     error: str | None = None
+    finish_reason: str | None = None
 
 def text_part(text: str) -> dict: return {"type": "text", "text": text}
 
@@ -142,7 +176,25 @@ class Prediction(Record):
     model_id: str | None = None
     model_revision: str | None = None
     extra: dict = field(default_factory=dict)
+    question: str | None = None
+    options: list | None = None
+    gold: Any = None
+    gold_text: str | None = None
+    score: float | None = None
+    finish_reason: str | None = None
+    raw_truncated: bool = False
 
+    def __post_init__(self):
+        who = f"Prediction {self.sample_id!r}"
+        if self.usage is None: self.usage = {}
+        if self.extra is None: self.extra = {}
+        for name, types, opt in (("sample_id", (str,), False), ("config_hash", (str,), False), ("raw", (str,), True),
+                                 ("valid", (bool,), False), ("error", (str,), True), ("usage", (dict,), False),
+                                 ("latency_s", (int, float), True), ("extra", (dict,), False), ("score", (int, float), True),
+                                 ("options", (list,), True), ("raw_truncated", (bool,), False)):
+            _check_type(who, name, getattr(self, name), types, opt)
+
+# %% ../nbs/00_core.ipynb #c0a1b2d3
 @dataclass
 class Judgment(Record):
     "An LLM judge's verdict on one prediction."
@@ -152,70 +204,124 @@ class Judgment(Record):
     raw: str | None = None
     score: float | None = None
     valid: bool = False
+    flags: list = field(default_factory=list)
+
+    def __post_init__(self):
+        who = f"Judgment {self.sample_id!r}"
+        if self.flags is None: self.flags = []
+        for name, types, opt in (("sample_id", (str,), False), ("judge_id", (str,), False), ("raw", (str,), True),
+                                 ("score", (int, float), True), ("valid", (bool,), False), ("flags", (list,), False)):
+            _check_type(who, name, getattr(self, name), types, opt)
 
 # %% ../nbs/00_core.ipynb #8a384a6e
-_NOT_HASHED = ("run_name", "output_root", "limit", "shard", "batch_size", "device", "progress", "overwrite", "force",
-               "judge", "judge_kwargs")
-#: backend options that change how requests are sent, never what is answered
-_PLUMBING_KWARGS = ("cache", "concurrency", "rpm", "progress", "timeout_s", "max_attempts", "retry", "keep_uploads",
-                    "poll_interval_s", "upload_timeout_s", "prices", "device", "device_map")
+MODALITIES = ("video", "subtitles", "video+subtitles", "video+transcript", "metadata", "text")
+STRATEGIES = ("standard", "cot", "caption")
+#: backend options that change how requests are sent, never what is answered (one vocabulary for every backend)
+TRANSPORT_KWARGS = ("cache", "concurrency", "rpm", "progress", "timeout_s", "max_attempts", "retry", "keep_uploads",
+                    "poll_interval_s", "upload_timeout_s", "prices", "device", "device_map", "max_retry_after_s")
 
+def _f(default=None, help: str = "", *, flag: str | None = None, choices=None, hashed: bool = True, factory=None):
+    "A RunConfig field with its documentation in `metadata`."
+    meta = {"help": help, "flag": flag, "choices": choices, "hashed": hashed}
+    return field(default_factory=factory, metadata=meta) if factory else field(default=default, metadata=meta)
+
+# %% ../nbs/00_core.ipynb #a7d2c9e4
 @dataclass
 class RunConfig(Record):
     "Everything that defines one evaluation run."
-    benchmark: str
-    model: str
-    subset: str | None = None
-    language: str | None = None
-    split: str | None = None
-    data_path: str | None = None
-    num_frames: int | None = None
-    fps: float | None = None
-    max_frames: int | None = None
-    max_side: int | None = None
-    modality: str = "video"
-    strategy: str = "standard"
-    max_new_tokens: int = 64
-    temperature: float = 0.0
-    seed: int = 0
-    model_kwargs: dict = field(default_factory=dict)
-    benchmark_kwargs: dict = field(default_factory=dict)
-    force: bool = False
-    judge: str | None = None
-    judge_kwargs: dict = field(default_factory=dict)
-    limit: int | None = None
-    shard: str | None = None
-    batch_size: int = 1
-    device: str | None = None
-    run_name: str | None = None
-    output_root: str = "outputs"
-    progress: bool = True
-    overwrite: bool = False
+    benchmark: str = _f(None, "benchmark name (demo, hintel, infinibench, minerva, curve)")
+    model: str = _f(None, "model: a registry name, a local checkpoint path or openai-compatible:<model>@<url>")
+    subset: str | None = _f(None, "subset/skill/task to run (comma-separated list allowed)")
+    language: str | None = _f(None, "language or locale to run, e.g. hi or ta-IN (comma-separated list allowed)")
+    split: str | None = _f(None, "dataset split, where the benchmark has splits")
+    data_path: str | None = _f(None, "the benchmark's data file or folder")
+    num_frames: int | None = _f(None, "frames sampled uniformly per video (default: the model's preset)", flag="--frames")
+    fps: float | None = _f(None, "sample frames at this rate instead of a fixed number")
+    max_frames: int | None = _f(None, "upper bound on frames when sampling by fps")
+    max_side: int | None = _f(None, "resize frames and images so that their longer side is at most this many pixels")
+    modality: str = _f("video", "what the model sees besides the question", choices=MODALITIES)
+    strategy: str = _f("standard", "prompting strategy", choices=STRATEGIES)
+    max_new_tokens: int = _f(64, "token budget of each answer")
+    temperature: float = _f(0.0, "sampling temperature (0 = greedy)")
+    seed: int = _f(0, "random seed passed to the backend")
+    model_kwargs: dict = _f(help="backend option KEY=VALUE (repeatable)", flag="--model-kwarg", factory=dict)
+    benchmark_kwargs: dict = _f(help="benchmark option KEY=VALUE (repeatable)", flag="--benchmark-kwarg", factory=dict)
+    force: bool = _f(False, "also run languages the model does not claim (recorded in the run)", hashed=False)
+    judge: str | None = _f(None, "judge model for open-ended answers ('none' skips judging)", hashed=False)
+    judge_kwargs: dict = _f(help="judge option KEY=VALUE (repeatable)", flag="--judge-kwarg", factory=dict, hashed=False)
+    limit: int | None = _f(None, "run only the first N items", hashed=False)
+    shard: str | None = _f(None, "i/n: run the i-th of n deterministic shards (also from RANK/WORLD_SIZE)", hashed=False)
+    batch_size: int = _f(1, "items per generate call for local models", hashed=False)
+    device: str | None = _f(None, "device for local models, e.g. cuda:0 or cpu", hashed=False)
+    run_name: str | None = _f(None, "folder name of the run (default: derived from the configuration)", hashed=False)
+    output_root: str = _f("outputs", "folder that holds run folders", hashed=False)
+    progress: bool = _f(True, "show progress bars", flag="--no-progress", hashed=False)
+    overwrite: bool = _f(False, "move an existing run of another configuration aside", hashed=False)
+    allow_outside_media: bool = _f(False, "read media outside the data folder (recorded in the run)", hashed=False)
+    max_raw_chars: int = _f(65536, "cap on the stored text of each answer (the cut is recorded)", hashed=False)
 
-    def hashed_fields(self) -> dict:
-        "The fields that define the predictions (backend plumbing in `model_kwargs` left out)."
-        d = {k: v for k, v in self.to_dict().items() if k not in _NOT_HASHED}
-        d["model_kwargs"] = {k: v for k, v in d["model_kwargs"].items() if k not in _PLUMBING_KWARGS}
-        return d
+_FIELDS = {f.name: f for f in fields(RunConfig)}
+def _flag(f) -> str: return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
 
-    def hash(self) -> str:
-        "Stable sha256 of `hashed_fields()` (same value across processes and Python versions)."
-        return sha256_json(self.hashed_fields())
+# %% ../nbs/00_core.ipynb #d4e5f6a7
+@patch
+def hashed_fields(self: RunConfig) -> dict:
+    "The fields that define the predictions (transport options in `model_kwargs` left out)."
+    d = {k: v for k, v in self.to_dict().items() if _FIELDS[k].metadata["hashed"]}
+    d["model_kwargs"] = {k: v for k, v in d["model_kwargs"].items() if k not in TRANSPORT_KWARGS}
+    return d
 
-    def shard_index(self) -> tuple[int, int] | None:
-        "Parse `shard` ('i/n', 0-based) into (i, n)."
-        if self.shard in (None, ""): return None
-        try: i, n = (int(x) for x in str(self.shard).split("/"))
-        except ValueError: raise ValueError(f"shard must look like 'i/n' (e.g. '0/4'), got {self.shard!r}") from None
-        if not (n >= 1 and 0 <= i < n): raise ValueError(f"shard {self.shard!r}: need 0 <= i < n")
-        return i, n
+@patch
+def hash(self: RunConfig) -> str:
+    "Stable sha256 of `hashed_fields()` (same value across processes and Python versions)."
+    return sha256_json(self.hashed_fields())
 
-    def default_run_name(self) -> str:
-        "A readable, unique folder name for this configuration."
-        parts = [self.benchmark, self.subset or "all", self.model.replace("/", "_").replace(":", "_").replace("@", "_"),
-                 self.language or "all", f"{self.num_frames}f" if self.num_frames else (f"{self.fps}fps" if self.fps else "nf"),
-                 self.modality, self.strategy, self.hash()[:8]]
-        return "-".join(str(p) for p in parts)
+@patch
+def shard_index(self: RunConfig) -> tuple[int, int] | None:
+    "Parse `shard` ('i/n', 0-based) into (i, n)."
+    if self.shard in (None, ""): return None
+    try: i, n = (int(x) for x in str(self.shard).split("/"))
+    except ValueError: raise ValueError(f"shard must look like 'i/n' (e.g. '0/4'), got {self.shard!r}") from None
+    if not (n >= 1 and 0 <= i < n): raise ValueError(f"shard {self.shard!r}: need 0 <= i < n")
+    return i, n
+
+# %% ../nbs/00_core.ipynb #5b1e77c2
+@patch
+def validate(self: RunConfig) -> RunConfig:
+    "Check values a user types; raise one ValueError naming the option. Returns self."
+    if not self.benchmark or not self.model: raise ValueError("a run needs --benchmark and --model")
+    for f in fields(self):
+        v, ch = getattr(self, f.name), f.metadata.get("choices")
+        if ch and v not in ch: raise ValueError(f"{_flag(f)} must be one of {', '.join(ch)}; got {v!r}")
+    for name in ("num_frames", "max_frames", "max_side", "max_new_tokens", "batch_size", "limit", "max_raw_chars"):
+        v = getattr(self, name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ValueError(f"{_flag(_FIELDS[name])} must be a positive integer; got {v!r}")
+    if self.fps is not None and (isinstance(self.fps, bool) or not isinstance(self.fps, (int, float)) or self.fps <= 0):
+        raise ValueError(f"--fps must be a positive number; got {self.fps!r}")
+    if self.temperature < 0: raise ValueError(f"--temperature must be >= 0; got {self.temperature!r}")
+    self.shard_index()
+    return self
+
+# %% ../nbs/00_core.ipynb #e5f6a7b8
+def _slug(text: str) -> str: return re.sub(r"[^A-Za-z0-9._+-]+", "_", str(text)).strip("_") or "x"
+
+def model_slug(model: str) -> str:
+    "A short, filesystem-safe name of a model id (`openai-compatible:Qwen/Qwen2.5-VL-7B@http://h:8000/v1` → `Qwen2.5-VL-7B`)."
+    m = str(model)
+    if ":" in m and "@" in m.split(":", 1)[1]: m = m.split(":", 1)[1].rsplit("@", 1)[0]
+    m = m.rstrip("/").rsplit("/", 1)[-1] if "/" in m else m
+    return _slug(m)
+
+@patch
+def default_run_name(self: RunConfig) -> str:
+    "A readable, unique folder name: `demo-tiny-qwen2.5-vl-hi-8frames-<hash8>`."
+    frames = None
+    if self.modality in ("video", "video+subtitles", "video+transcript"):
+        frames = f"{self.num_frames}frames" if self.num_frames else (f"{self.fps:g}fps" if self.fps else None)
+    parts = [self.benchmark, self.subset, model_slug(self.model), self.language, frames,
+             None if self.modality == "video" else self.modality, None if self.strategy == "standard" else self.strategy]
+    return "-".join(_slug(p) for p in parts if p) + "-" + self.hash()[:8]
 
 # %% ../nbs/00_core.ipynb #0294c279
 def cache_root() -> Path:

@@ -8,7 +8,12 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ..core import Prediction, Request, RunConfig, Sample
+from fastcore.basics import patch
+
+from ..core import Judgment, Prediction, Request, RunConfig, Sample
+from ..judges import JudgeItem, open_ended_judge, reference_text
+from ..prompts import build_request
+from ..scoring import parse_answer, score_answer
 
 # %% auto #0
 __all__ = ['BENCHMARKS', 'Benchmark', 'register_benchmark', 'get_benchmark']
@@ -17,11 +22,13 @@ __all__ = ['BENCHMARKS', 'Benchmark', 'register_benchmark', 'get_benchmark']
 class Benchmark:
     "Base class: load samples, build requests, parse answers, score predictions."
     name = "base"
-    #: answer types this benchmark scores without an LLM judge
-    deterministic_types = ("mcq", "mcq_multi", "integer", "numeric", "short")
+    #: the score-row fields a summary groups by
+    group_by = ("subset", "language")
+    #: the score range of this benchmark's LLM judge (open-ended 0–10 by default)
+    judge_scale = (0, 10)
 
     def load(self, cfg: RunConfig) -> tuple[list[Sample], list]:
-        "Return `(samples, row_errors)` for `cfg` (subset/language/split filters applied)."
+        "Return `(samples, row_errors)` for `cfg`."
         raise NotImplementedError
 
     def num_stages(self, cfg: RunConfig) -> int:
@@ -30,43 +37,51 @@ class Benchmark:
 
     def build_request(self, sample: Sample, cfg: RunConfig, stage: int = 0, previous: list | None = None) -> Request:
         "Neutral chat messages for one sample at `stage`; `previous` holds the texts of the earlier stages."
-        from vlmlens.prompts import build_request
         return build_request(sample, cfg)
 
     def parse(self, sample: Sample, text: str | None) -> tuple[Any, bool]:
         "Parse model text into `(parsed, valid)`."
-        from vlmlens.scoring import parse_answer
         return parse_answer(sample, text)
 
-    #: the score range of this benchmark's LLM judge (open-ended 0–10 by default)
-    judge_scale = (0, 10)
+    def summarize(self, rows: list[dict], cfg: RunConfig) -> dict:
+        "The benchmark's own metrics over score rows (fractions, or native scales named as such); {} for none."
+        return {}
 
-    def needs_judge(self, sample: Sample) -> bool:
-        "Whether an LLM judge scores this sample (open-ended answers)."
-        return sample.answer_type == "open"
+# %% ../../nbs/30_benchmarks_base.ipynb #f2a3b4c5
+@patch
+def needs_judge(self: Benchmark, sample: Sample, prediction: Prediction | None = None) -> bool:
+    "Whether an LLM judge scores this answer (open-ended answers by default)."
+    return sample.answer_type == "open"
 
-    def make_judge(self, cfg: RunConfig):
-        "The judge for this benchmark's open answers: the 0–10 open-ended judge on `cfg.judge` (default gpt-4o-mini)."
-        from vlmlens.judges import open_ended_judge
-        return open_ended_judge(cfg.judge or "gpt-4o-mini", **cfg.judge_kwargs)
+@patch
+def judge_item(self: Benchmark, sample: Sample, prediction: Prediction) -> JudgeItem:
+    "What the judge sees for one answer."
+    return JudgeItem(sample.id, sample.question, reference_text(sample.answer), prediction.raw or "", sample.language)
 
-    def score(self, sample: Sample, pred: Prediction, judgment=None) -> dict:
-        "Score one prediction: `{'score': float in [0, 1]}` (+ benchmark-specific fields)."
-        if pred.error is not None: return {"score": None}
-        if self.needs_judge(sample):
-            if judgment is None or judgment.raw is None: return {"score": None, "judge_missing": True}
-            lo, hi = self.judge_scale
-            return {"score": (judgment.score - lo) / (hi - lo) if judgment.valid else 0.0,
-                    "judge_score": judgment.score if judgment.valid else None, "judge_valid": judgment.valid,
-                    "judge_id": judgment.judge_id}
-        from vlmlens.scoring import score_answer
-        return {"score": score_answer(sample, pred.parsed) if pred.valid else 0.0}
+@patch
+def make_judge(self: Benchmark, cfg: RunConfig):
+    "The judge for this benchmark's judged answers: the 0–10 open-ended judge on `cfg.judge` (default gpt-4o-mini)."
+    return open_ended_judge(cfg.judge or "gpt-4o-mini", **cfg.judge_kwargs)
 
-    def filter(self, samples: list[Sample], cfg: RunConfig) -> list[Sample]:
-        "Keep the samples that match `cfg.subset` and `cfg.language` (a language or a locale; comma-separated lists allowed)."
-        def _ok(values, wanted):
-            return wanted in (None, "", "all") or any(v in [w.strip() for w in str(wanted).split(",")] for v in values)
-        return [s for s in samples if _ok([s.subset], cfg.subset) and _ok([s.language, s.locale], cfg.language)]
+# %% ../../nbs/30_benchmarks_base.ipynb #b4c5d6e7
+@patch
+def score(self: Benchmark, sample: Sample, pred: Prediction, judgment: Judgment | None = None) -> dict:
+    "Score one prediction: `{'score': float in [0, 1] or None}` (+ benchmark-specific fields)."
+    if pred.error is not None: return {"score": None}
+    if self.needs_judge(sample, pred):
+        if judgment is None or judgment.raw is None: return {"score": None, "judge_missing": True}
+        lo, hi = self.judge_scale
+        return {"score": (judgment.score - lo) / (hi - lo) if judgment.valid else 0.0,
+                "judge_score": judgment.score if judgment.valid else None, "judge_valid": judgment.valid,
+                "judge_id": judgment.judge_id}
+    return {"score": score_answer(sample, pred.parsed) if pred.valid else 0.0}
+
+@patch
+def filter(self: Benchmark, samples: list[Sample], cfg: RunConfig) -> list[Sample]:
+    "Keep the samples that match `cfg.subset` and `cfg.language` (a language or a locale; comma-separated lists allowed)."
+    def _ok(values, wanted):
+        return wanted in (None, "", "all") or any(v in [w.strip() for w in str(wanted).split(",")] for v in values)
+    return [s for s in samples if _ok([s.subset], cfg.subset) and _ok([s.language, s.locale], cfg.language)]
 
 # %% ../../nbs/30_benchmarks_base.ipynb #565ef0e3
 BENCHMARKS: dict[str, str] = {
