@@ -14,7 +14,7 @@ from pathlib import Path
 
 import vlmlens
 from .core import RunConfig
-from .report import render_table, run_header, summary_table
+from .report import rates_table, render_table, run_header, summary_table
 from .runner import rescore, run
 from .store import RunSet, looks_secret
 
@@ -120,7 +120,7 @@ def _dispatch(a) -> int:
     elif a.command == "sweep":
         from vlmlens.sweep import run_sweep
         table = run_sweep(a.grid, output_root=a.output_root, notebook=a.notebook)
-        print(table.drop(columns=["error"]).to_string(index=False))
+        print(rates_table(table.drop(columns=["error"])).to_string(index=False))
         failed = table[table.status != "ok"]
         for _, r in failed.iterrows(): print(f"FAILED {r['run']}: {r['error']}", file=sys.stderr)
         return 1 if len(failed) else 0

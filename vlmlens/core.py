@@ -20,7 +20,7 @@ from fastcore.basics import patch
 # %% auto #0
 __all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'MODALITIES', 'STRATEGIES', 'TRANSPORT_KWARGS', 'canonical_json', 'sha256_json',
            'Record', 'Media', 'Sample', 'Request', 'Generation', 'text_part', 'message', 'Prediction', 'Judgment',
-           'RunConfig', 'model_slug', 'cache_root', 'shard_of']
+           'RunConfig', 'slug', 'model_slug', 'cache_root', 'shard_of']
 
 # %% ../nbs/00_core.ipynb #9be27329
 def _canon(x: Any) -> Any:
@@ -304,14 +304,16 @@ def validate(self: RunConfig) -> RunConfig:
     return self
 
 # %% ../nbs/00_core.ipynb #e5f6a7b8
-def _slug(text: str) -> str: return re.sub(r"[^A-Za-z0-9._+-]+", "_", str(text)).strip("_") or "x"
+def slug(text) -> str:
+    "A filesystem-safe rendering of `text` (runs of other characters become `_`)."
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", str(text)).strip("_") or "x"
 
 def model_slug(model: str) -> str:
     "A short, filesystem-safe name of a model id (`openai-compatible:Qwen/Qwen2.5-VL-7B@http://h:8000/v1` → `Qwen2.5-VL-7B`)."
     m = str(model)
     if ":" in m and "@" in m.split(":", 1)[1]: m = m.split(":", 1)[1].rsplit("@", 1)[0]
     m = m.rstrip("/").rsplit("/", 1)[-1] if "/" in m else m
-    return _slug(m)
+    return slug(m)
 
 @patch
 def default_run_name(self: RunConfig) -> str:
@@ -321,7 +323,7 @@ def default_run_name(self: RunConfig) -> str:
         frames = f"{self.num_frames}frames" if self.num_frames else (f"{self.fps:g}fps" if self.fps else None)
     parts = [self.benchmark, self.subset, model_slug(self.model), self.language, frames,
              None if self.modality == "video" else self.modality, None if self.strategy == "standard" else self.strategy]
-    return "-".join(_slug(p) for p in parts if p) + "-" + self.hash()[:8]
+    return "-".join(slug(p) for p in parts if p) + "-" + self.hash()[:8]
 
 # %% ../nbs/00_core.ipynb #0294c279
 def cache_root() -> Path:

@@ -15,6 +15,7 @@ from .core import Judgment
 
 # %% auto #0
 __all__ = ['KRIPPENDORFF_LEVELS', 'judge_rates', 'rates', 'aggregate', 'round_half_up', 'paired_bootstrap', 'mcnemar',
+           'align_pairs', 'paired_differences', 'pivot_scores', 'mean_columns', 'add_mean_row', 'category_table',
            'judge_scores', 'correlation', 'krippendorff_alpha', 'human_correlation', 'agreement_report']
 
 # %% ../nbs/22_metrics.ipynb #da11c06d
@@ -115,6 +116,101 @@ def mcnemar(a: Sequence[float], b: Sequence[float], exact: bool | None = None, e
         p = float(stats.chi2.sf(stat, 1))
     return {"n": len(a), "n10": n10, "n01": n01, "n_discordant": nd, "statistic": float(stat),
             "p_value": min(1.0, p), "method": "exact-binomial" if use_exact else "chi2-continuity"}
+
+# %% ../nbs/22_metrics.ipynb #9e16bb77
+def align_pairs(df, cond_col: str, a, b, id_col: str = "align_id", value: str = "score", by: Sequence[str] = ()):
+    "Rows of `df` under conditions `a` and `b` joined on `id_col` (within `by` groups): columns by..., id, a, b."
+    import pandas as pd
+    by = list(by)
+    for c in [cond_col, id_col, value, *by]:
+        if c not in df.columns: raise KeyError(f"align_pairs: column {c!r} not in table (columns: {list(df.columns)})")
+    sub = df[df[cond_col].isin([a, b]) & df[id_col].notna() & df[value].notna()]
+    dup = sub.duplicated(by + [cond_col, id_col], keep=False)
+    if dup.any():
+        r = sub[dup].iloc[0]
+        raise ValueError(f"align_pairs: {id_col}={r[id_col]!r} appears more than once under {cond_col}={r[cond_col]!r}"
+                         + (f" in group {tuple(r[c] for c in by)}" if by else ""))
+    wide = sub.pivot_table(index=by + [id_col], columns=cond_col, values=value, aggfunc="first")
+    if a not in wide.columns or b not in wide.columns: return pd.DataFrame(columns=by + [id_col, "a", "b"])
+    wide = wide[[a, b]].dropna().reset_index()
+    return wide.rename(columns={a: "a", b: "b"})
+
+# %% ../nbs/22_metrics.ipynb #53118e40
+def paired_differences(df, cond_col: str, a, b, id_col: str = "align_id", value: str = "score", by: Sequence[str] = (),
+                       mcnemar_for: bool | Iterable = False, n_resamples: int = 10000, seed: int = 0, scale: float = 1.0,
+                       threshold: float = 0.5):
+    "One row per group (and per B condition): n pairs, mean A, mean B, A − B with bootstrap CI, McNemar p-value."
+    import pandas as pd
+    by = list(by)
+    rows = []
+    for bb in (b if isinstance(b, (list, tuple)) else [b]):
+        pairs = align_pairs(df, cond_col, a, bb, id_col, value, by)
+        groups = pairs.groupby(by, sort=True) if by else [((), pairs)]
+        for key, g in groups:
+            if len(g) == 0: continue
+            key = key if isinstance(key, tuple) else (key,)
+            info = dict(zip(by, key))
+            r = paired_bootstrap(g["a"].to_numpy(), g["b"].to_numpy(), n_resamples=n_resamples, seed=seed)
+            row = {**info, "a": a, "b": bb, "n_pairs": r["n"], "mean_a": scale * r["mean_a"], "mean_b": scale * r["mean_b"],
+                   "diff": scale * r["diff"], "ci_low": scale * r["ci_low"], "ci_high": scale * r["ci_high"]}
+            want = mcnemar_for is True or (not isinstance(mcnemar_for, bool) and any(info.get(c) in set(mcnemar_for) for c in by))
+            if want:
+                m = mcnemar((g["a"] >= threshold).astype(int), (g["b"] >= threshold).astype(int))
+                row.update(mcnemar_n10=m["n10"], mcnemar_n01=m["n01"], mcnemar_p=m["p_value"], mcnemar_method=m["method"])
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+# %% ../nbs/22_metrics.ipynb #8336d6c0
+def pivot_scores(df, index, columns, value: str = "score", scale: float = 1.0, decimals: int | None = None):
+    "Mean of `value` per (index, columns) cell (times `scale`, rounded when `decimals` is given)."
+    for c in ([index] if isinstance(index, str) else list(index)) + ([columns] if isinstance(columns, str) else list(columns)) + [value]:
+        if c not in df.columns: raise KeyError(f"pivot_scores: column {c!r} not in table (columns: {list(df.columns)})")
+    t = df.pivot_table(index=index, columns=columns, values=value, aggfunc="mean") * scale
+    return t.round(decimals) if decimals is not None else t
+
+def mean_columns(table, cols, name: str, decimals: int | None = None):
+    "Add column `name` = plain mean of `cols` (missing if any of them is missing)."
+    t = table.copy()
+    missing = [c for c in cols if c not in t.columns]
+    if missing: raise KeyError(f"mean_columns: {missing} not in table columns {list(t.columns)}")
+    m = t[list(cols)].mean(axis=1, skipna=False)
+    t[name] = m.round(decimals) if decimals is not None else m
+    return t
+
+def add_mean_row(table, label: str = "Mean", decimals: int | None = None):
+    "Append a row of column means (plain mean over rows, missing cells skipped)."
+    t = table.copy()
+    m = t.mean(axis=0, numeric_only=True)
+    if decimals is not None: m = m.round(decimals)
+    if t.index.nlevels > 1: label = (label,) + ("",) * (t.index.nlevels - 1)
+    t.loc[label, m.index] = m.values
+    return t
+
+# %% ../nbs/22_metrics.ipynb #2d73493d
+def category_table(df, label_col: str = "category", by: str | Sequence[str] | None = None,
+                   categories: Sequence[str] | None = None, shares: bool = True):
+    "Counts (or each category's share of the labelled items, a fraction) of `label_col` values per `by` group."
+    import pandas as pd
+    if label_col not in df.columns: raise KeyError(f"category_table: column {label_col!r} not in table (columns: {list(df.columns)})")
+    d = df.copy()
+    d[label_col] = d[label_col].fillna("").astype(str).str.strip()
+    unl = d[label_col] == ""
+    d.loc[unl, label_col] = "unlabelled"
+    if categories is not None:
+        allowed = set(categories) | {"unlabelled"}
+        bad = d[~d[label_col].isin(allowed)]
+        if len(bad):
+            raise ValueError(f"category_table: row {bad.index[0]} has unknown {label_col} {bad[label_col].iloc[0]!r}; allowed: {list(categories)}")
+    if by is None: d["_all"] = "all"; by = "_all"
+    t = pd.crosstab(d[by] if isinstance(by, str) else [d[c] for c in by], d[label_col])
+    cols = list(categories or []) + [c for c in t.columns if c not in (categories or [])]
+    t = t.reindex(columns=cols, fill_value=0)
+    if shares:
+        lab = t.drop(columns=[c for c in ["unlabelled"] if c in t.columns])
+        tot = lab.sum(axis=1).replace(0, np.nan)
+        t = lab.div(tot, axis=0)
+        t["n_labelled"] = lab.sum(axis=1)
+    return t
 
 # %% ../nbs/22_metrics.ipynb #9de9978c
 KRIPPENDORFF_LEVELS = ("nominal", "ordinal", "interval", "ratio")

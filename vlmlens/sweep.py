@@ -7,26 +7,24 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
+from dataclasses import MISSING, fields
 from pathlib import Path
 
-from .core import RunConfig, sha256_json
+from .core import RunConfig, sha256_json, slug
+from .store import Run, atomic_write, looks_secret, scrub_secrets
 
 # %% auto #0
-__all__ = ['PARAMETERS_CELL', 'RUN_CELL', 'expand_grid', 'build_notebook', 'make_evaluate_notebook', 'find_notebook', 'run_sweep']
+__all__ = ['RUN_CELL', 'expand_grid', 'parameters_cell', 'build_notebook', 'make_evaluate_notebook', 'find_notebook', 'sweep_row',
+           'execute_run', 'load_sweep', 'run_sweep']
 
 # %% ../nbs/41_sweep.ipynb #abfc5fc5
-_SECRET = re.compile(r"(api[_-]?key|(^|[_-])(token|secret|password|passwd|credentials?|authorization)$)", re.I)
-_FIELDS = set(RunConfig.__dataclass_fields__)
-
-def _slug(v) -> str:
-    return re.sub(r"[^A-Za-z0-9._+-]+", "_", str(v)).strip("_") or "none"
+_FIELDS = {f.name for f in fields(RunConfig)}
 
 def _check_no_secret(x, where: str):
-    "Refuse secret-looking keys at any depth (`api_key_env`, which names a variable, is allowed)."
+    "Refuse secret-looking keys at any depth."
     if isinstance(x, dict):
         for k, v in x.items():
-            if _SECRET.search(str(k)) and not str(k).endswith("_env"):
+            if looks_secret(k) and not str(k).endswith("_env"):
                 raise ValueError(f"sweep parameter '{where}{k}' looks like a secret; secrets come from environment variables only")
             _check_no_secret(v, f"{where}{k}.")
     elif isinstance(x, list):
@@ -40,50 +38,35 @@ def expand_grid(spec: dict) -> list[dict]:
         if k not in _FIELDS: raise ValueError(f"unknown sweep parameter {k!r}; RunConfig fields are: {', '.join(sorted(_FIELDS))}")
     for k, v in grid.items():
         if not isinstance(v, list): raise ValueError(f"grid entry {k!r} must be a list, got {v!r}")
-    keys = list(grid)
-    runs = []
+    keys, runs = list(grid), []
     for combo in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
         params = {**base, **dict(zip(keys, combo))}
-        name = "-".join(f"{_slug(params[k])}" for k in keys) or "run"
+        RunConfig(**{"benchmark": "-", "model": "-", **params}).validate()
+        name = "-".join(slug(params[k]) for k in keys) or "run"
         runs.append({"run_name": f"{name}-{sha256_json(params)[:6]}", "params": params})
     return runs
 
 # %% ../nbs/41_sweep.ipynb #eefc9978
-PARAMETERS_CELL = '''# Parameters (papermill overrides these). Secrets never go here: backends read API keys from the environment.
-benchmark = "demo"
-model = "tiny-qwen2.5-vl"
-subset = None
-language = None
-split = None
-data_path = None
-num_frames = None  # None: the model's preset from the registry
-fps = None
-max_frames = None
-max_side = None
-modality = "video"
-strategy = "standard"
-max_new_tokens = 64
-limit = None
-shard = None
-batch_size = 1
-force = False
-judge = None
-judge_kwargs = {}
-model_kwargs = {}
-benchmark_kwargs = {}
-run_name = None
-output_root = "outputs"
-progress = True'''
+def parameters_cell() -> str:
+    "The papermill parameters cell: one line per `RunConfig` field, with its default and help."
+    lines = ["# Parameters (papermill overrides these). Secrets never go here: backends read API keys from the environment."]
+    for f in fields(RunConfig):
+        default = f.default if f.default is not MISSING else f.default_factory() if f.default_factory is not MISSING else None
+        if f.name == "benchmark": default = "demo"
+        if f.name == "model": default = "tiny-qwen2.5-vl"
+        lines.append(f"{f.name} = {default!r}  # {f.metadata.get('help', '')}")
+    return "\n".join(lines)
 
-RUN_CELL = '''from vlmlens.core import RunConfig
-from vlmlens.runner import run, summary_table
+RUN_CELL = """from vlmlens.core import RunConfig
+from vlmlens.report import summary_table
+from vlmlens.runner import run
 
-_params = {k: v for k, v in dict(globals()).items() if k in RunConfig.__dataclass_fields__}
-config = RunConfig(**_params)
+config = RunConfig(**{k: v for k, v in dict(globals()).items() if k in RunConfig.__dataclass_fields__})
 summary = run(config)
 print("run dir:", summary["run_dir"])
-summary_table(summary)'''
+summary_table(summary)"""
 
+# %% ../nbs/41_sweep.ipynb #1d2e3f40
 def build_notebook(cells) -> "nbformat.NotebookNode":
     "A notebook from `(kind, source)` pairs: kind `markdown`, `code`, or `parameters` (a code cell tagged for papermill)."
     import nbformat
@@ -100,10 +83,11 @@ def make_evaluate_notebook():
     "The evaluate notebook as an `nbformat` object."
     return build_notebook([("markdown", "# vlmlens: evaluate one configuration\n\nRun by `vlmlens sweep` with papermill; "
                                         "every parameter below is a `RunConfig` field."),
-                           ("parameters", PARAMETERS_CELL), ("code", RUN_CELL)])
+                           ("parameters", parameters_cell()), ("code", RUN_CELL)])
 
 def find_notebook(path=None) -> Path:
     "The evaluate notebook: `path`, else the repository's `evalnb/evaluate.ipynb`, else a generated copy."
+    import nbformat, tempfile
     if path is not None:
         p = Path(path)
         if not p.exists(): raise FileNotFoundError(f"sweep notebook not found: {p}")
@@ -111,46 +95,58 @@ def find_notebook(path=None) -> Path:
     for root in (Path.cwd(), Path(__file__).resolve().parents[1]):
         p = root / "evalnb" / "evaluate.ipynb"
         if p.exists(): return p
-    import nbformat, tempfile
     p = Path(tempfile.mkdtemp(prefix="vlmlens-nb-")) / "evaluate.ipynb"
     nbformat.write(make_evaluate_notebook(), p)
     return p
 
 # %% ../nbs/41_sweep.ipynb #bdb6849d
-def _row(run: dict, status: str, summary: dict | None, error: str | None) -> dict:
-    o = (summary or {}).get("overall", {})
-    return {"run": run["run_name"], **run["params"], "status": status,
-            "n": o.get("n"), "accuracy": o.get("accuracy"), "invalid_rate": o.get("invalid_rate"),
-            "errors": o.get("n_errors"), "error": error}
+def sweep_row(run: dict, status: str, run_dir: Path | None, error: str | None) -> dict:
+    "One row of sweep.csv: the run's name and parameters, its status and its summary's headline numbers."
+    o = Run.read(run_dir).overall if run_dir is not None and status == "ok" else {}
+    return {"run": run["run_name"], **{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in run["params"].items()},
+            "status": status, "n": o.get("n"), "accuracy": o.get("accuracy"), "accuracy_answered": o.get("accuracy_answered"),
+            "invalid_rate": o.get("invalid_rate"), "error_rate": o.get("error_rate"), "n_errors": o.get("n_errors"), "error": error}
+
+def _scrub_notebook(path: Path):
+    if path.exists(): atomic_write(path, json.dumps(scrub_secrets(json.loads(path.read_text(encoding="utf-8"))), indent=1, ensure_ascii=False))
+
+def execute_run(run: dict, root: Path, nb_path: Path, kernel_name: str | None = None) -> dict:
+    "Execute one run's notebook with papermill; its sweep row (status `failed` with the error when it fails)."
+    import papermill as pm
+    run_dir = Path(root) / run["run_name"]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    params = {**run["params"], "run_name": run["run_name"], "output_root": str(root), "progress": False}
+    try:
+        pm.execute_notebook(str(nb_path), str(run_dir / "evaluate.ipynb"), parameters=params, cwd=str(root),
+                            kernel_name=kernel_name, progress_bar=False, log_output=False)
+        return sweep_row(run, "ok", run_dir, None)
+    except Exception as e:
+        msg = str(getattr(e, "evalue", "") or e).strip().splitlines()
+        return sweep_row(run, "failed", None, f"{getattr(e, 'ename', type(e).__name__)}: {msg[-1] if msg else ''}")
+    finally: _scrub_notebook(run_dir / "evaluate.ipynb")
+
+# %% ../nbs/41_sweep.ipynb #3f405162
+def load_sweep(spec_or_path) -> dict:
+    "A sweep spec from a YAML file (or a dict)."
+    import yaml
+    if not isinstance(spec_or_path, (str, Path)): return dict(spec_or_path)
+    p = Path(spec_or_path)
+    if not p.is_file(): raise FileNotFoundError(f"sweep file not found: {p}")
+    spec = yaml.safe_load(p.read_text(encoding="utf-8"))
+    if not isinstance(spec, dict): raise ValueError(f"{p}: a sweep file must be a YAML mapping")
+    return spec
 
 def run_sweep(spec_or_path, output_root=None, notebook=None, kernel_name=None, progress: bool = True):
-    "Execute every run of a sweep with papermill; return the combined table (a DataFrame)."
+    "Execute every run of a sweep with papermill; return the combined table (a DataFrame of fractions)."
     import pandas as pd
-    import papermill as pm
-    import yaml
     from tqdm.auto import tqdm
-    if isinstance(spec_or_path, (str, Path)):
-        spec = yaml.safe_load(Path(spec_or_path).read_text(encoding="utf-8"))
-        if not isinstance(spec, dict): raise ValueError(f"{spec_or_path}: a sweep file must be a YAML mapping")
-    else: spec = dict(spec_or_path)
+    spec = load_sweep(spec_or_path)
     runs = expand_grid(spec)
-    name = _slug(spec.get("name", "sweep"))
+    name = slug(spec.get("name", "sweep"))
     root = Path(output_root or spec.get("output_root") or "outputs").resolve() / name
     root.mkdir(parents=True, exist_ok=True)
     nb_path = find_notebook(notebook or spec.get("notebook"))
-    rows = []
-    for run in tqdm(runs, desc=f"sweep {name}", disable=not progress, unit="run"):
-        run_dir = root / run["run_name"]
-        run_dir.mkdir(parents=True, exist_ok=True)
-        params = {**run["params"], "run_name": run["run_name"], "output_root": str(root), "progress": False}
-        try:
-            pm.execute_notebook(str(nb_path), str(run_dir / "evaluate.ipynb"), parameters=params, cwd=str(root),
-                                kernel_name=kernel_name, progress_bar=False)
-            summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-            rows.append(_row(run, "ok", summary, None))
-        except Exception as e:
-            msg = str(getattr(e, "evalue", "") or e).strip().splitlines()
-            rows.append(_row(run, "failed", None, f"{type(e).__name__}: {msg[-1] if msg else ''}"))
+    rows = [execute_run(run, root, nb_path, kernel_name) for run in tqdm(runs, desc=f"sweep {name}", disable=not progress, unit="run")]
     table = pd.DataFrame(rows)
-    table.to_csv(root / "sweep.csv", index=False)
+    atomic_write(root / "sweep.csv", pd.DataFrame(scrub_secrets(rows)).to_csv(index=False))
     return table
