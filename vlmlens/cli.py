@@ -14,9 +14,11 @@ from pathlib import Path
 
 import vlmlens
 from .core import RunConfig
+from .evidence import isolate_run
 from .report import rates_table, render_table, run_header, summary_table
 from .runner import rescore, run
 from .store import RunSet, looks_secret
+from .sweep import run_sweep
 
 # %% auto #0
 __all__ = ['parse_kv', 'add_config_args', 'config_from_args', 'parser', 'print_summary', 'report', 'main']
@@ -77,6 +79,8 @@ def _add_subcommands(sub):
     s.add_argument("--model", help="model under test to re-ask with hints (default: the run's model)")
     s.add_argument("--modes", default="iterative,one_shot"); s.add_argument("--max-rounds", type=int, default=5)
     s.add_argument("--limit", type=int)
+    s.add_argument("--graphs", default="failed", choices=("failed", "all"),
+                   help="compile evidence graphs for failed items only, or for all (graph statistics over all, as the paper)")
     s = sub.add_parser("demo", help="run the shipped demo benchmark on the tiny offline model")
     s.add_argument("--model", default="tiny-qwen2.5-vl"); s.add_argument("--output-root", default="outputs")
     s.add_argument("--frames", dest="num_frames", type=int, default=8); s.add_argument("--limit", type=int)
@@ -118,7 +122,6 @@ def _dispatch(a) -> int:
         print_summary(run(RunConfig(benchmark="demo", model=a.model, num_frames=a.num_frames, limit=a.limit, run_name=a.run_name,
                                     output_root=a.output_root, overwrite=a.overwrite, progress=a.progress)))
     elif a.command == "sweep":
-        from vlmlens.sweep import run_sweep
         table = run_sweep(a.grid, output_root=a.output_root, notebook=a.notebook)
         print(rates_table(table.drop(columns=["error"])).to_string(index=False))
         failed = table[table.status != "ok"]
@@ -126,8 +129,7 @@ def _dispatch(a) -> int:
         return 1 if len(failed) else 0
     elif a.command == "score": print_summary(rescore(a.run_dir))
     elif a.command == "isolate":
-        from vlmlens.evidence import isolate_run
-        out = isolate_run(a.run_dir, compiler=a.compiler, labeller=a.labeller, model=a.model, max_rounds=a.max_rounds,
+        out = isolate_run(a.run_dir, compiler=a.compiler, labeller=a.labeller, model=a.model, max_rounds=a.max_rounds, graphs=a.graphs,
                           modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit)
         print(json.dumps(out, indent=1, default=str))
     elif a.command == "report": return report(a.run_dirs, a.format)

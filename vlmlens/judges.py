@@ -11,10 +11,13 @@ import math
 import os
 import re
 import statistics
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
+
+from fastcore.basics import patch
 
 from .core import Judgment, Prediction, Request, Sample, message, sha256_json
 from .models.registry import Backend
@@ -25,17 +28,19 @@ __all__ = ['FENCE_NOTICE', 'KRIPPENDORFF_LEVELS', 'LANG_NAMES', 'OPEN_ENDED_SYST
            'HINTEL_CLEVR_SYSTEM', 'HINTEL_SIMILARITY', 'HINTEL_CLEVR_MATH', 'TEMPLATES', 'neutralise', 'fence',
            'JudgeParseError', 'JudgeTemplate', 'lang_name', 'JudgeItem', 'render_text', 'render_messages',
            'parse_json_score', 'parse_yes_no', 'load_prompt_file', 'template_from_files', 'judgment_cache',
-           'model_identity', 'cache_key', 'load_judge_model', 'Judge', 'majority_vote', 'Vote', 'open_ended_judge',
-           'cultural_judge', 'similarity_judge', 'reference_text', 'judge_predictions', 'judge_summary', 'hybrid_score',
-           'judge_scores', 'correlation', 'krippendorff_alpha', 'human_correlation', 'agreement_report']
+           'model_identity', 'cache_key', 'load_judge_model', 'Judge', 'verdict_flags', 'majority_vote', 'Vote',
+           'open_ended_judge', 'cultural_judge', 'similarity_judge', 'reference_text', 'judge_predictions',
+           'judge_summary', 'hybrid_score', 'judge_scores', 'correlation', 'krippendorff_alpha', 'human_correlation',
+           'agreement_report']
 
 # %% ../nbs/21_judges.ipynb #c6d9d05e
-_LOOKALIKE = str.maketrans({"\uff1c": "<", "\uff1e": ">", "\ufe64": "<", "\ufe65": ">"})
+_LOOKALIKE = str.maketrans({"\uff1c": "<", "\uff1e": ">", "\ufe64": "<", "\ufe65": ">", "\u2039": "<", "\u203a": ">"})
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 _RUN = re.compile(r"<{3,}|>{3,}")
 
 def neutralise(text: str) -> str:
-    "`text` with every run of 3+ `<` or `>` (lookalikes included) broken up, so it cannot contain a fence marker."
-    t = str(text).translate(_LOOKALIKE)
+    "`text` normalised (NFKC, no zero-width or bidi controls) with every run of 3+ `<` or `>` broken up."
+    t = _INVISIBLE.sub("", unicodedata.normalize("NFKC", str(text))).translate(_LOOKALIKE)
     return _RUN.sub(lambda m: " ".join(m.group()[i:i + 2] for i in range(0, len(m.group()), 2)), t)
 
 def fence(label: str, text: str, max_chars: int | None = None) -> str:
@@ -341,9 +346,11 @@ class Judge:
     def prompt_sha256(self, item: JudgeItem) -> str: return sha256_json(self.messages(item))
 
 # %% ../nbs/21_judges.ipynb #9a0b9786
-def _params(self) -> dict: return {"temperature": self.temperature, "seed": self.seed, "max_new_tokens": self.max_new_tokens}
+@patch
+def _params(self: Judge) -> dict: return {"temperature": self.temperature, "seed": self.seed, "max_new_tokens": self.max_new_tokens}
 
-def _complete(self, convs: list) -> list[tuple]:
+@patch
+def _complete(self: Judge, convs: list) -> list[tuple]:
     "`(text, error)` for each conversation: from the cache, else from the backend (successes are cached)."
     out, todo = [None] * len(convs), []
     for i, conv in enumerate(convs):
@@ -365,11 +372,22 @@ def _complete(self, convs: list) -> list[tuple]:
             out[i] = (g.text, None)
     return out
 
-Judge._params, Judge._complete = _params, _complete
+
+
+# %% ../nbs/21_judges.ipynb #6198eacd
+def verdict_flags(template: JudgeTemplate, answer: str | None) -> list[str]:
+    "`['answer_contains_verdict']` when the answer (or a {...} block in it) parses as this template's verdict."
+    t = neutralise(answer or "").strip()
+    for cand in [t, *re.findall(r"\{[^{}]*\}", t)]:
+        try: template.parse(cand)
+        except (JudgeParseError, ValueError, TypeError): continue
+        return ["answer_contains_verdict"]
+    return []
 
 # %% ../nbs/21_judges.ipynb #e164e02a
-def _judge(self, items: Sequence[JudgeItem]) -> list[Judgment]:
-    "One `Judgment` per item, in order (invalid replies retried up to `retries` times)."
+@patch
+def judge(self: Judge, items: Sequence[JudgeItem]) -> list[Judgment]:
+    "One `Judgment` per item, in order (invalid replies retried up to `retries` times); answers that are verdicts flagged."
     items = list(items)
     firsts = [self.messages(it) for it in items]
     shas = [sha256_json(m) for m in firsts]
@@ -397,12 +415,11 @@ def _judge(self, items: Sequence[JudgeItem]) -> list[Judgment]:
                                            message("user", f"Your reply could not be used: {e}. {self.template.repair}")]
                     nxt.append(i)
         pending = nxt
+    for j, it in zip(out, items): j.flags = verdict_flags(self.template, it.prediction)
     self.stats["judged"] += len(items)
     self.stats["invalid"] += sum(1 for j in out if j.raw is not None and not j.valid)
     self.last_members = []
     return out
-
-Judge.judge = _judge
 
 # %% ../nbs/21_judges.ipynb #6ade4693
 def majority_vote(scores: Iterable) -> float:

@@ -75,7 +75,7 @@ def _read_jsonl(path: Path):
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             if not raw.strip(): continue
-            try: text = raw.decode("utf-8").rstrip("\r\n")
+            try: text = raw.decode("utf-8-sig" if lineno == 1 else "utf-8").rstrip("\r\n")
             except UnicodeDecodeError as e:
                 yield path, lineno, _err(path, lineno, f"not valid UTF-8 ({e.reason} at byte {e.start})"); continue
             try: rec = json.loads(text)
@@ -90,11 +90,13 @@ def _read_jsonl(path: Path):
 # %% ../nbs/01_readers.ipynb #2d6ee4c9
 def _read_json(path: Path):
     try:
-        with open(path, "rb") as f: doc = json.loads(f.read().decode("utf-8"))
+        with open(path, "rb") as f: doc = json.loads(f.read().decode("utf-8-sig"))
     except UnicodeDecodeError as e:
         raise DataError(_err(path, None, f"not valid UTF-8 ({e.reason} at byte {e.start})")) from None
     except json.JSONDecodeError as e:
         raise DataError(_err(path, None, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}")) from None
+    except RecursionError:
+        raise DataError(_err(path, None, "invalid JSON: nested too deeply")) from None
     if isinstance(doc, dict) and doc and all(isinstance(v, dict) for v in doc.values()):
         items = [{"_key": k, **v} for k, v in doc.items()]
     elif isinstance(doc, list): items = doc
@@ -193,8 +195,8 @@ def read_records(path, errors: list | None = None, *, split: str | None = None) 
 def load_json(path) -> Any:
     "The JSON document in `path`; a ValueError naming the file when it cannot be read or parsed."
     path = Path(path)
-    try: return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e: raise ValueError(f"{path}: cannot read JSON ({e})") from None
+    try: return json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError, RecursionError) as e: raise ValueError(f"{path}: cannot read JSON ({e})") from None
 
 # %% ../nbs/01_readers.ipynb #e4ec69bc
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -220,6 +222,7 @@ def _json_text(v, field: str):
     "Decode JSON text in a field, or blame the field."
     try: return json.loads(v)
     except ValueError as e: raise FieldError(field, f"invalid JSON ({e}) in {_short(v)}") from None
+    except RecursionError: raise FieldError(field, f"invalid JSON: nested too deeply in {_short(v)}") from None
 
 def media_kind(path: str) -> str:
     "Guess `image`/`video`/`audio` from a file extension."
@@ -270,7 +273,7 @@ def default_mapper(benchmark: str | None = None, base_dir=None, *, extra: str = 
         answer = rec.get("answer")
         if isinstance(answer, str) and atype in _DECODED_ANSWERS and answer.strip()[:1] in "[-0123456789":
             try: answer = json.loads(answer)
-            except ValueError: pass
+            except (ValueError, RecursionError): pass
         if isinstance(answer, str) and not answer.strip(): answer = None
         meta = rec.get("metadata")
         meta = {} if _blank(meta) else (_json_text(meta, "metadata") if isinstance(meta, str) else meta)
@@ -281,7 +284,7 @@ def default_mapper(benchmark: str | None = None, base_dir=None, *, extra: str = 
             try:
                 dec = json.loads(reasoning)
                 if isinstance(dec, list): reasoning = dec
-            except ValueError: pass
+            except (ValueError, RecursionError): pass
         opt = lambda k: None if _blank(rec.get(k)) else str(rec[k]).strip()
         return Sample(
             id=str(sid).strip(), benchmark=str(bench), subset=opt("subset") or "", language=opt("language") or "en",

@@ -579,6 +579,22 @@ def run_settings(run: Run) -> dict:
     if run.config is None: return {}
     return {f"cfg_{f.name}": _setting(getattr(run.config, f.name)) for f in fields(RunConfig)}
 
+# %% ../nbs/02_store.ipynb #6285d3d3
+_HEADLINE = ("n", "n_answered", "n_errors", "n_invalid", "n_missing", "accuracy", "accuracy_answered", "invalid_rate",
+             "error_rate", "judge_invalid_rate", "n_truncated")
+
+@patch
+def table(self: RunSet):
+    "One row per run: name, folder, status, problem, `cfg_*` settings and the headline numbers of its summary."
+    import pandas as pd
+    rows = []
+    for r in self.runs:
+        s = r.summary or {}
+        rows.append({"run": r.name, "run_dir": str(r.dir), "status": r.status, "problem": r.problem, **run_settings(r),
+                     **{k: r.overall.get(k) for k in _HEADLINE}, "judge_id": s.get("judge_id"),
+                     "model_id": r.info.get("model_id") or (r.info.get("model") or {}).get("model_id")})
+    return pd.DataFrame(rows)
+
 # %% ../nbs/02_store.ipynb #6e1c9a35
 @patch
 def scores(self: RunSet):

@@ -21,6 +21,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 from .base import Benchmark
 from ..core import Media, RunConfig, Sample, cache_root
+from ..media import write_video
+from ..readers import default_mapper, load_samples
 
 # %% auto #0
 __all__ = ['DEMO_VERSION', 'DEMO_SEED', 'LANGS', 'COLORS', 'PLACES', 'SHAPES', 'NUMBER_WORDS', 'QUESTIONS', 'FPS', 'FRAME_SIZE',
@@ -106,6 +108,10 @@ QUESTIONS: dict[str, dict[str, str]] = {
         "en": "What colour is the scene in which the number {number} appears?",
         "hi": "जिस दृश्य में संख्या {number} दिखाई देती है, वह किस रंग का है?",
         "te": "{number} అనే సంఖ్య కనిపించే దృశ్యం ఏ రంగులో ఉంది?"},
+}
+
+# %% ../../nbs/31_benchmarks_demo.ipynb #ef1dc790
+QUESTIONS.update({
     "place_during": {
         "en": "According to the narrator, where are we during the {color} scene?",
         "hi": "कथावाचक के अनुसार, {color_obl} दृश्य के दौरान हम कहाँ हैं?",
@@ -126,8 +132,9 @@ QUESTIONS: dict[str, dict[str, str]] = {
         "en": "What number is written in the image?",
         "hi": "चित्र में कौन सी संख्या लिखी है?",
         "te": "చిత్రంలో ఏ సంఖ్య రాసి ఉంది?"},
-}
+})
 
+# %% ../../nbs/31_benchmarks_demo.ipynb #b1826286
 def render_question(kind: str, lang: str, **keys) -> str:
     "The question `kind` in `lang`, with language-independent keys (color, place, shape, number) put into words."
     words = {}
@@ -257,6 +264,7 @@ def zebra_image() -> Image.Image:
         for y in range(80, 98, 6): d.line([(x, y), (x + 6, y)], fill=black, width=2)
     return img
 
+# %% ../../nbs/31_benchmarks_demo.ipynb #d309104f
 def candles_image() -> Image.Image:
     "Three candles on a table: left small, middle largest, right medium."
     img = Image.new("RGB", IMAGE_SIZE, (45, 40, 60))
@@ -416,7 +424,6 @@ def _draw_image(im: dict) -> Image.Image:
 
 def build_demo_data(dest, seed: int = DEMO_SEED, progress: bool = False) -> Path:
     "Generate the demo data into `dest`; return the path of `samples.jsonl`."
-    from vlmlens.media import write_video
     dest = Path(dest)
     if dest.exists() and any(dest.iterdir()): raise FileExistsError(f"{dest}: build_demo_data needs an empty or missing folder")
     for sub in ("videos", "subtitles", "images"): (dest / sub).mkdir(parents=True, exist_ok=True)
@@ -486,7 +493,6 @@ class DemoBenchmark(Benchmark):
 
     def load(self, cfg: RunConfig) -> tuple[list[Sample], list]:
         "Samples of the demo (or of `cfg.data_path`), filtered by subset and language, and the row errors."
-        from vlmlens.readers import default_mapper, load_samples
         path = self.data_file(cfg)
         samples, errors = load_samples(path, default_mapper(self.name, path.parent))
         return self.filter(samples, cfg), errors
