@@ -9,7 +9,11 @@ cfg_all.read(Path(__file__).parent / "settings.ini")
 cfg = cfg_all["DEFAULT"]
 
 requirements = cfg.get("requirements", "").split()
-dev_requirements = cfg.get("dev_requirements", "").split()
+# Optional extras: `pip install vlmlens[hf]` local models, `[report]` notebooks/plots/sweeps, `[curation]` building
+# benchmarks, `[scale]` Ray/Slurm executors; `[all]` all of them; `[dev]` all of them plus the test tools.
+extras = {name: cfg.get(f"{name}_requirements", "").split() for name in ("hf", "report", "curation", "scale")}
+extras["all"] = sorted({r for reqs in extras.values() for r in reqs})
+extras["dev"] = extras["all"] + cfg.get("dev_requirements", "").split()
 console_scripts = [s for s in cfg.get("console_scripts", "").split() if s]
 readme = Path(__file__).parent / "README.md"
 
@@ -28,7 +32,7 @@ setuptools.setup(
     package_data={"vlmlens": ["data/*.json", "data/**/*.json"]},
     python_requires=">=" + cfg["min_python"],
     install_requires=requirements,
-    extras_require={"dev": dev_requirements},
+    extras_require=extras,
     entry_points={"console_scripts": console_scripts, "nbdev": [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
     zip_safe=False,
 )

@@ -11,8 +11,9 @@ from loopback import LoopbackServer, client_error
 from test_minerva import CURVE_ITEMS, graph_from_chain, make_data, responder
 from vlmlens.benchmarks.minerva import curve_mapper
 from vlmlens.core import Media, RunConfig
-from vlmlens.evidence import (ERROR_TYPES, EvidenceGraph, GraphCompiler, GraphError, Node, draw_graph, graph_stats, isolate,
-                              isolate_run, load_graph, load_model, masked_errors, mode_comparison, read_isolation)
+from vlmlens.evidence import (ERROR_TYPES, EvidenceGraph, GraphCompiler, GraphError, Node, compile_graphs, draw_graph, graph_stats,
+                              graph_table, isolate, isolate_run, load_graph, load_model, masked_errors, mode_comparison,
+                              paper_comparison, read_isolation)
 
 KO = curve_mapper(CURVE_ITEMS[2])          # Korean kimchi item: 2 visual nodes, 1 knowledge, 1 reasoning
 KO_GRAPH = graph_from_chain("\n".join(f"{i}. {s}" for i, s in enumerate(KO.reasoning, 1)))
@@ -135,7 +136,7 @@ def test_every_node_covered_ends_the_loop_and_masked_errors_are_counted(server, 
     rounds = pd.DataFrame(rows)
     assert masked_errors(rounds) == 1
     cmp = mode_comparison(rounds)
-    assert (cmp.loc["iterative", "total"], cmp.loc["one_shot", "total"], cmp.loc["iterative", "gain_vs_one_shot_%"]) == (4, 1, 300.0)
+    assert (cmp.loc["iterative", "total"], cmp.loc["one_shot", "total"], cmp.loc["iterative", "gain_vs_one_shot"]) == (4, 1, 3.0)
 
 
 def test_invalid_labeller_replies_and_model_failures_stop_the_loop(server, models):
@@ -187,3 +188,51 @@ def test_isolate_run_stores_graphs_and_rounds_and_resumes(server, models, tmp_pa
     assert len((run_dir / "isolation.jsonl").read_text().splitlines()) > len(lines)
     g = load_graph(run_dir / "evidence_graphs" / "c-te.json")                         # the text-only item without a video
     assert g.duration_s is None and len(g.nodes) == 1
+
+
+def test_graph_statistics_describe_all_items_when_asked(server, models, tmp_path, monkeypatch):
+    """The paper's graph statistics are over every question: `compile_graphs(which="all")` (or `isolate_run(graphs="all")`)
+    compiles the graphs of the items that passed too, and `graph_table` labels each set with its coverage."""
+    from vlmlens.runner import run
+    server.responder = responder
+    url = server.openai_base_url
+    cpath = make_data(tmp_path, "curve")
+    run(RunConfig("curve", f"openai-compatible:student@{url}", data_path=str(cpath), modality="text", max_new_tokens=64,
+                  judge=f"openai-compatible:judge@{url}", judge_kwargs={"k": 1, "cache": False}, output_root=str(tmp_path),
+                  run_name="r", progress=False, model_kwargs={"cache": False, "progress": False}))
+    run_dir, comp = tmp_path / "r", GraphCompiler(models["compiler"], cache_dir=tmp_path / "g")
+    assert compile_graphs(run_dir, comp, "failed", progress=False) == {"items": 4, "compiled": 4}
+    t = graph_table(run_dir).set_index(["run", "set"])
+    assert t.loc[("r", "all items"), ["n_graphs", "n_items", "coverage"]].tolist() == [4, 5, 0.8]   # failures only so far
+    out = isolate_run(run_dir, compiler=comp, labeller=models["labeller"], model=models["student"], modes=("iterative",),
+                      graphs="all", progress=False)
+    assert out["graphs"] == {"items": 5, "stored": 4, "compiled": 1} and out["iterative"] == 4
+    t = graph_table(run_dir).set_index(["run", "set"])
+    assert t.loc[("r", "all items"), ["n_graphs", "coverage"]].tolist() == [5, 1.0]
+    assert t.loc[("r", "failed items"), "n_graphs"] == 4 and t.loc[("paper", "all questions"), "nodes_per_question"] == 5.0
+    rounds, results = read_isolation(run_dir)
+    pc = paper_comparison(rounds, results, graph_stats([load_graph(p) for p in (run_dir / "evidence_graphs").glob("*.json")], "all items", 5))
+    pc = pc.set_index("statistic")
+    assert pc.loc["share_timestamped", "paper"] == 0.63 and pc.loc["nodes_per_question", "n"] == 5
+    n_errors = sum(len(e) for e in results["errors"])
+    assert n_errors > 0 and pc.loc["perception_share", "n"] == n_errors and 0 <= pc.loc["perception_share", "measured"] <= 1
+    with pytest.raises(ValueError, match="which must be 'all' or 'failed'"):
+        compile_graphs(run_dir, comp, "some")
+
+
+def test_an_invalid_graph_is_recorded_and_its_item_skipped(server, models, tmp_path, monkeypatch):
+    from vlmlens.runner import run
+    server.responder = responder
+    url = server.openai_base_url
+    cpath = make_data(tmp_path, "curve")
+    run(RunConfig("curve", f"openai-compatible:student@{url}", data_path=str(cpath), modality="text", max_new_tokens=64, limit=2,
+                  judge=f"openai-compatible:judge@{url}", judge_kwargs={"k": 1, "cache": False}, output_root=str(tmp_path),
+                  run_name="r", progress=False, model_kwargs={"cache": False, "progress": False}))
+    server.responder = lambda call: '{"nodes": [], "edges": []}' if call.model == "compiler" else responder(call)
+    out = isolate_run(tmp_path / "r", compiler=GraphCompiler(models["compiler"], cache_dir=tmp_path / "g", retries=0),
+                      labeller=models["labeller"], model=models["student"], progress=False)
+    assert out == {"failed": 1, "graph_errors": 1}                                     # c-ta failed; its graph is empty
+    rec = [json.loads(l) for l in (tmp_path / "r" / "isolation.jsonl").read_text().splitlines()]
+    assert rec[0]["type"] == "graph_error" and "the graph has no nodes" in rec[0]["error"]
+    assert isolate_run(tmp_path / "r", compiler=GraphCompiler(models["compiler"], cache_dir=tmp_path / "g"),
+                       labeller=models["labeller"], model=models["student"], progress=False) == {"failed": 1, "skipped": 1}

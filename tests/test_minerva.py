@@ -18,10 +18,10 @@ from vlmlens.core import RunConfig
 REPO = Path(__file__).resolve().parents[1]
 
 CURVE_ITEMS = [
-    {"key": "c-hi", "video_id": "vhi", "locale": "hi-IN", "category": "Festivals", "subcategory": "Diwali",
+    {"key": "c-hi", "video_id": "https://www.youtube.com/watch?v=vhi", "locale": "hi-IN", "category": "Festivals", "subcategory": "Diwali",
      "question": "वीडियो में कौन सा त्योहार मनाया जा रहा है?", "answer": "दिवाली",
      "reasoning_steps": ["00:01 पर दीये जलाए जाते हैं", "दीये जलाना दिवाली की परंपरा है", "इसलिए त्योहार दिवाली है"]},
-    {"key": "c-ta", "video_id": "vta", "locale": "ta-IN", "category": "Cuisine", "subcategory": "Pongal",
+    {"key": "c-ta", "video_id": "https://youtu.be/vta", "locale": "ta-IN", "category": "Cuisine", "subcategory": "Pongal",
      "question": "வீடியோவில் என்ன உணவு சமைக்கப்படுகிறது?", "answer": "பொங்கல்",
      "reasoning_steps": ["00:02 பானையில் அரிசி பொங்குகிறது", "பொங்கும் அரிசி பொங்கல் உணவு", "ஆகவே உணவு பொங்கல்"]},
     {"key": "c-ko", "video_id": "vko", "locale": "ko-KR", "category": "Cuisine", "subcategory": "Kimchi",
@@ -30,7 +30,7 @@ CURVE_ITEMS = [
     {"key": "c-ar", "video_id": "var", "locale": "ar-EG", "category": "Sports", "subcategory": "Football",
      "question": "ما الرياضة التي تظهر في الفيديو؟", "answer": "كرة القدم",
      "reasoning_steps": ["00:02 لاعبون يركلون كرة", "ركل الكرة بالقدم هو كرة القدم", "إذن الرياضة كرة القدم"]},
-    {"key": "c-te", "video_id": "vgone", "locale": "te-IN", "category": "Rituals", "subcategory": "x",
+    {"key": "c-te", "video_id": "https://www.youtube.com/watch?v=vgone&t=5s", "locale": "te-IN", "category": "Rituals", "subcategory": "x",
      "question": "ఏ పండుగ?", "answer": "సంక్రాంతి", "reasoning_steps": ["00:01 ముగ్గులు"]},
 ]
 MINERVA_ITEMS = [
@@ -38,8 +38,8 @@ MINERVA_ITEMS = [
      **{f"answer_choice_{i}": c for i, c in enumerate(["red", "blue", "green", "yellow", "white"])}, "answer_id": 0, "answer": "red",
      "reasoning": "At 00:01 the dance starts. At 00:02-00:03 a red lamp is lit. So the lamp is red.",
      "question type": "Temporal Reasoning, Color", "split": "test", "category": "Dance"},
-    {"key": "yt2:" + "b" * 40, "video_id": "vm2", "question": "How many pots are on the stove?",
-     **{f"answer_choice_{i}": c for i, c in enumerate(["one", "two", "three", "four", "five"])}, "answer_id": 2,
+    {"key": "yt2:" + "b" * 40, "video_id": "https://www.youtube.com/watch?v=vm2", "question": "How many pots are on the stove?",
+     **{f"answer_choice_{i}": c for i, c in enumerate(["1", "2", "3", "4", "5"])}, "answer_id": 2, "answer": "3.",
      "reasoning": "At 00:02 three pots stand on the stove.", "question_type": "Counting", "split": "test", "category": "Cooking"},
     {"key": "yt3:" + "c" * 40, "video_id": "vm_gone", "question": "Gone video?",
      **{f"answer_choice_{i}": c for i, c in enumerate("abcde")}, "answer_id": 1, "reasoning": "00:01",
@@ -48,7 +48,9 @@ MINERVA_ITEMS = [
 
 
 def write_videos(root: Path, ids, seconds: int = 4, fps: int = 4):
+    from vlmlens.benchmarks.minerva import youtube_id
     from vlmlens.media import frame_code_image, write_video
+    ids = [youtube_id(v) for v in ids]
     root.mkdir(parents=True, exist_ok=True)
     for k, vid in enumerate(ids):
         frames = []
@@ -149,24 +151,32 @@ def test_loaders_attach_videos_and_report_missing_ones(tmp_path):
     cpath = make_data(tmp_path, "curve")
     samples, errors = CurveBenchmark().load(RunConfig("curve", "m", data_path=str(cpath)))
     assert [s.locale for s in samples] == ["hi-IN", "ta-IN", "ko-KR", "ar-EG"]
-    assert all(Path(s.media[0].path).is_file() for s in samples)
-    assert [str(e) for e in errors] == [f"{cpath}: video_id: video 'vgone' not found; skipped question(s) c-te"]
+    assert all(Path(s.media[0].path).is_file() for s in samples)                     # URL video ids found by their id
+    vids = cpath.parent / "videos"
+    assert [str(e) for e in errors] == [f"{cpath}:5: video_id: video 'https://www.youtube.com/watch?v=vgone&t=5s' not found "
+                                        f"in {vids} or {cpath.parent}"]
     assert len(CurveBenchmark().load(RunConfig("curve", "m", data_path=str(cpath), modality="text"))[0]) == 5  # blind: nothing dropped
     mpath = make_data(tmp_path, "minerva")
-    (tmp_path / "map.csv").write_text("video_id,path\nvm1,minerva/videos/vm1.mp4\n")
+    (tmp_path / "map.csv").write_text("video_id,path\nvm1,minerva/videos/vm1.mp4\nhttps://youtu.be/vm2,minerva/videos/vm2.mp4\n")
     kw = {"video_map": str(tmp_path / "map.csv")}
     ms, merr = MinervaBenchmark().load(RunConfig("minerva", "m", data_path=str(mpath), benchmark_kwargs=kw))
-    assert [s.metadata["video_id"] for s in ms] == ["vm1"] and len(merr) == 2       # vm2 is not in the map, vm_gone is nowhere
+    assert [s.metadata["video_id"] for s in ms] == ["vm1", "https://www.youtube.com/watch?v=vm2"]   # map by URL or by id
+    assert [e.row for e in merr] == [3] and "video 'vm_gone' not found in video_map" in str(merr[0])
     ms, merr = MinervaBenchmark().load(RunConfig("minerva", "m", data_path=str(mpath), split="test"))
-    assert [s.answer for s in ms] == [0, 2] and merr == []
+    assert [s.answer for s in ms] == [0, 2] and merr == []                           # "3." matches the choice "3"
     assert ms[1].metadata["skills"] == ["Counting"]                                  # the `question_type` spelling
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps([{**MINERVA_ITEMS[0], "answer_id": "x"}]))
-    _, berr = MinervaBenchmark().load(RunConfig("minerva", "m", data_path=str(bad), modality="text"))
-    assert str(berr[0]) == f"{bad}:1: answer_id: expected an integer 0-4, got 'x'"
+    bad.write_text(json.dumps([{**MINERVA_ITEMS[0], "answer_id": "x"}, {**MINERVA_ITEMS[0], "key": "k2", "answer": "blue"},
+                               {**MINERVA_ITEMS[0], "key": "k3", "video_id": "https://vimeo.com/1"}]))
+    ok, berr = MinervaBenchmark().load(RunConfig("minerva", "m", data_path=str(bad)))
+    assert ok == [] and [str(e) for e in berr] == [
+        f"{bad}:1: answer_id: expected an integer 0-4, got 'x'",
+        f"{bad}:2: answer: 'blue' is not answer_choice_0 ('red')",
+        f"{bad}:3: video_id: 'https://vimeo.com/1' is neither a bare video id nor a YouTube URL (map it with a video_map CSV)"]
 
 
 def test_curve_run_judged_by_majority_vote_through_the_openai_client(server, tmp_path, monkeypatch):
+    from vlmlens.benchmarks.minerva import curve_main_table, group_table, resource_comparison
     from vlmlens.runner import run
     monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
     cpath = make_data(tmp_path, "curve")
@@ -178,18 +188,69 @@ def test_curve_run_judged_by_majority_vote_through_the_openai_client(server, tmp
     s = run(cfg)
     bs = s["benchmark_summary"]
     assert s["overall"]["n"] == 4 and s["row_errors"] and "vgone" in s["row_errors"][0]
-    assert bs["overall"]["accuracy"] == pytest.approx(0.25)                       # only Hindi got a 2 (the seed-2 vote is outvoted)
+    assert bs["metric"] == "share_of_2s" and bs["overall"]["accuracy"] == pytest.approx(0.25)   # only Hindi got a 2
+    assert bs["share_of_2s"] == pytest.approx(0.25) and bs["mean_score_half"] == pytest.approx((1 + 0.5) / 4)  # Korean got a 1
     assert bs["by_locale"]["hi-IN"]["accuracy"] == 1.0 and bs["highest_locale"] == "hi-IN"
-    assert bs["mean_score_half"] == pytest.approx((1 + 0.5) / 4)                  # Korean got a 1
-    assert bs["by_resource"]["low"]["n"] == 2 and bs["human_baseline"] == 0.9522
+    assert bs["resource_sets"] == {"low": ["ar-EG", "ta-IN"], "high": ["en-GB", "ja-JP"]}
+    assert bs["by_resource"]["low"]["n"] == 2 and "high" not in bs["by_resource"] and bs["human_baseline"] == 0.9522
     import pandas as pd
     sc = pd.read_csv(tmp_path / "out" / "curve" / "scores.csv").set_index("sample_id")
     assert sc.loc["c-ko", "score"] == 0.0 and sc.loc["c-ko", "score_half"] == 0.5 and sc.loc["c-ko", "judge_score"] == 1
-    from vlmlens.benchmarks.minerva import curve_paper_table, read_runs
-    t = curve_paper_table(read_runs(tmp_path / "out" / "curve"))
-    assert list(t["model"])[-1] == "Human" and t.iloc[0]["aggregate_%"] == 25.0 and t.iloc[0]["highest_locale"] == "hi-IN"
+    t = curve_main_table(tmp_path / "out")
+    assert list(t["model"])[-1] == "Human" and t.iloc[0]["aggregate"] == 0.25 and t.iloc[0]["n"] == 4
+    assert (t.iloc[0]["highest_locale"], t.iloc[0]["highest_n"]) == ("hi-IN", 1)
+    loc = group_table(tmp_path / "out", "locale").set_index("locale")
+    assert sorted(loc.index) == ["ar-EG", "hi-IN", "ko-KR", "ta-IN"] and set(loc["n"]) == {1}
+    rc = resource_comparison(tmp_path / "out").iloc[0]
+    assert (rc["low"], rc["low_n"], rc["high"]) == (0.0, 2, None)
     prompt = [c for c in server.requests("openai") if c.model == "student" and "김치" not in c.text and "영상" in c.text][0].text
     assert "in Korean" in prompt and "MM:SS" in prompt
+
+
+def test_curve_headline_switch_and_judge_failures(server, tmp_path, monkeypatch):
+    """`accuracy: mean_half` makes the mean vote / 2 the headline; a model call that returns no text is an error: it
+    counts as wrong in both readings and is never sent to the judge."""
+    from vlmlens.runner import run
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    cpath = make_data(tmp_path, "curve")
+    url = server.openai_base_url
+    old = server.responder
+    server.reset()
+    server.responder = lambda call: "" if call.model == "student" and "சமைக்கப்படுகிறது" in call.text else responder(call)
+    cfg = RunConfig("curve", f"openai-compatible:student@{url}", data_path=str(cpath), modality="text", max_new_tokens=64,
+                    judge=f"openai-compatible:judge@{url}", judge_kwargs={"k": 1, "cache": False},
+                    benchmark_kwargs={"accuracy": "mean_half"}, output_root=str(tmp_path), run_name="half", progress=False,
+                    model_kwargs={"cache": False, "progress": False})
+    try: s = run(cfg)
+    finally: server.responder = old
+    bs = s["benchmark_summary"]
+    assert bs["metric"] == "mean_half" and bs["overall"]["accuracy"] == pytest.approx(bs["mean_score_half"])
+    assert bs["share_of_2s"] == pytest.approx(1 / 5)                                  # text modality: all five items
+    assert bs["by_locale"]["ta-IN"]["n_errors"] == 1 and bs["by_locale"]["ta-IN"]["accuracy"] == 0.0   # no text: wrong
+    assert len([c for c in server.requests("openai") if c.model == "judge"]) == 4     # ... and never judged
+    import pandas as pd
+    sc = pd.read_csv(tmp_path / "half" / "scores.csv").set_index("sample_id")
+    assert pd.isna(sc.loc["c-ta", "score"]) and "empty" in sc.loc["c-ta", "error"]
+    assert sc.loc["c-ko", "score"] == 0.5 and sc.loc["c-hi", "score"] == 1.0
+
+
+def test_curve_judge_variants_through_the_openai_client(server, monkeypatch):
+    "k samples of one model (temperature 1.0, seeds 0..k-1), a vote of several models, or one greedy judgment."
+    from vlmlens.benchmarks.minerva import curve_judge
+    from vlmlens.judges import JudgeItem
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    server.reset()
+    server.responder = responder
+    j = f"openai-compatible:judge@{server.openai_base_url}"
+    item = [JudgeItem("c-ko", "영상에서 어떤 음식을 만드나요?", "김치", "김치를 만든다", "ko")]
+    kw = {"cache": False, "model_kwargs": {"cache": False, "progress": False}}
+    with curve_judge(j, k=3, **kw) as v:
+        out = v.judge(item)[0]
+        assert (out.score, out.valid, len(v.judges)) == (2.0, True, 3) and "curve-0-1-2" in v.judge_id
+    calls = [c.json for c in server.requests("openai") if c.model == "judge"]
+    assert sorted(c.get("seed") for c in calls) == [0, 1, 2] and {c.get("temperature") for c in calls} == {1.0}
+    with curve_judge(models=[j, j], **kw) as v2: assert v2.judge(item)[0].score == 2.0 and len(v2.judges) == 2
+    with curve_judge(j, k=1, **kw) as one: assert type(one).__name__ == "Judge" and one.temperature == 0.0
 
 
 def test_minerva_run_on_the_tiny_local_model(tmp_path):
@@ -204,53 +265,68 @@ def test_minerva_run_on_the_tiny_local_model(tmp_path):
     assert 0 <= bs["overall"]["invalid_rate"] <= 1 and bs["overall"]["invalid_rate"] == s["overall"]["invalid_rate"]
 
 
-def test_sweep_yaml_files_expand_to_valid_configs():
+def test_sweep_yaml_files_follow_the_papers_roster():
     import yaml
+    from vlmlens.benchmarks.minerva import CURVE_ROSTER
     from vlmlens.sweep import expand_grid
-    for name, key in (("minerva", "num_frames"), ("curve", "model_kwargs")):
-        runs = expand_grid(yaml.safe_load((REPO / "evalnb" / "sweeps" / f"{name}.yaml").read_text()))
-        cfgs = [RunConfig(**r["params"]) for r in runs]
+    runs = {n: [RunConfig(**r["params"]) for r in expand_grid(yaml.safe_load((REPO / "evalnb" / "sweeps" / f"{n}.yaml").read_text()))]
+            for n in ("minerva", "curve")}
+    for name, cfgs in runs.items():
         assert {c.benchmark for c in cfgs} == {name} and len({c.hash() for c in cfgs}) == len(cfgs)
-    assert {c.model_kwargs["thinking_budget"] for c in cfgs} == {128, 512, 2048} and {c.model_kwargs["audio"] for c in cfgs} == {True, False}
+    curve = runs["curve"]
+    assert sorted(c.model for c in curve) == sorted(CURVE_ROSTER.values())            # the paper's seven models
+    assert all(c.language is None and not c.force and c.judge == "gemini-2.5-flash" and c.judge_kwargs == {"k": 3} for c in curve)
+    assert {c.num_frames for c in runs["minerva"]} == {1, 8, 32, 128, 256, 512}
 
 
-def test_committed_report_notebook_matches_the_generator():
+def test_roster_models_claim_every_curve_locale():
+    "The paper evaluates each of its seven models on all 18 locales, so language gating must keep them all."
+    from vlmlens.benchmarks.minerva import CURVE_LOCALES, CURVE_ROSTER
+    from vlmlens.models.registry import supports_language
+    missing = {m: [l for l in CURVE_LOCALES if not supports_language(m, l)] for m in CURVE_ROSTER.values()}
+    assert not {m: ls for m, ls in missing.items() if ls}, missing
+
+
+def test_report_notebook_is_a_papermill_template():
     import nbformat
-    from vlmlens.benchmarks.minerva import make_report_notebook
     nb = nbformat.read(REPO / "evalnb" / "report_minerva.ipynb", as_version=4)
-    assert [(c.cell_type, c.source) for c in nb.cells] == [(c.cell_type, c.source) for c in make_report_notebook().cells]
-    assert "parameters" in nb.cells[1].metadata.get("tags", [])
+    params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1 and "curve_root = None" in params[0].source
+    for c in nb.cells:
+        if c.cell_type == "code": compile(c.source, "cell", "exec")
+        assert not c.get("outputs")
 
 
-def test_sweeps_isolation_and_report_end_to_end(server, tmp_path, monkeypatch):
-    """A papermill sweep per benchmark (scripted student and judge on the loopback server; MINERVA over 1 and 2 frames),
-    then the report notebook runs error isolation on every run and renders all tables and charts."""
+def test_runs_isolation_and_report_end_to_end(server, tmp_path, monkeypatch):
+    """Runs of each benchmark (scripted student and judge on the loopback server; MINERVA over 1 and 2 frames), then
+    the report notebook, executed by papermill, compiles every item's evidence graph, runs error isolation on every
+    run and renders all tables and charts."""
     import nbformat
     import papermill as pm
-    from vlmlens.evidence import read_isolation
-    from vlmlens.sweep import run_sweep
+    from vlmlens.evidence import graph_table, read_isolation
+    from vlmlens.runner import run
     monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
     url = server.openai_base_url
     mpath, cpath = make_data(tmp_path, "minerva"), make_data(tmp_path, "curve")
     out = tmp_path / "out"
-    mt = run_sweep({"name": "minerva", "base": {"benchmark": "minerva", "model": f"openai-compatible:student@{url}", "data_path": str(mpath),
-                                                "max_new_tokens": 64, "split": "test", "model_kwargs": {"progress": False}},
-                    "grid": {"num_frames": [1, 2]}},
-                   output_root=out, progress=False)
-    ct = run_sweep({"name": "curve", "base": {"benchmark": "curve", "model": f"openai-compatible:student@{url}", "data_path": str(cpath),
-                                              "num_frames": 2, "max_new_tokens": 256, "judge": f"openai-compatible:judge@{url}",
-                                              "judge_kwargs": {"k": 3, "cache": False}, "model_kwargs": {"progress": False},
-                                              "benchmark_kwargs": {"reasoning": True}}, "grid": {"language": ["all"]}},
-                   output_root=out, progress=False)
-    assert list(mt.status) == ["ok", "ok"] and list(ct.status) == ["ok"], (mt.error.tolist(), ct.error.tolist())
-    assert ct.accuracy.iloc[0] == pytest.approx(0.25)
+    common = dict(model=f"openai-compatible:student@{url}", progress=False, model_kwargs={"cache": False, "progress": False},
+                  benchmark_kwargs={"reasoning": True})
+    mruns = [f"m{n}" for n in (1, 2)]
+    for n, name in zip((1, 2), mruns):
+        run(RunConfig("minerva", data_path=str(mpath), num_frames=n, max_new_tokens=64, split="test", run_name=name,
+                      output_root=str(out / "minerva"), **common))
+    s = run(RunConfig("curve", data_path=str(cpath), num_frames=2, max_new_tokens=256, judge=f"openai-compatible:judge@{url}",
+                      judge_kwargs={"k": 3, "cache": False}, run_name="c", output_root=str(out / "curve"), **common))
+    assert s["benchmark_summary"]["overall"]["accuracy"] == pytest.approx(0.25)
     iso = {"compiler": f"openai-compatible:compiler@{url}", "labeller": f"openai-compatible:labeller@{url}"}
     report = tmp_path / "report.ipynb"
     pm.execute_notebook(str(REPO / "evalnb" / "report_minerva.ipynb"), str(report), cwd=str(tmp_path), progress_bar=False,
-                        parameters={"minerva_root": str(out / "minerva"), "curve_root": str(out / "curve"),
-                                    "human_baseline": 0.9522, "isolation": iso})
-    crun = out / "curve" / ct.run.iloc[0]
-    assert sorted(p.name for p in (crun / "evidence_graphs").glob("*.json")) == ["c-ar.json", "c-ko.json", "c-ta.json"]
+                        parameters={"minerva_root": str(out / "minerva"), "curve_root": str(out / "curve"), "isolation": iso,
+                                    "graphs": "all"})
+    crun = out / "curve" / "c"
+    assert sorted(p.name for p in (crun / "evidence_graphs").glob("*.json")) == ["c-ar.json", "c-hi.json", "c-ko.json", "c-ta.json"]
+    gt = graph_table(crun).set_index("set")
+    assert (gt.loc["all items", "n_graphs"], gt.loc["all items", "coverage"], gt.loc["failed items", "n_graphs"]) == (4, 1.0, 3)
     rounds, results = read_isolation(crun)
     it = results[results["mode"] == "iterative"].set_index("sample_id")
     assert set(it["outcome"]) == {"covered"} and list(it.loc[["c-ar", "c-ko", "c-ta"], "n_rounds"]) == [3, 4, 3]
@@ -259,11 +335,12 @@ def test_sweeps_isolation_and_report_end_to_end(server, tmp_path, monkeypatch):
     assert ko["prompt"].iloc[-1].count("- At 00:0") == 2 and "그래서" not in ko["prompt"].iloc[-1]   # hints for the two visual nodes
     assert list(results[results["mode"] == "one_shot"]["n_rounds"]) == [1, 1, 1]
     import pandas as pd
-    for r in mt.run:                                                     # both MINERVA items fail (B for A; no letter for C)
+    for r in mruns:                                                      # both MINERVA items fail (B for A; no letter for C)
         d = out / "minerva" / r
         assert list(pd.read_csv(d / "scores.csv")["score"]) == [0.0, 0.0]
         assert len(read_isolation(d)[1]) == 4 and len(list((d / "evidence_graphs").glob("*.json"))) == 2
     text = "\n".join(o.get("text", "") if o.get("output_type") == "stream" else str(o.get("data", {}).get("text/plain", ""))
                      for c in nbformat.read(report, as_version=4).cells if c.cell_type == "code" for o in c.get("outputs", []))
-    for needle in ("Human", "hi-IN", "masked_reasoning", "nodes_per_question", "attribute_misrecognition", "num_frames"):
+    for needle in ("Human", "hi-IN", "masked_reasoning", "nodes_per_question", "attribute_misrecognition", "num_frames",
+                   "all items", "(n=1)", "low_high_perception_ratio", "accuracy alternative: mean voted score / 2"):
         assert needle in text, needle

@@ -7,23 +7,33 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import uuid
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from .core import Request, RunConfig, Sample, message, sha256_json
+from fastcore.basics import patch
+
+from . import fidelity, media, prompts, store
+from .analysis import bar_chart, fit_title, use_script_fonts
+from .benchmarks.minerva import PAPER_RESOURCE_SETS, minerva_request, resource_level, wants_reasoning
+from .core import Request, RunConfig, Sample, cache_root, message, sha256_json
+from .judges import fence, load_judge_model, model_identity
+from .runner import reopen
 
 # %% auto #0
-__all__ = ['NODE_KINDS', 'PERCEPTION_ERRORS', 'ERROR_TYPES', 'LABELS', 'MAX_ROUNDS', 'GRAPH_SCHEMA', 'KIND_COLORS', 'LABEL_FONTS',
-           'COMPILER_SYSTEM', 'ALIGN_SYSTEM', 'ISOLATION_FILE', 'error_family', 'normalize_label', 'GraphError', 'Node',
-           'EvidenceGraph', 'fmt_time', 'graph_problems', 'validate_graph', 'topological_order', 'graph_depth',
-           'graph_stats', 'label_fonts', 'draw_graph', 'load_model', 'chat', 'parse_json_reply', 'chain_text',
-           'compiler_messages', 'safe_name', 'GraphCompiler', 'save_graph', 'load_graph', 'Alignment', 'node_line',
-           'align_messages', 'parse_alignment', 'hint_text', 'prompt_of', 'isolate', 'video_duration', 'isolate_run',
-           'read_isolation', 'read_graphs', 'error_table', 'family_split', 'resource_table', 'masked_errors',
-           'mode_comparison', 'plot_error_bars']
+__all__ = ['NODE_KINDS', 'PERCEPTION_ERRORS', 'ERROR_TYPES', 'LABELS', 'MAX_ROUNDS', 'EVIDENCE_PAPER', 'GRAPH_SCHEMA',
+           'KIND_COLORS', 'COMPILER_SYSTEM', 'ALIGN_SYSTEM', 'CORRECTION', 'ISOLATION_FILE', 'GRAPH_DIR',
+           'error_family', 'normalize_label', 'GraphError', 'Node', 'EvidenceGraph', 'fmt_time', 'graph_problems',
+           'validate_graph', 'topological_order', 'graph_depth', 'graph_stats', 'draw_graph', 'load_model', 'chat',
+           'parse_json_reply', 'chain_text', 'reference_of', 'compiler_messages', 'safe_name', 'GraphCompiler',
+           'save_graph', 'load_graph', 'Alignment', 'node_line', 'align_messages', 'parse_alignment', 'hint_text',
+           'isolation_request', 'prompt_of', 'label_round', 'isolate', 'video_duration', 'score_rows', 'run_items',
+           'failed_ids', 'compile_graphs', 'isolate_run', 'run_dirs', 'read_isolation', 'read_graphs', 'graph_table',
+           'error_table', 'family_split', 'resource_table', 'masked_errors', 'mode_comparison', 'plot_error_bars',
+           'paper_comparison']
 
 # %% ../nbs/51_evidence.ipynb #3a8094c6
 NODE_KINDS = ("visual", "knowledge", "reasoning")
@@ -31,6 +41,15 @@ PERCEPTION_ERRORS = ("temporal_localization", "spatial_localization", "attribute
 ERROR_TYPES = PERCEPTION_ERRORS + ("missing_knowledge", "reasoning")
 LABELS = ("divergence",) + ERROR_TYPES
 MAX_ROUNDS = 5
+
+fidelity.record("curve", "evidence node kinds and prerequisite edges", "rule", "MINERVA-Cultural, Key Designs 2", "verbatim",
+                "visual (timestamped observation), knowledge (external retrieval), reasoning (logical); DAG of prerequisites")
+fidelity.record("curve", "error labels (divergence; perception, knowledge, reasoning errors)", "rule",
+                "MINERVA-Cultural, Key Designs 3 and Error Type Analysis", "reading",
+                "perception = temporal_localization, spatial_localization, attribute_misrecognition, hallucination "
+                "(the paper's list); missing_knowledge; reasoning; the label names are ours")
+fidelity.record("curve", "isolation stops after 5 rounds", "default", "MINERVA-Cultural, Key Designs 3 ('up to 5 rounds')",
+                "verbatim", "max_rounds=5")
 
 def error_family(label: str | None) -> str | None:
     "`perception`, `knowledge`, `reasoning` or `divergence` for a label (None for None)."
@@ -43,6 +62,20 @@ def normalize_label(label) -> str:
     k = re.sub(r"[\s\-]+", "_", str(label or "").strip().lower())
     if k not in LABELS: raise ValueError(f"unknown label {label!r}; expected one of {', '.join(LABELS)}")
     return k
+
+# %% ../nbs/51_evidence.ipynb #c2d3e4f5
+EVIDENCE_PAPER = {
+    "nodes_per_question": (5.0, "Key Designs 2: average atomic nodes per question (all questions)"),
+    "share_timestamped": (0.63, "Key Designs 2: share of nodes tied to video timestamps (all questions)"),
+    "divergence_share": (0.02, "Key Designs 3: share of labels that are divergences (~2%)"),
+    "resolved_within_cap": (0.997, "Key Designs 3: share of diagnosed items finished within 5 rounds"),
+    "iterative_gain": (0.22, "Key Designs 3: errors found by iterative over one-shot analysis, minus 1"),
+    "masked_reasoning": (78, "Key Designs 3: reasoning errors found only after a perception error was corrected"),
+    "perception_share": (0.75, "Error Type Analysis: share of errors that are perception errors"),
+    "low_high_perception_ratio": (1.4, "Key Findings: perception errors per item, ar-EG + ta-IN over en-GB + ja-JP"),
+}
+fidelity.record("curve", "evidence and isolation statistics", "table", "MINERVA-Cultural, Key Designs 2-3, Key Findings",
+                "verbatim", "; ".join(f"{k} = {v[0]}" for k, v in EVIDENCE_PAPER.items()))
 
 # %% ../nbs/51_evidence.ipynb #06a7b972
 GRAPH_SCHEMA = {
@@ -73,6 +106,7 @@ class Node:
     @property
     def timestamped(self) -> bool: return self.start is not None
 
+# %% ../nbs/51_evidence.ipynb #6d7e8f90
 @dataclass
 class EvidenceGraph:
     "Nodes and prerequisite edges for one question."
@@ -91,46 +125,49 @@ class EvidenceGraph:
         return {"question_id": self.question_id, "nodes": [asdict(n) for n in self.nodes],
                 "edges": [list(e) for e in self.edges], "duration_s": self.duration_s, "meta": self.meta}
 
-    @classmethod
-    def from_dict(cls, d: Any, question_id: str | None = None, where: str | None = None) -> "EvidenceGraph":
-        "Build from JSON data, checking its shape against `GRAPH_SCHEMA` (GraphError naming each bad field)."
-        qid = question_id or (d.get("question_id") if isinstance(d, dict) else None) or "?"
-        where = where or f"graph {qid}"
-        if not isinstance(d, dict): raise GraphError(where, [f"expected a JSON object, got {type(d).__name__}"])
-        probs = [f"missing field {k!r}" for k in ("nodes", "edges") if k not in d]
-        if probs: raise GraphError(where, probs)
-        if not isinstance(d["nodes"], list): probs.append("nodes: expected a list")
-        if not isinstance(d["edges"], list): probs.append("edges: expected a list")
-        if probs: raise GraphError(where, probs)
-        nodes, edges = [], []
-        for i, n in enumerate(d["nodes"]):
-            if not isinstance(n, dict): probs.append(f"nodes[{i}]: expected an object"); continue
-            miss = [k for k in ("id", "kind", "text") if k not in n]
-            if miss: probs.append(f"nodes[{i}]: missing field(s) {', '.join(miss)}"); continue
-            bad = [k for k in n if k not in ("id", "kind", "text", "start", "end")]
-            if bad: probs.append(f"nodes[{i}] ({n['id']}): unknown field(s) {', '.join(map(str, bad))}")
-            if n["kind"] not in NODE_KINDS: probs.append(f"node {n['id']}: kind {n['kind']!r} is not one of {', '.join(NODE_KINDS)}")
-            ts = {}
-            for k in ("start", "end"):
-                v = n.get(k)
-                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                    probs.append(f"node {n['id']}: {k} must be a number of seconds or null, got {v!r}"); v = None
-                ts[k] = None if v is None else float(v)
-            nodes.append(Node(str(n["id"]), n["kind"], str(n["text"]), ts["start"], ts["end"]))
-        for i, e in enumerate(d["edges"]):
-            if isinstance(e, dict) and {"from", "to"} <= set(e): e = [e["from"], e["to"]]
-            if not (isinstance(e, (list, tuple)) and len(e) == 2): probs.append(f"edges[{i}]: expected [from, to], got {e!r}"); continue
-            edges.append((str(e[0]), str(e[1])))
-        if probs: raise GraphError(where, probs)
-        dur = d.get("duration_s")
-        return cls(str(qid), nodes, edges, None if dur is None else float(dur), dict(d.get("meta") or {}))
-
     def to_networkx(self):
         import networkx as nx
         g = nx.DiGraph()
         for n in self.nodes: g.add_node(n.id, **asdict(n))
         g.add_edges_from(self.edges)
         return g
+
+def _node_from(i: int, n, probs: list) -> Node | None:
+    "One node from JSON data; problems go to `probs`."
+    if not isinstance(n, dict): probs.append(f"nodes[{i}]: expected an object"); return None
+    miss = [k for k in ("id", "kind", "text") if k not in n]
+    if miss: probs.append(f"nodes[{i}]: missing field(s) {', '.join(miss)}"); return None
+    bad = [k for k in n if k not in ("id", "kind", "text", "start", "end")]
+    if bad: probs.append(f"nodes[{i}] ({n['id']}): unknown field(s) {', '.join(map(str, bad))}")
+    if n["kind"] not in NODE_KINDS: probs.append(f"node {n['id']}: kind {n['kind']!r} is not one of {', '.join(NODE_KINDS)}")
+    ts = {}
+    for k in ("start", "end"):
+        v = n.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            probs.append(f"node {n['id']}: {k} must be a number of seconds or null, got {v!r}"); v = None
+        ts[k] = None if v is None else float(v)
+    return Node(str(n["id"]), n["kind"], str(n["text"]), ts["start"], ts["end"])
+
+# %% ../nbs/51_evidence.ipynb #8f90a1b2
+@patch(cls_method=True)
+def from_dict(cls: EvidenceGraph, d: Any, question_id: str | None = None, where: str | None = None) -> EvidenceGraph:
+    "Build from JSON data, checking its shape against `GRAPH_SCHEMA` (GraphError naming each bad field)."
+    qid = question_id or (d.get("question_id") if isinstance(d, dict) else None) or "?"
+    where = where or f"graph {qid}"
+    if not isinstance(d, dict): raise GraphError(where, [f"expected a JSON object, got {type(d).__name__}"])
+    probs = [f"missing field {k!r}" for k in ("nodes", "edges") if k not in d]
+    if probs: raise GraphError(where, probs)
+    probs += [f"{k}: expected a list" for k in ("nodes", "edges") if not isinstance(d[k], list)]
+    if probs: raise GraphError(where, probs)
+    nodes = [x for x in (_node_from(i, n, probs) for i, n in enumerate(d["nodes"])) if x is not None]
+    edges = []
+    for i, e in enumerate(d["edges"]):
+        if isinstance(e, dict) and {"from", "to"} <= set(e): e = [e["from"], e["to"]]
+        if not (isinstance(e, (list, tuple)) and len(e) == 2): probs.append(f"edges[{i}]: expected [from, to], got {e!r}"); continue
+        edges.append((str(e[0]), str(e[1])))
+    if probs: raise GraphError(where, probs)
+    dur = d.get("duration_s")
+    return cls(str(qid), nodes, edges, None if dur is None else float(dur), dict(d.get("meta") or {}))
 
 # %% ../nbs/51_evidence.ipynb #f8f19e0c
 def fmt_time(t: float | None) -> str:
@@ -139,25 +176,27 @@ def fmt_time(t: float | None) -> str:
     t = int(round(t)); h, m, s = t // 3600, t % 3600 // 60, t % 60
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
 
+def _time_problems(n: Node, dur: float | None) -> list[str]:
+    probs = []
+    if n.start is None and n.end is not None: probs.append(f"node {n.id}: has an end ({fmt_time(n.end)}) but no start")
+    for k, t in (("start", n.start), ("end", n.end)):
+        if t is None: continue
+        if t < 0: probs.append(f"node {n.id}: {k} {t:g}s is negative")
+        elif dur is not None and t > dur + 1e-6:
+            probs.append(f"node {n.id}: timestamp {fmt_time(t)} ({k}) is past the end of the video ({fmt_time(dur)})")
+    if n.start is not None and n.end is not None and n.end < n.start:
+        probs.append(f"node {n.id}: end {fmt_time(n.end)} is before start {fmt_time(n.start)}")
+    return probs
+
 def graph_problems(g: EvidenceGraph, duration_s: float | None = None) -> list[str]:
     "Every violation of: unique ids, edge endpoints exist, acyclic, timestamps inside [0, duration]."
     import networkx as nx
     probs, ids = [], Counter(n.id for n in g.nodes)
     if not g.nodes: probs.append("the graph has no nodes")
     probs += [f"node id {i!r} is used {c} times" for i, c in ids.items() if c > 1]
-    for a, b in g.edges:
-        for x in (a, b):
-            if x not in ids: probs.append(f"edge {a} -> {b}: endpoint {x!r} is not a node")
+    probs += [f"edge {a} -> {b}: endpoint {x!r} is not a node" for a, b in g.edges for x in (a, b) if x not in ids]
     dur = duration_s if duration_s is not None else g.duration_s
-    for n in g.nodes:
-        if n.start is None and n.end is not None: probs.append(f"node {n.id}: has an end ({fmt_time(n.end)}) but no start")
-        for k, t in (("start", n.start), ("end", n.end)):
-            if t is None: continue
-            if t < 0: probs.append(f"node {n.id}: {k} {t:g}s is negative")
-            elif dur is not None and t > dur + 1e-6:
-                probs.append(f"node {n.id}: timestamp {fmt_time(t)} ({k}) is past the end of the video ({fmt_time(dur)})")
-        if n.start is not None and n.end is not None and n.end < n.start:
-            probs.append(f"node {n.id}: end {fmt_time(n.end)} is before start {fmt_time(n.start)}")
+    for n in g.nodes: probs += _time_problems(n, dur)
     G = nx.DiGraph(); G.add_nodes_from(ids); G.add_edges_from((a, b) for a, b in g.edges if a in ids and b in ids)
     try:
         cyc = nx.find_cycle(G)
@@ -172,6 +211,10 @@ def validate_graph(g: EvidenceGraph, duration_s: float | None = None, where: str
     return g
 
 # %% ../nbs/51_evidence.ipynb #ee6bd318
+fidelity.record("curve", "graph statistics over all questions", "metric", "MINERVA-Cultural, Key Designs 2", "verbatim",
+                "nodes per question and share of timestamped nodes over every question's graph; "
+                "compile_graphs(..., which='all') compiles them; other sets are labelled")
+
 def topological_order(g: EvidenceGraph) -> list[str]:
     "Node ids in prerequisite order, ties broken by listing order."
     import networkx as nx
@@ -183,52 +226,71 @@ def graph_depth(g: EvidenceGraph) -> int:
     import networkx as nx
     return int(nx.dag_longest_path_length(g.to_networkx()))
 
-def graph_stats(graphs: Sequence[EvidenceGraph]) -> dict:
-    "Nodes per question, share of timestamped nodes, depth mean ± std, node kinds."
-    import statistics
+def graph_stats(graphs: Sequence[EvidenceGraph], label: str = "graphs given", n_items: int | None = None) -> dict:
+    "Nodes per question, share of timestamped nodes, depth mean ± std, node kinds — labelled with the set they describe."
     graphs = list(graphs)
-    if not graphs: return {"n_graphs": 0}
+    out = {"set": label, "n_graphs": len(graphs), "n_items": n_items,
+           "coverage": (len(graphs) / n_items) if n_items else None}
+    if not graphs: return out
     nodes = [n for g in graphs for n in g.nodes]
     depths = [graph_depth(g) for g in graphs]
-    return {"n_graphs": len(graphs), "nodes_per_question": len(nodes) / len(graphs),
+    return {**out, "nodes_per_question": len(nodes) / len(graphs),
             "share_timestamped": sum(n.timestamped for n in nodes) / len(nodes),
             "depth_mean": statistics.fmean(depths), "depth_std": statistics.pstdev(depths),
             "kinds": dict(Counter(n.kind for n in nodes))}
 
 # %% ../nbs/51_evidence.ipynb #2dbc688f
 KIND_COLORS = {"visual": "#4C72B0", "knowledge": "#DD8452", "reasoning": "#55A868"}
-#: fonts tried in order for node labels (matplotlib falls back glyph by glyph); install Noto fonts to render Indic, CJK and Arabic text
-LABEL_FONTS = ("DejaVu Sans", "Noto Sans", "Noto Sans Devanagari", "Noto Sans Bengali", "Noto Sans Tamil", "Noto Sans Telugu",
-               "Noto Sans Kannada", "Noto Sans Arabic", "Noto Sans CJK JP", "Noto Sans CJK KR", "Noto Sans CJK TC")
 
-def label_fonts() -> list[str]:
-    "The installed fonts of `LABEL_FONTS`."
-    from matplotlib import font_manager
-    have = {f.name for f in font_manager.fontManager.ttflist}
-    return [f for f in LABEL_FONTS if f in have] or ["sans-serif"]
-
-def draw_graph(g: EvidenceGraph, ax=None, wrap: int = 22):
-    "Draw `g` with networkx + matplotlib; returns the axes."
+def _node_label(n: Node, wrap: int) -> str:
     import textwrap
+    when = f" [{fmt_time(n.start)}" + (f"–{fmt_time(n.end)}" if n.end is not None else "") + "]" if n.timestamped else ""
+    return f"{n.id}{when}\n" + textwrap.fill(n.text, wrap)
+
+def _fit_labels(ax, texts, points=(), radius_pt: float = 0.0, pad: float = 0.04):
+    "Widen the axes' limits until every label (and every node marker of `radius_pt` around `points`) lies inside them."
+    import numpy as np
+    fig = ax.figure
+    fig.canvas.draw()
+    r, inv = fig.canvas.get_renderer(), ax.transData.inverted()
+    px = radius_pt * fig.dpi / 72
+    marks = [ax.transData.transform(p) for p in points]
+    boxes = [inv.transform(t.get_window_extent(r)) for t in texts] + [inv.transform(np.array([c - px, c + px])) for c in marks]
+    if not boxes: return
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    lo_x, hi_x = min(x0, *(b[0][0] for b in boxes)), max(x1, *(b[1][0] for b in boxes))
+    lo_y, hi_y = min(y0, *(b[0][1] for b in boxes)), max(y1, *(b[1][1] for b in boxes))
+    ax.set_xlim(lo_x - pad * (hi_x - lo_x), hi_x + pad * (hi_x - lo_x)); ax.set_ylim(lo_y - pad * (hi_y - lo_y), hi_y + pad * (hi_y - lo_y))
+
+# %% ../nbs/51_evidence.ipynb #2dbc6890
+def draw_graph(g: EvidenceGraph, ax=None, wrap: int = 20, fontsize: float = 7):
+    "Draw `g` (networkx + matplotlib): layers left to right, node kinds in a legend, labels in every script, none cut off."
     import matplotlib.pyplot as plt
     import networkx as nx
+    from matplotlib.patches import Patch
+    fonts = use_script_fonts()
     G = g.to_networkx()
     for layer, ids in enumerate(nx.topological_generations(G)):
         for i in ids: G.nodes[i]["layer"] = layer
+    per_layer = Counter(nx.get_node_attributes(G, "layer").values())
     pos = nx.multipartite_layout(G, subset_key="layer")
-    ax = ax or plt.subplots(figsize=(2.6 * (max(nx.get_node_attributes(G, "layer").values()) + 1), 3.5))[1]
-    labels = {n.id: f"{n.id}" + (f" [{fmt_time(n.start)}" + (f"–{fmt_time(n.end)}" if n.end is not None else "") + "]" if n.timestamped else "")
-              + "\n" + textwrap.fill(n.text, wrap) for n in g.nodes}
-    nx.draw_networkx_edges(G, pos, ax=ax, arrows=True, arrowsize=12, node_size=2500)
-    nx.draw_networkx_nodes(G, pos, ax=ax, node_size=2500, node_color=[KIND_COLORS[G.nodes[i]["kind"]] for i in G.nodes], alpha=0.35)
-    nx.draw_networkx_labels(G, pos, labels, ax=ax, font_size=6, font_family=label_fonts())
-    ax.set_title(f"evidence graph {g.question_id}", fontsize=8); ax.axis("off")
+    ax = ax or plt.subplots(figsize=(2.2 * len(per_layer) + 0.6, 0.9 + 1.1 * max(per_layer.values(), default=1)))[1]
+    nx.draw_networkx_edges(G, pos, ax=ax, arrows=True, arrowsize=10, node_size=2200, edge_color="0.45")
+    nx.draw_networkx_nodes(G, pos, ax=ax, node_size=2200, node_color=[KIND_COLORS[G.nodes[i]["kind"]] for i in G.nodes], alpha=0.3)
+    texts = nx.draw_networkx_labels(G, pos, {n.id: _node_label(n, wrap) for n in g.nodes}, ax=ax, font_size=fontsize,
+                                    font_family=fonts, clip_on=False,
+                                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})
+    _fit_labels(ax, texts.values(), pos.values(), radius_pt=(2200 ** 0.5) / 2)
+    kinds = [k for k in NODE_KINDS if any(n.kind == k for n in g.nodes)]
+    ax.legend([Patch(color=KIND_COLORS[k], alpha=0.45) for k in kinds], kinds, title="node kind", loc="upper left",
+              bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=fontsize, title_fontsize=fontsize)
+    ax.axis("off")
+    fit_title(ax, f"Evidence graph of {g.question_id}", fontsize=9)
     return ax
 
 # %% ../nbs/51_evidence.ipynb #b2621ac1
 def load_model(model, **kwargs):
     "`(backend, owned)` for a Backend or a model name (as `vlmlens.judges.load_judge_model`)."
-    from vlmlens.judges import load_judge_model
     return load_judge_model(model, **kwargs)
 
 def chat(backend, messages: list, max_new_tokens: int = 1024, temperature: float = 0.0, seed: int = 0, sample_id: str = "llm") -> str:
@@ -251,14 +313,16 @@ def parse_json_reply(text: str, where: str = "reply") -> Any:
     except ValueError as e: raise ValueError(f"{where}: invalid JSON ({e})") from None
 
 # %% ../nbs/51_evidence.ipynb #ffce30af
-COMPILER_SYSTEM = """You turn a human reasoning chain about a video question into an evidence graph.
+COMPILER_SYSTEM = fidelity.PaperPrompt("curve", "evidence graph compilation prompt", """You turn a human reasoning chain about a video question into an evidence graph.
 Split the chain into atomic claims (one fact each). Each claim is a node:
 - "visual": something seen or heard in the video; give "start" (and "end" for a range) in seconds when the chain gives a time, else null;
 - "knowledge": a fact from outside the video (for example cultural knowledge);
 - "reasoning": a conclusion drawn from other nodes.
 Add an edge [a, b] when claim b needs claim a. The graph must be acyclic, every edge must join existing node ids, and every time must lie inside the video.
 Reply with one JSON object and nothing else, matching this JSON schema:
-"""
+""", "MINERVA-Cultural, Key Designs 2 (description only)", "reading",
+    "the paper text prints no compilation prompt; vlmlens' text from the description (atomic nodes of three kinds, "
+    "prerequisite edges, timestamps), followed by GRAPH_SCHEMA")
 
 def chain_text(reasoning) -> str:
     "A reasoning chain (text or list of steps) as numbered text."
@@ -266,16 +330,19 @@ def chain_text(reasoning) -> str:
     if isinstance(reasoning, (list, tuple)): return "\n".join(f"{i}. {s}" for i, s in enumerate(reasoning, 1))
     return str(reasoning)
 
+def reference_of(sample: Sample) -> str:
+    "The gold answer as text (the choice text for a multiple-choice sample)."
+    return sample.options[sample.answer] if sample.answer_type == "mcq" and isinstance(sample.answer, int) else str(sample.answer)
+
 def compiler_messages(sample: Sample, duration_s: float | None = None) -> list:
     "The neutral chat messages that ask for `sample`'s evidence graph."
-    from vlmlens.judges import fence
-    ans = sample.options[sample.answer] if sample.answer_type == "mcq" and isinstance(sample.answer, int) else sample.answer
     dur = f"The video is {fmt_time(duration_s)} long ({duration_s:g} seconds)." if duration_s else "The video's length is unknown."
-    user = "\n\n".join([f"Question:\n{fence('QUESTION', sample.question)}", f"Reference answer:\n{fence('REFERENCE ANSWER', ans)}",
+    user = "\n\n".join([f"Question:\n{fence('QUESTION', sample.question)}", f"Reference answer:\n{fence('REFERENCE ANSWER', reference_of(sample))}",
                         f"Reasoning chain:\n{fence('REASONING', chain_text(sample.reasoning))}", dur,
                         "Reply with the evidence graph as JSON only."])
-    return [message("system", COMPILER_SYSTEM + json.dumps(GRAPH_SCHEMA)), message("user", user)]
+    return [message("system", COMPILER_SYSTEM.text + json.dumps(GRAPH_SCHEMA)), message("user", user)]
 
+# %% ../nbs/51_evidence.ipynb #d2e3f4a5
 def safe_name(x: str) -> str:
     "A file-name-safe version of an id (keys like `yt:abc…` have colons)."
     return re.sub(r"[^A-Za-z0-9._-]", "_", str(x))[:120]
@@ -283,13 +350,10 @@ def safe_name(x: str) -> str:
 class GraphCompiler:
     "An LLM that compiles reasoning chains into validated, cached, hand-editable evidence graphs."
     def __init__(self, model, cache_dir=None, retries: int = 1, max_new_tokens: int = 1536, model_kwargs: dict | None = None):
-        from vlmlens.judges import model_identity
         self.backend, self._owned = load_model(model, **(model_kwargs or {}))
         self.identity = model_identity(self.backend)
-        if cache_dir is None:
-            from vlmlens.core import cache_root
-            cache_dir = cache_root() / "evidence_graphs"
-        self.cache_dir, self.retries, self.max_new_tokens = Path(cache_dir), int(retries), int(max_new_tokens)
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else cache_root() / "evidence_graphs"
+        self.retries, self.max_new_tokens = int(retries), int(max_new_tokens)
         self.stats = Counter()
 
     def close(self):
@@ -302,36 +366,9 @@ class GraphCompiler:
         key = sha256_json({"compiler": self.identity, "messages": compiler_messages(sample, duration_s)})
         return self.cache_dir / f"{key}.json"
 
-    def compile(self, sample: Sample, duration_s: float | None = None) -> EvidenceGraph:
-        "The validated evidence graph of `sample` (from the cache, else from the model)."
-        path = self.cache_path(sample, duration_s)
-        if path.is_file():
-            self.stats["cache_hits"] += 1
-            return load_graph(path, duration_s)
-        convs = compiler_messages(sample, duration_s)
-        where = f"graph of {sample.id}"
-        for attempt in range(self.retries + 1):
-            self.stats["calls"] += 1
-            text = chat(self.backend, convs, self.max_new_tokens, sample_id=sample.id)
-            try:
-                d = parse_json_reply(text, where)
-                g = EvidenceGraph.from_dict(d if not isinstance(d, dict) else {**d, "question_id": sample.id}, sample.id, where)
-                g.duration_s, g.meta = duration_s, {"compiler": self.identity.get("name"), "attempts": attempt + 1}
-                validate_graph(g, duration_s, where)
-                break
-            except (GraphError, ValueError) as e:
-                self.stats["invalid"] += 1
-                if attempt == self.retries: raise (e if isinstance(e, GraphError) else GraphError(where, [str(e)])) from None
-                probs = e.problems if isinstance(e, GraphError) else [str(e)]
-                convs = convs + [message("assistant", text), message("user", "The graph is invalid: " + "; ".join(probs)
-                                                                        + ". Reply again with the corrected JSON only.")]
-        save_graph(g, path)
-        return g
-
 def save_graph(g: EvidenceGraph, path) -> Path:
     "Write `g` as indented JSON (atomically)."
-    from vlmlens.store import atomic_write
-    atomic_write(path, json.dumps(g.to_dict(), ensure_ascii=False, indent=2) + "\n")
+    store.atomic_write(path, json.dumps(g.to_dict(), ensure_ascii=False, indent=2) + "\n")
     return Path(path)
 
 def load_graph(path, duration_s: float | None = None) -> EvidenceGraph:
@@ -342,8 +379,35 @@ def load_graph(path, duration_s: float | None = None) -> EvidenceGraph:
     g = EvidenceGraph.from_dict(d, where=str(path))
     return validate_graph(g, duration_s if duration_s is not None else g.duration_s, str(path))
 
+# %% ../nbs/51_evidence.ipynb #f4a5b6c7
+@patch
+def compile(self: GraphCompiler, sample: Sample, duration_s: float | None = None) -> EvidenceGraph:
+    "The validated evidence graph of `sample` (from the cache, else from the model)."
+    path = self.cache_path(sample, duration_s)
+    if path.is_file():
+        self.stats["cache_hits"] += 1
+        return load_graph(path, duration_s)
+    convs, where = compiler_messages(sample, duration_s), f"graph of {sample.id}"
+    for attempt in range(self.retries + 1):
+        self.stats["calls"] += 1
+        text = chat(self.backend, convs, self.max_new_tokens, sample_id=sample.id)
+        try:
+            d = parse_json_reply(text, where)
+            g = EvidenceGraph.from_dict(d if not isinstance(d, dict) else {**d, "question_id": sample.id}, sample.id, where)
+            g.duration_s, g.meta = duration_s, {"compiler": self.identity.get("name"), "attempts": attempt + 1}
+            validate_graph(g, duration_s, where)
+            break
+        except (GraphError, ValueError) as e:
+            self.stats["invalid"] += 1
+            if attempt == self.retries: raise (e if isinstance(e, GraphError) else GraphError(where, [str(e)])) from None
+            probs = e.problems if isinstance(e, GraphError) else [str(e)]
+            convs = convs + [message("assistant", text), message("user", "The graph is invalid: " + "; ".join(probs)
+                                                                    + ". Reply again with the corrected JSON only.")]
+    save_graph(g, path)
+    return g
+
 # %% ../nbs/51_evidence.ipynb #494d231b
-ALIGN_SYSTEM = """You diagnose a model's answer to a video question against an evidence graph written from a human reasoning chain.
+ALIGN_SYSTEM = fidelity.PaperPrompt("curve", "error labelling prompt", """You diagnose a model's answer to a video question against an evidence graph written from a human reasoning chain.
 You get the question, the reference answer, the model's response, and the evidence nodes still to check, in order.
 Go through the nodes in the given order. For each node decide whether the response states or correctly uses that evidence ("correct"), leaves it out ("missed") or gets it wrong ("wrong"). Stop at the first node that is not "correct" and label it:
 - "divergence": the response reaches the answer through a different but valid path, so this node is not needed;
@@ -354,8 +418,11 @@ Go through the nodes in the given order. For each node decide whether the respon
 - "missing_knowledge": the response lacks the outside (cultural) knowledge the node states;
 - "reasoning": the evidence is there but the response draws a wrong conclusion.
 Reply with one JSON object and nothing else:
-{"alignment": [{"node": "<id>", "status": "correct|missed|wrong"}, ...], "first_failure": "<id or null>", "label": "<label or null>", "explanation": "<one sentence>"}
-Use "first_failure": null and "label": null only when every listed node is correct."""
+{{"alignment": [{{"node": "<id>", "status": "correct|missed|wrong"}}, ...], "first_failure": "<id or null>", "label": "<label or null>", "explanation": "<one sentence>"}}
+Use "first_failure": null and "label": null only when every listed node is correct.""",
+    "MINERVA-Cultural, Key Designs 3 (description only)", "reading",
+    "the paper text prints no labelling prompt; vlmlens' text from the description (node-by-node alignment, stop at "
+    "missing evidence, divergence vs error labels of the paper's taxonomy)")
 
 @dataclass
 class Alignment:
@@ -366,31 +433,30 @@ class Alignment:
     explanation: str = ""
 
 def node_line(n: Node) -> str:
+    "One node as the labeller sees it: `id (kind [time]): text`."
     t = f" [{fmt_time(n.start)}" + (f"-{fmt_time(n.end)}" if n.end is not None else "") + "]" if n.timestamped else ""
     return f"{n.id} ({n.kind}{t}): {n.text}"
 
 def align_messages(sample: Sample, g: EvidenceGraph, remaining: Sequence[str], response: str) -> list:
-    from vlmlens.judges import fence
-    ans = sample.options[sample.answer] if sample.answer_type == "mcq" and isinstance(sample.answer, int) else sample.answer
+    "The neutral chat messages that ask the labeller to align `response` with the remaining nodes."
     nodes = "\n".join(node_line(g.node(i)) for i in remaining)
-    user = "\n\n".join([f"Question:\n{fence('QUESTION', sample.question)}", f"Reference answer:\n{fence('REFERENCE ANSWER', ans)}",
+    user = "\n\n".join([f"Question:\n{fence('QUESTION', sample.question)}", f"Reference answer:\n{fence('REFERENCE ANSWER', reference_of(sample))}",
                         f"Evidence nodes to check, in order:\n{nodes}", f"Model response:\n{fence('ANSWER', response)}",
                         "Reply with the JSON object only."])
-    return [message("system", ALIGN_SYSTEM), message("user", user)]
+    return [message("system", ALIGN_SYSTEM.format()), message("user", user)]
 
+# %% ../nbs/51_evidence.ipynb #c7d8e9f0
 def parse_alignment(text: str, remaining: Sequence[str], where: str = "alignment") -> Alignment:
     "A strict reading of the labeller's reply (ValueError naming the problem)."
     d = parse_json_reply(text, where)
     if not isinstance(d, dict): raise ValueError(f"{where}: expected a JSON object")
-    rem = list(remaining)
-    status = {}
+    rem, status = list(remaining), {}
     for i, a in enumerate(d.get("alignment") or []):
         if not isinstance(a, dict) or "node" not in a or "status" not in a: raise ValueError(f"{where}: alignment[{i}] needs node and status")
         if a["node"] not in rem: raise ValueError(f"{where}: alignment[{i}]: node {a['node']!r} is not among the nodes to check ({', '.join(rem)})")
         if a["status"] not in ("correct", "missed", "wrong"): raise ValueError(f"{where}: alignment[{i}]: status {a['status']!r} is not correct/missed/wrong")
         status[a["node"]] = a["status"]
-    failed = d.get("first_failure")
-    label = d.get("label")
+    failed, label = d.get("first_failure"), d.get("label")
     if failed is None:
         if label not in (None, "", "none"): raise ValueError(f"{where}: a label ({label!r}) without a first_failure node")
         bad = [n for n in rem if status.get(n) in ("missed", "wrong")]
@@ -399,22 +465,25 @@ def parse_alignment(text: str, remaining: Sequence[str], where: str = "alignment
     if failed not in rem: raise ValueError(f"{where}: first_failure {failed!r} is not among the nodes to check ({', '.join(rem)})")
     try: label = normalize_label(label)
     except ValueError as e: raise ValueError(f"{where}: {e}") from None
-    covered = rem[:rem.index(failed)]
-    return Alignment(covered, failed, label, str(d.get("explanation") or ""))
+    return Alignment(rem[:rem.index(failed)], failed, label, str(d.get("explanation") or ""))
 
 # %% ../nbs/51_evidence.ipynb #b2ddf0aa
+CORRECTION = fidelity.PaperPrompt("curve", "correction prompt", "{prompt}\nFacts you may rely on (they are correct):\n{hints}",
+                                  "MINERVA-Cultural, Key Designs 3 ('targeted correction prompt'; description only)", "reading",
+                                  "the paper text prints no correction prompt; vlmlens appends the corrected evidence to the question")
+
 def hint_text(n: Node) -> str:
     "The correction hint stating one node's evidence."
     if n.timestamped: return f"At {fmt_time(n.start)}" + (f"-{fmt_time(n.end)}" if n.end is not None else "") + f": {n.text}"
     return n.text
 
-def _request(sample: Sample, cfg: RunConfig, hints: list, cache=None) -> Request:
-    from vlmlens import media, prompts
-    from vlmlens.benchmarks.minerva import minerva_request
-    req = minerva_request(sample, cfg, hints=hints or None)
-    if not hints:  # round 1 without a stored response: ask for reasoning too
-        from dataclasses import replace
-        req = minerva_request(sample, replace(cfg, benchmark_kwargs={**cfg.benchmark_kwargs, "reasoning": True}))
+def isolation_request(sample: Sample, cfg: RunConfig, hints: Sequence[str] = (), cache=None) -> Request:
+    "The request for one round: the benchmark's reasoning prompt, the hints so far, media materialised."
+    rcfg = replace(cfg, benchmark_kwargs={**cfg.benchmark_kwargs, "reasoning": True})
+    req = minerva_request(sample, rcfg)
+    if hints:
+        last = req.messages[-1]["content"][-1]
+        last["text"] = CORRECTION.format(prompt=last["text"], hints="\n".join(f"- {h}" for h in hints))
     req.messages = media.materialize(req.messages, cache=cache, num_frames=cfg.num_frames, fps=cfg.fps,
                                      max_frames=cfg.max_frames, max_side=cfg.max_side)
     req.messages = prompts.render_subtitles(req.messages, lang=sample.language)
@@ -422,12 +491,28 @@ def _request(sample: Sample, cfg: RunConfig, hints: list, cache=None) -> Request
 
 def prompt_of(req: Request) -> str:
     "The text parts of a request (what is stored as the round's prompt), media as placeholders."
-    out = []
-    for m in req.messages:
-        for p in m["content"]:
-            out.append(p["text"] if p.get("type") == "text" else f"<{p.get('type')} {Path(str(p.get('path', ''))).name}>")
-    return "\n".join(out)
+    return "\n".join(p["text"] if p.get("type") == "text" else f"<{p.get('type')} {Path(str(p.get('path', ''))).name}>"
+                     for m in req.messages for p in m["content"])
 
+# %% ../nbs/51_evidence.ipynb #f0a1b2c3
+def label_round(sample: Sample, graph: EvidenceGraph, remaining: list, response: str, labeller, rnd: int,
+                retries: int = 1) -> tuple:
+    "`(Alignment or None, error or None, failed_call)` for one labeller turn."
+    conv, err = align_messages(sample, graph, remaining, response), None
+    for _ in range(retries + 1):
+        try: text = chat(labeller, conv, 1024, sample_id=sample.id)
+        except RuntimeError as e: return None, str(e), True
+        try: return parse_alignment(text, remaining, f"labeller reply for {sample.id} round {rnd}"), None, False
+        except ValueError as e:
+            err = str(e)
+            conv = conv + [message("assistant", text), message("user", f"Your reply could not be used: {e}. Reply again with the JSON object only.")]
+    return None, err, False
+
+def _answer(model, req: Request, cfg: RunConfig) -> tuple:
+    g = model.generate([req], max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, seed=cfg.seed)[0]
+    return (None, g.error or "no text") if (g.error is not None or g.text is None) else (g.text, None)
+
+# %% ../nbs/51_evidence.ipynb #b2c3d4e6
 def isolate(sample: Sample, graph: EvidenceGraph, model, labeller, cfg: RunConfig, *, mode: str = "iterative",
             max_rounds: int = MAX_ROUNDS, first_response: str | None = None, retries: int = 1, cache=None) -> dict:
     "Run iterative (or one-shot) error isolation on one failed item: `{outcome, rounds: [...], errors: [...]}`."
@@ -435,22 +520,12 @@ def isolate(sample: Sample, graph: EvidenceGraph, model, labeller, cfg: RunConfi
     if int(max_rounds) < 1: raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
     remaining, hints, rounds, outcome = topological_order(graph), [], [], None
     for r in range(1, (1 if mode == "one_shot" else int(max_rounds)) + 1):
-        req = _request(sample, cfg, hints, cache)
+        req = isolation_request(sample, cfg, hints, cache)
         prompt = prompt_of(req)
-        if r == 1 and first_response is not None: response = first_response
-        else:
-            g = model.generate([req], max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, seed=cfg.seed)[0]
-            if g.error is not None or g.text is None:
-                rounds.append({"round": r, "prompt": prompt, "response": None, "error": g.error or "no text"}); outcome = "model_error"; break
-            response = g.text
-        conv, al, err, failed_call = align_messages(sample, graph, remaining, response), None, None, False
-        for attempt in range(retries + 1):
-            try: text = chat(labeller, conv, 1024, sample_id=sample.id)
-            except RuntimeError as e: err, failed_call = str(e), True; break
-            try: al = parse_alignment(text, remaining, f"labeller reply for {sample.id} round {r}"); break
-            except ValueError as e:
-                err = str(e)
-                conv = conv + [message("assistant", text), message("user", f"Your reply could not be used: {e}. Reply again with the JSON object only.")]
+        response, err = (first_response, None) if (r == 1 and first_response is not None) else _answer(model, req, cfg)
+        if response is None:
+            rounds.append({"round": r, "prompt": prompt, "response": None, "error": err}); outcome = "model_error"; break
+        al, err, failed_call = label_round(sample, graph, remaining, response, labeller, r, retries)
         rec = {"round": r, "prompt": prompt, "response": response, "remaining": list(remaining)}
         if al is None:
             rounds.append({**rec, "error": err}); outcome = "labeller_error" if failed_call else "labeller_invalid"; break
@@ -468,6 +543,7 @@ def isolate(sample: Sample, graph: EvidenceGraph, model, labeller, cfg: RunConfi
 
 # %% ../nbs/51_evidence.ipynb #46042b1b
 ISOLATION_FILE = "isolation.jsonl"
+GRAPH_DIR = "evidence_graphs"
 
 def video_duration(path) -> float | None:
     "A video's length in seconds (PyAV), None when unknown."
@@ -477,127 +553,194 @@ def video_duration(path) -> float | None:
         if s is not None and s.duration and s.time_base: return float(s.duration * s.time_base)
         return c.duration / 1e6 if c.duration else None
 
-def _run_items(run_dir: Path):
-    from vlmlens.runner import reopen
-    cfg, _, samples, store, _ = reopen(run_dir)
-    return cfg, {s.id: s for s in samples}, store
+def score_rows(run_dir) -> list[dict]:
+    "The score rows of one run folder, read through `vlmlens.store.Run` (NaN → None)."
+    df = store.Run.read(run_dir).scores()
+    return [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in df.to_dict("records")]
 
-def isolate_run(run_dir, *, compiler, labeller, model=None, modes: Sequence[str] = ("iterative", "one_shot"),
-                max_rounds: int = MAX_ROUNDS, limit: int | None = None, progress: bool = True) -> dict:
-    "Compile graphs and run error isolation for a run's failed items; append everything to `<run>/isolation.jsonl`."
-    import pandas as pd
-    from tqdm.auto import tqdm
-    from vlmlens import media
+def run_items(run_dir) -> tuple:
+    "`(config, {sample_id: Sample}, store, score rows)` of a finished run folder."
     run_dir = Path(run_dir)
-    if not (run_dir / "scores.csv").is_file(): raise FileNotFoundError(f"{run_dir}: no scores.csv (run the evaluation first)")
-    cfg, samples, store = _run_items(run_dir)
-    preds = store.load_predictions()
-    scores = pd.read_csv(run_dir / "scores.csv", dtype={"sample_id": str})
-    failed = [sid for sid, sc in zip(scores["sample_id"], scores["score"]) if pd.notna(sc) and float(sc) < 1 and sid in samples]
-    if limit is not None: failed = failed[: int(limit)]
-    done = {(r["sample_id"], r["mode"]) for r in _records(run_dir) if r["type"] in ("result", "graph_error")}
-    comp = compiler if isinstance(compiler, GraphCompiler) else GraphCompiler(compiler)
-    lab, own_lab = load_model(labeller)
-    mut, own_mut = (load_model(model) if model is not None else load_model(cfg.model, **cfg.model_kwargs))
-    cache, counts = media.FrameCache(), Counter()
-    append = lambda rec: store.append_record(ISOLATION_FILE, rec)
-    from vlmlens.benchmarks.minerva import wants_reasoning
-    try:
-        for sid in tqdm(failed, desc=f"isolating {run_dir.name}", disable=not progress, unit="item"):
-            s = samples[sid]
-            if all((sid, m) in done for m in modes) or (sid, "graph") in done: counts["skipped"] += 1; continue
-            vids = s.media_of("video")
-            dur = video_duration(vids[0].path) if vids else None
-            try: g = comp.compile(s, dur)
-            except (GraphError, RuntimeError) as e:
-                append({"type": "graph_error", "sample_id": sid, "mode": "graph", "error": str(e)}); counts["graph_errors"] += 1; continue
-            save_graph(g, run_dir / "evidence_graphs" / f"{safe_name(sid)}.json")
-            p = preds.get(sid)
-            first = p.raw if (p is not None and p.raw and wants_reasoning(cfg)) else None
-            for m in modes:
-                if (sid, m) in done: continue
-                att = uuid.uuid4().hex[:12]
-                res = isolate(s, g, mut, lab, cfg, mode=m, max_rounds=max_rounds, first_response=first, cache=cache)
-                ctx = {"sample_id": sid, "mode": m, "attempt": att, "locale": s.locale or s.language, "language": s.language,
-                       "category": s.metadata.get("category")}
-                for rd in res["rounds"]: append({"type": "round", **ctx, **rd})
-                final = res["outcome"] not in ("model_error", "labeller_error")     # failed calls are retried on the next run
-                append({"type": "result" if final else "failed_attempt", **ctx, "outcome": res["outcome"], "n_rounds": len(res["rounds"]),
-                        "errors": res["errors"], "n_nodes": res["n_nodes"], "n_unevaluated": res["n_unevaluated"]})
-                counts[m if final else "failed_calls"] += 1
-    finally:
-        store.close()
-        if own_lab: lab.close()
-        if own_mut: mut.close()
-        if not isinstance(compiler, GraphCompiler): comp.close()
-    return {"failed": len(failed), **counts}
+    rows = score_rows(run_dir)
+    if not rows: raise FileNotFoundError(f"{run_dir}: no scored items (run the evaluation first)")
+    cfg, _, samples, st, _ = reopen(run_dir)
+    return cfg, {s.id: s for s in samples}, st, rows
+
+def failed_ids(rows: list[dict]) -> list[str]:
+    "Items that were answered and scored below 1 (in row order)."
+    return [str(r["sample_id"]) for r in rows if r.get("score") is not None and float(r["score"]) < 1 and not r.get("error")]
+
+# %% ../nbs/51_evidence.ipynb #e5f6a7b9
+def _append(st, rec: dict): st.append_record(ISOLATION_FILE, rec)
 
 def _records(run_dir) -> list[dict]:
-    from vlmlens.store import iter_jsonl
     p = Path(run_dir) / ISOLATION_FILE
-    return [r for _, r in iter_jsonl(p)] if p.is_file() else []
+    return [r for _, r in store.iter_jsonl(p)] if p.is_file() else []
 
-def read_isolation(run_dir) -> tuple:
-    "`(rounds, results)` DataFrames of the finished isolation attempts of a run (or of every run under a sweep folder)."
+def _graph_for(comp, s: Sample, run_dir: Path, st) -> EvidenceGraph | None:
+    vids = s.media_of("video")
+    dur = video_duration(vids[0].path) if vids else None
+    try: g = comp.compile(s, dur)
+    except (GraphError, RuntimeError) as e:
+        _append(st, {"type": "graph_error", "sample_id": s.id, "mode": "graph", "error": str(e)}); return None
+    save_graph(g, run_dir / GRAPH_DIR / f"{safe_name(s.id)}.json")
+    return g
+
+def compile_graphs(run_dir, compiler, which: str = "all", progress: bool = True) -> dict:
+    "Compile and store the evidence graphs of every item (`which='all'`) or of the failed items of a run."
+    from tqdm.auto import tqdm
+    if which not in ("all", "failed"): raise ValueError(f"which must be 'all' or 'failed', got {which!r}")
+    run_dir = Path(run_dir)
+    cfg, samples, st, rows = run_items(run_dir)
+    ids = [str(r["sample_id"]) for r in rows] if which == "all" else failed_ids(rows)
+    comp = compiler if isinstance(compiler, GraphCompiler) else GraphCompiler(compiler)
+    counts = Counter(items=len(ids))
+    try:
+        for sid in tqdm(ids, desc=f"graphs {run_dir.name}", disable=not progress, unit="item"):
+            if (run_dir / GRAPH_DIR / f"{safe_name(sid)}.json").is_file(): counts["stored"] += 1; continue
+            if sid not in samples or samples[sid].reasoning is None: counts["no_chain"] += 1; continue
+            counts["compiled" if _graph_for(comp, samples[sid], run_dir, st) is not None else "graph_errors"] += 1
+    finally:
+        st.close()
+        if comp is not compiler: comp.close()
+    return dict(counts)
+
+# %% ../nbs/51_evidence.ipynb #b8c9daec
+def _isolate_item(s, g, mut, lab, cfg, modes, done, first, max_rounds, cache, st, counts):
+    for m in modes:
+        if (s.id, m) in done: continue
+        res = isolate(s, g, mut, lab, cfg, mode=m, max_rounds=max_rounds, first_response=first, cache=cache)
+        ctx = {"sample_id": s.id, "mode": m, "attempt": uuid.uuid4().hex[:12], "locale": s.locale or s.language,
+               "language": s.language, "category": s.metadata.get("category")}
+        for rd in res["rounds"]: _append(st, {"type": "round", **ctx, **rd})
+        final = res["outcome"] not in ("model_error", "labeller_error")     # failed calls are retried on the next run
+        _append(st, {"type": "result" if final else "failed_attempt", **ctx, "outcome": res["outcome"], "n_rounds": len(res["rounds"]),
+                     "errors": res["errors"], "n_nodes": res["n_nodes"], "n_unevaluated": res["n_unevaluated"]})
+        counts[m if final else "failed_calls"] += 1
+
+def isolate_run(run_dir, *, compiler, labeller, model=None, modes: Sequence[str] = ("iterative", "one_shot"),
+                max_rounds: int = MAX_ROUNDS, limit: int | None = None, graphs: str = "failed", progress: bool = True) -> dict:
+    "Compile graphs and run error isolation for a run's failed items; append everything to `<run>/isolation.jsonl`."
+    from tqdm.auto import tqdm
+    run_dir = Path(run_dir)
+    comp = compiler if isinstance(compiler, GraphCompiler) else GraphCompiler(compiler)
+    out = {"graphs": compile_graphs(run_dir, comp, "all", progress)} if graphs == "all" else {}
+    cfg, samples, st, rows = run_items(run_dir)
+    failed = [sid for sid in failed_ids(rows) if sid in samples][: None if limit is None else int(limit)]
+    done = {(r["sample_id"], r["mode"]) for r in _records(run_dir) if r["type"] in ("result", "graph_error")}
+    preds = st.load_predictions()
+    lab, own_lab = load_model(labeller)
+    mut, own_mut = load_model(model) if model is not None else load_model(cfg.model, **cfg.model_kwargs)
+    cache, counts = media.FrameCache(), Counter()
+    try:
+        for sid in tqdm(failed, desc=f"isolating {run_dir.name}", disable=not progress, unit="item"):
+            if all((sid, m) in done for m in modes) or (sid, "graph") in done: counts["skipped"] += 1; continue
+            g = _graph_for(comp, samples[sid], run_dir, st)
+            if g is None: counts["graph_errors"] += 1; continue
+            p = preds.get(sid)
+            first = p.raw if (p is not None and p.raw and wants_reasoning(cfg)) else None
+            _isolate_item(samples[sid], g, mut, lab, cfg, modes, done, first, max_rounds, cache, st, counts)
+    finally:
+        st.close()
+        for b, own in ((lab, own_lab), (mut, own_mut)):
+            if own: b.close()
+        if comp is not compiler: comp.close()
+    return {"failed": len(failed), **out, **counts}
+
+# %% ../nbs/51_evidence.ipynb #ebfc0d1f
+def run_dirs(root) -> list[Path]:
+    "The run folders under `root` (a run folder, a sweep folder, or a RunSet)."
+    rs = root if hasattr(root, "runs") else store.RunSet.discover(*(root if isinstance(root, (list, tuple)) else [root]))
+    return [Path(r.dir) for r in rs.runs]
+
+def read_isolation(root) -> tuple:
+    "`(rounds, results)` DataFrames of the finished isolation attempts of every run under `root`."
     import pandas as pd
-    root = Path(run_dir)
-    dirs = [root] if (root / ISOLATION_FILE).is_file() or (root / "run.json").is_file() else sorted(p.parent for p in root.glob(f"*/{ISOLATION_FILE}"))
     rounds, results = [], []
-    for d in dirs:
+    for d in run_dirs(root):
         recs = _records(d)
         fin = {r["attempt"] for r in recs if r["type"] == "result"}
         rounds += [{"run": d.name, **r} for r in recs if r["type"] == "round" and r.get("attempt") in fin]
         results += [{"run": d.name, **r} for r in recs if r["type"] == "result"]
     return pd.DataFrame(rounds), pd.DataFrame(results)
 
-def read_graphs(run_dir) -> list[EvidenceGraph]:
-    "The evidence graphs stored in a run folder (or in every run under a sweep folder)."
-    root = Path(run_dir)
-    return [load_graph(p) for p in sorted(root.glob("evidence_graphs/*.json")) + sorted(root.glob("*/evidence_graphs/*.json"))]
+def read_graphs(root) -> dict[str, list[EvidenceGraph]]:
+    "`{run name: graphs stored in that run}` for every run under `root`."
+    return {d.name: [load_graph(p) for p in sorted((d / GRAPH_DIR).glob("*.json"))] for d in run_dirs(root)}
+
+# %% ../nbs/51_evidence.ipynb #0d1e2f3a
+def graph_table(root):
+    "Graph statistics per run and set (all items, failed items), with coverage, beside the paper's row."
+    import pandas as pd
+    out = [{"run": "paper", "set": "all questions", "nodes_per_question": EVIDENCE_PAPER["nodes_per_question"][0],
+            "share_timestamped": EVIDENCE_PAPER["share_timestamped"][0]}]
+    for d in run_dirs(root):
+        rows = score_rows(d)
+        by_id = {g.question_id: g for g in (load_graph(p) for p in sorted((d / GRAPH_DIR).glob("*.json")))}
+        fails = set(failed_ids(rows))
+        for label, ids in (("all items", [str(r["sample_id"]) for r in rows]), ("failed items", sorted(fails))):
+            st = graph_stats([by_id[i] for i in ids if i in by_id], label, len(ids))
+            out.append({"run": d.name, **{k: v for k, v in st.items() if k != "kinds"}})
+    cols = ["run", "set", "n_graphs", "n_items", "coverage", "nodes_per_question", "share_timestamped", "depth_mean", "depth_std"]
+    return pd.DataFrame(out).reindex(columns=cols)
 
 # %% ../nbs/51_evidence.ipynb #f62f021b
+fidelity.record("curve", "masked reasoning errors", "metric", "MINERVA-Cultural, Key Designs 3 ('78 reasoning errors previously "
+                "masked by perceptual failures')", "reading", "iterative-mode reasoning errors found in a round after a "
+                "perception error of the same item")
+fidelity.record("curve", "low- vs high-resource perception errors", "metric", "MINERVA-Cultural, Key Findings (1.4x)", "reading",
+                "perception errors per diagnosed item, ar-EG + ta-IN over en-GB + ja-JP (iterative mode)")
+
 def _errors(rounds, mode: str | None = "iterative"):
-    if rounds is None or len(rounds) == 0 or "label" not in rounds: return rounds.iloc[0:0] if rounds is not None and len(rounds) else None
+    "Rounds that carry an error label (not divergence), of one mode (None: all)."
+    if rounds is None or len(rounds) == 0 or "label" not in rounds: return None
     r = rounds[rounds["label"].notna() & (rounds["label"] != "divergence")]
     return r[r["mode"] == mode] if mode is not None else r
 
 def error_table(rounds, by: str = "locale", mode: str = "iterative", share: bool = False):
-    "Errors per type (columns) per `by` group (rows) and overall."
+    "Errors per type (columns) per `by` group (rows) and overall; `share=True`: fractions of the row."
     import pandas as pd
     e = _errors(rounds, mode)
     if e is None or len(e) == 0: return pd.DataFrame(columns=list(ERROR_TYPES))
     t = pd.crosstab(e[by].fillna("?"), e["label"]).reindex(columns=list(ERROR_TYPES), fill_value=0)
     t.loc["ALL"] = t.sum()
-    if share: t = (t.div(t.sum(axis=1).where(lambda x: x > 0), axis=0) * 100).round(1)
+    t["n_errors"] = t[list(ERROR_TYPES)].sum(axis=1)
+    if share: t[list(ERROR_TYPES)] = t[list(ERROR_TYPES)].div(t["n_errors"].where(lambda x: x > 0), axis=0)
     return t
 
 def family_split(rounds):
-    "Errors per family (perception / knowledge / reasoning) and mode, with the share in percent."
+    "Errors per family (perception / knowledge / reasoning) and mode, with each family's share (fraction)."
     import pandas as pd
     e = _errors(rounds, None)
-    if e is None or len(e) == 0: return pd.DataFrame()
-    t = pd.crosstab(e["mode"], e["label"].map(error_family)).reindex(columns=["perception", "knowledge", "reasoning"], fill_value=0)
-    for c in list(t.columns): t[f"{c}_%"] = (100 * t[c] / t[["perception", "knowledge", "reasoning"]].sum(axis=1)).round(1)
+    fams = ["perception", "knowledge", "reasoning"]
+    if e is None or len(e) == 0: return pd.DataFrame(columns=fams)
+    t = pd.crosstab(e["mode"], e["label"].map(error_family)).reindex(columns=fams, fill_value=0)
+    for c in fams: t[f"{c}_share"] = t[c] / t[fams].sum(axis=1)
     return t
 
-def resource_table(rounds, results, mode: str = "iterative"):
-    "Per resource level: diagnosed items, errors, errors per item, perception share (%)."
+# %% ../nbs/51_evidence.ipynb #2f3a4b5c
+def resource_table(rounds, results, mode: str = "iterative", sets: dict | None = None):
+    "Per resource level: diagnosed items, errors, perception errors per item and the perception share; the low/high ratio."
     import pandas as pd
-    from vlmlens.benchmarks.minerva import resource_level
-    if results is None or len(results) == 0: return pd.DataFrame()
-    res = results[results["mode"] == mode].copy()
-    res["resource"] = res["locale"].map(resource_level)
+    sets = sets or PAPER_RESOURCE_SETS
+    cols = ["resource", "locales", "items", "errors", "perception_errors", "perception_per_item", "perception_share"]
+    if results is None or len(results) == 0: return pd.DataFrame(columns=cols)
+    res = results[results["mode"] == mode]
     e = _errors(rounds, mode)
-    e = e.assign(resource=e["locale"].map(resource_level)) if e is not None and len(e) else None
     rows = []
-    for lvl, g in res.groupby("resource"):
-        ee = e[e["resource"] == lvl] if e is not None else []
-        n_err = len(ee)
-        n_perc = int(ee["label"].isin(PERCEPTION_ERRORS).sum()) if n_err else 0
-        rows.append({"resource": lvl, "items": len(g), "errors": n_err, "errors_per_item": round(n_err / len(g), 3),
-                     "perception_%": round(100 * n_perc / n_err, 1) if n_err else None})
-    return pd.DataFrame(rows)
+    for lvl in ("low", "high"):
+        n_items = int(res["locale"].isin(sets[lvl]).sum())
+        ee = e[e["locale"].isin(sets[lvl])] if e is not None else None
+        n_err = 0 if ee is None else len(ee)
+        n_perc = 0 if ee is None else int(ee["label"].isin(PERCEPTION_ERRORS).sum())
+        rows.append({"resource": lvl, "locales": ", ".join(sets[lvl]), "items": n_items, "errors": n_err, "perception_errors": n_perc,
+                     "perception_per_item": n_perc / n_items if n_items else None, "perception_share": n_perc / n_err if n_err else None})
+    t = pd.DataFrame(rows, columns=cols)
+    lo, hi = rows[0]["perception_per_item"], rows[1]["perception_per_item"]
+    t.attrs["low_high_perception_ratio"] = (lo / hi) if lo is not None and hi else None
+    return t
 
+# %% ../nbs/51_evidence.ipynb #4b5c6d7e
 def masked_errors(rounds) -> int:
     "Iterative-mode reasoning errors found after a perception error of the same item (in an earlier round)."
     e = _errors(rounds, "iterative")
@@ -611,7 +754,7 @@ def masked_errors(rounds) -> int:
     return n
 
 def mode_comparison(rounds):
-    "Iterative vs one-shot: errors found (total and per type), iterative gain (%), masked reasoning errors."
+    "Iterative vs one-shot: errors found (total and per type), iterative gain (fraction), masked reasoning errors."
     import pandas as pd
     e = _errors(rounds, None)
     modes = ["iterative", "one_shot"]
@@ -620,14 +763,38 @@ def mode_comparison(rounds):
     t.insert(0, "total", t.sum(axis=1))
     t["masked_reasoning"] = [masked_errors(rounds), 0]
     one = t.loc["one_shot", "total"]
-    t["gain_vs_one_shot_%"] = [round(100 * (t.loc["iterative", "total"] - one) / one, 1) if one else None, 0.0]
+    t["gain_vs_one_shot"] = [(t.loc["iterative", "total"] - one) / one if one else None, 0.0]
     return t
 
-def plot_error_bars(table, ax=None, title: str = "errors by type"):
-    "A grouped bar chart of an `error_table` / `mode_comparison` (rows = groups, columns = error types)."
-    import matplotlib.pyplot as plt
+# %% ../nbs/51_evidence.ipynb #5c6d7e8b
+def plot_error_bars(table, ax=None, title: str = "Errors by type", share: bool = False, names=None):
+    "Grouped bars of an `error_table` / `mode_comparison` (rows = groups, bars = error types), counts or shares in %."
     cols = [c for c in ERROR_TYPES if c in table.columns]
-    ax = ax or plt.subplots(figsize=(7, 3))[1]
-    table[cols].plot.bar(ax=ax, width=0.8)
-    ax.set_title(title, fontsize=9); ax.set_ylabel(""); ax.legend(fontsize=6); ax.tick_params(labelsize=7)
-    return ax
+    t = table[cols].astype(float) * (100 if share else 1)
+    t.index = [names(i) if names else str(i) for i in t.index]
+    t.columns = [c.replace("_", " ") for c in cols]
+    return bar_chart(t, ax=ax, title=title, ylabel="share of errors (%)" if share else "errors (count)",
+                     fmt="{:.0f}", annotate=t.size <= 24, legend_title="error type")
+
+# %% ../nbs/51_evidence.ipynb #7e8f9a0b
+def paper_comparison(rounds, results, graphs=None):
+    "Paper vs measured for each statistic of `EVIDENCE_PAPER` (fractions), with n and the set measured."
+    import pandas as pd
+    it = _errors(rounds, "iterative")
+    labels = rounds[(rounds["mode"] == "iterative") & rounds["label"].notna()] if len(rounds) and "label" in rounds else rounds
+    res = results[results["mode"] == "iterative"] if len(results) else results
+    mc, rt = mode_comparison(rounds), resource_table(rounds, results)
+    n_err = 0 if it is None else len(it)
+    m = {"divergence_share": ((labels["label"] == "divergence").mean() if len(labels) else None, len(labels), "labels (iterative)"),
+         "resolved_within_cap": ((res["outcome"] != "round_cap").mean() if len(res) else None, len(res), "diagnosed items"),
+         "iterative_gain": (mc["gain_vs_one_shot"].iloc[0] if "gain_vs_one_shot" in mc else None, n_err, "errors"),
+         "masked_reasoning": (masked_errors(rounds), n_err, "errors (iterative)"),
+         "perception_share": ((it["label"].isin(PERCEPTION_ERRORS).mean()) if n_err else None, n_err, "errors (iterative)"),
+         "low_high_perception_ratio": (rt.attrs.get("low_high_perception_ratio"), int(rt["items"].sum()) if len(rt) else 0,
+                                       "diagnosed items in ar-EG, ta-IN, en-GB, ja-JP")}
+    if graphs is not None:
+        st = graphs if isinstance(graphs, dict) else graph_stats(graphs)
+        for k in ("nodes_per_question", "share_timestamped"): m[k] = (st.get(k), st.get("n_graphs"), f"graphs: {st.get('set')}")
+    rows = [{"statistic": k, "paper": EVIDENCE_PAPER[k][0], "measured": None if v is None else float(v), "n": n, "measured_on": on,
+             "definition": EVIDENCE_PAPER[k][1]} for k, (v, n, on) in m.items()]
+    return pd.DataFrame(rows)

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import logging
 import os
 import time
@@ -25,9 +24,9 @@ log = logging.getLogger("vlmlens")
 
 # %% auto #0
 __all__ = ['log', 'select_samples', 'check_selection', 'resolve_config', 'prepare', 'gold_text', 'needs_judge',
-           'finish_prediction', 'run_batch', 'latest_judgments', 'make_judge', 'judge_run', 'score_row', 'score_rows',
-           'summarize', 'write_summary', 'reopen', 'rescore', 'load_run_samples', 'generate_pending', 'judge_pending',
-           'run']
+           'finish_prediction', 'run_batch', 'latest_judgments', 'make_judge', 'judge_items', 'judge_run', 'score_row',
+           'score_rows', 'summarize', 'write_summary', 'reopen', 'rescore', 'rejudge', 'score_files',
+           'load_run_samples', 'generate_pending', 'judge_pending', 'run']
 
 # %% ../nbs/40_runner.ipynb #66ec6bad
 def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | None = None) -> tuple[list[Sample], dict]:
@@ -97,8 +96,7 @@ def gold_text(sample: Sample) -> str | None:
 def needs_judge(bench: Benchmark, sample: Sample, pred: Prediction | None) -> bool:
     "Does `bench`'s rule send this answer to a judge? (An answer that errored never goes to a judge.)"
     if pred is not None and pred.error is not None: return False
-    fn = bench.needs_judge
-    return bool(fn(sample, pred) if len(inspect.signature(fn).parameters) > 1 else fn(sample))
+    return bool(bench.needs_judge(sample, pred))
 
 def finish_prediction(bench: Benchmark, s: Sample, pred: Prediction, cap: int | None = None) -> Prediction:
     "Add the reader's fields (question, options, gold, score) and cap the stored text."
@@ -174,14 +172,10 @@ def make_judge(bench: Benchmark, cfg: RunConfig, samples: list[Sample]):
     return bench.make_judge(cfg)
 
 # %% ../nbs/40_runner.ipynb #2f3a4b97
-def judge_run(store: RunStore | None, samples: dict, judge, preds: dict | None = None, *, only: Iterable[str] | None = None,
-              bench: Benchmark | None = None, batch_size: int | None = None, progress: bool = True) -> list[Judgment]:
-    "Judge predictions (a run's, or `preds`), appending to `store` and skipping items already judged; one Judgment per item."
+def judge_items(judge, items: list[JudgeItem], store: RunStore | None = None, *, batch_size: int | None = None,
+                progress: bool = True) -> list[Judgment]:
+    "The one judging loop: one Judgment per item, appended to `store` (items it already holds for this judge are reused)."
     from tqdm.auto import tqdm
-    preds = store.load_predictions() if preds is None else preds
-    bench, only = bench or Benchmark(), None if only is None else set(map(str, only))
-    items = [bench.judge_item(samples[sid], preds[sid]) for sid in sorted(preds)
-             if preds[sid].error is None and (only is None or sid in only) and _known(sid, samples)]
     done = {(j.sample_id, j.prompt_sha256): j for j in (store.load_judgments() if store else [])
             if j.judge_id == judge.judge_id and j.raw is not None}
     result, todo = {}, []
@@ -199,6 +193,15 @@ def judge_run(store: RunStore | None, samples: dict, judge, preds: dict | None =
             bar.update(len(batch))
     return [result[it.sample_id] for it in items]
 
+def judge_run(store: RunStore | None, samples: dict, judge, preds: dict | None = None, *, only: Iterable[str] | None = None,
+              bench: Benchmark | None = None, batch_size: int | None = None, progress: bool = True) -> list[Judgment]:
+    "Judge a run's predictions (or `preds`) with `bench`'s view of each answer (`judge_item`)."
+    preds = store.load_predictions() if preds is None else preds
+    bench, only = bench or Benchmark(), None if only is None else set(map(str, only))
+    items = [bench.judge_item(samples[sid], preds[sid]) for sid in sorted(preds)
+             if preds[sid].error is None and (only is None or sid in only) and _known(sid, samples)]
+    return judge_items(judge, items, store, batch_size=batch_size, progress=progress)
+
 def _known(sid, samples) -> bool:
     if sid not in samples: raise KeyError(f"prediction for sample {sid!r} has no matching sample")
     return True
@@ -213,9 +216,8 @@ def score_row(bench: Benchmark, s: Sample, p: Prediction, judgment: Judgment | N
            "valid": p.valid, "error": p.error, "raw": p.raw, "finish_reason": p.finish_reason,
            **{k: p.usage.get(k) for k in _ROW_USAGE}, "cached": bool(p.usage.get("cached", False)), "latency_s": p.latency_s}
     try:
-        if p.error is not None: row["score"] = None
-        elif needs_judge(bench, s, p): row.update(bench.score(s, p, judgment))
-        else: row.update(bench.score(s, p))
+        if needs_judge(bench, s, p): row.update(bench.score(s, p, judgment))
+        else: row.update(bench.score(s, p))  # errored items too: the benchmark records what it needs (e.g. chance)
     except Exception as e:  # a scorer bug must not hide the other items' scores
         row.update(score=None, score_error=f"{type(e).__name__}: {e}")
     return row
@@ -263,6 +265,23 @@ def rescore(run_dir) -> dict:
     old = store.read_summary() or {}
     keep = {k: old[k] for k in ("row_errors", "force", "frames_note") if k in old}
     return write_summary(store, bench, samples, cfg, {**keep, **notes}, judge_id=old.get("judge_id"))
+
+# %% ../nbs/40_runner.ipynb #8b2ab7e1
+def rejudge(run_dir, judges: list, progress: bool = True) -> list[Judgment]:
+    "Judge a run's judged items again with each of `judges`; the judgments are appended to the run; returns them all."
+    cfg, bench, samples, store, _ = reopen(run_dir)
+    preds = store.load_predictions()
+    only = [s.id for s in samples if s.id in preds and needs_judge(bench, s, preds[s.id])]
+    with store:
+        return [j for jd in judges for j in judge_run(store, {s.id: s for s in samples}, jd, preds, only=only, bench=bench,
+                                                      progress=progress)]
+
+def score_files(benchmark: str, folder, judge=None, **kw) -> dict:
+    "Score a benchmark's official prediction files (judging what needs a judge with `judge`)."
+    bench = get_benchmark(benchmark)
+    rows, items, errors = bench.read_official(folder)
+    judgments = judge_items(judge, items, progress=kw.pop("progress", False)) if judge is not None and items else []
+    return bench.official_summary(rows, judgments, row_errors=errors, **kw)
 
 # %% ../nbs/40_runner.ipynb #8f90a1fd
 def load_run_samples(bench: Benchmark, cfg: RunConfig, languages: tuple, samples: list[Sample] | None = None):

@@ -63,6 +63,17 @@ def make_judge(self: Benchmark, cfg: RunConfig):
     "The judge for this benchmark's judged answers: the 0–10 open-ended judge on `cfg.judge` (default gpt-4o-mini)."
     return open_ended_judge(cfg.judge or "gpt-4o-mini", **cfg.judge_kwargs)
 
+# %% ../../nbs/30_benchmarks_base.ipynb #0cc00572
+@patch
+def read_official(self: Benchmark, folder) -> tuple[list[dict], list[JudgeItem], list]:
+    "(score rows, judge items, row errors) from official prediction files."
+    raise ValueError(f"the {self.name} benchmark has no official prediction-file format")
+
+@patch
+def official_summary(self: Benchmark, rows: list[dict], judgments: list[Judgment], row_errors=(), **kw) -> dict:
+    "The official numbers of rows read by `read_official`, with `judgments` of its judge items."
+    raise ValueError(f"the {self.name} benchmark has no official prediction-file format")
+
 # %% ../../nbs/30_benchmarks_base.ipynb #b4c5d6e7
 @patch
 def score(self: Benchmark, sample: Sample, pred: Prediction, judgment: Judgment | None = None) -> dict:
