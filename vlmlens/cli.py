@@ -21,7 +21,7 @@ from .store import RunSet, looks_secret
 from .sweep import run_sweep
 
 # %% auto #0
-__all__ = ['parse_kv', 'add_config_args', 'config_from_args', 'parser', 'print_summary', 'report', 'main']
+__all__ = ['parse_kv', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'print_summary', 'report', 'main']
 
 # %% ../nbs/42_cli.ipynb #d1773b77
 def parse_kv(items, flag: str = "--model-kwarg") -> dict:
@@ -87,9 +87,13 @@ def _add_subcommands(sub):
     s.add_argument("--run-name", default="demo"); s.add_argument("--overwrite", action="store_true", help="start the demo run afresh")
     s.add_argument("--no-progress", dest="progress", action="store_false")
 
+class Parser(argparse.ArgumentParser):
+    "An argument parser whose usage errors are one line (`vlmlens run: error: …`, exit 2), without the usage dump."
+    def error(self, message): self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
 def parser() -> argparse.ArgumentParser:
     "The `vlmlens` argument parser."
-    p = argparse.ArgumentParser(prog="vlmlens", description="Evaluate vision-language models and diagnose their failures.")
+    p = Parser(prog="vlmlens", description="Evaluate vision-language models and diagnose their failures.")
     p.add_argument("--version", action="version", version=f"vlmlens {vlmlens.__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log more, and show tracebacks")
     _add_subcommands(p.add_subparsers(dest="command", required=True))

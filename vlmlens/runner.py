@@ -23,10 +23,10 @@ from .store import RunStore, open_run, shard_filter
 log = logging.getLogger("vlmlens")
 
 # %% auto #0
-__all__ = ['log', 'select_samples', 'check_selection', 'resolve_config', 'prepare', 'gold_text', 'needs_judge',
-           'finish_prediction', 'run_batch', 'latest_judgments', 'make_judge', 'judge_items', 'judge_run', 'score_row',
-           'score_rows', 'summarize', 'write_summary', 'reopen', 'rescore', 'rejudge', 'score_files',
-           'load_run_samples', 'generate_pending', 'judge_pending', 'run']
+__all__ = ['log', 'select_samples', 'languages_of', 'check_selection', 'prepare', 'gold_text', 'needs_judge', 'finish_prediction',
+           'run_batch', 'latest_judgments', 'make_judge', 'judge_items', 'judge_run', 'score_row', 'score_rows',
+           'summarize', 'write_summary', 'reopen', 'rescore', 'rejudge', 'score_files', 'load_run_samples',
+           'generate_pending', 'judge_pending', 'run']
 
 # %% ../nbs/40_runner.ipynb #66ec6bad
 def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | None = None) -> tuple[list[Sample], dict]:
@@ -43,6 +43,12 @@ def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | Non
     if cfg.limit is not None: samples = samples[: int(cfg.limit)]
     return samples, notes
 
+# %% ../nbs/40_runner.ipynb #493ef590
+def languages_of(model, benchmark: str | None) -> tuple:
+    "The languages `model` (a ModelSpec or a Backend) claims for `benchmark`."
+    fn = getattr(model, "languages_for", None)
+    return tuple(fn(benchmark)) if callable(fn) else tuple(getattr(model, "languages", ()) or ())
+
 # %% ../nbs/40_runner.ipynb #1f3a9b70
 def check_selection(all_samples: list[Sample], selected: list[Sample], cfg: RunConfig):
     "Raise a ValueError naming the existing subsets/languages when the filters select nothing."
@@ -51,15 +57,6 @@ def check_selection(all_samples: list[Sample], selected: list[Sample], cfg: RunC
     langs = sorted({x for s in all_samples for x in (s.language, s.locale) if x})
     raise ValueError(f"no {cfg.benchmark} items match --subset {cfg.subset or 'all'} --language {cfg.language or 'all'}; "
                      f"subsets: {', '.join(subsets) or '-'}; languages: {', '.join(langs) or '-'}")
-
-# %% ../nbs/40_runner.ipynb #2db13889
-def resolve_config(cfg: RunConfig, defaults: dict) -> RunConfig:
-    "Fill frame settings from a model's presets when the configuration leaves them open."
-    if cfg.num_frames is None and cfg.fps is None:
-        upd = {k: defaults[k] for k in ("num_frames", "fps") if defaults.get(k) is not None}
-        if cfg.max_frames is None and defaults.get("max_frames") is not None: upd["max_frames"] = defaults["max_frames"]
-        if upd: cfg = dataclasses.replace(cfg, **upd)
-    return cfg
 
 # %% ../nbs/40_runner.ipynb #975c9b6f
 def _frame_args(cfg: RunConfig) -> dict:
@@ -260,7 +257,8 @@ def reopen(run_dir) -> tuple:
 def rescore(run_dir) -> dict:
     "Recompute scores.csv and summary.json of a run from its predictions and judgments (no model calls)."
     cfg, bench, samples, store, info = reopen(run_dir)
-    langs = tuple((info.get("model") or {}).get("languages") or registry.get_spec(cfg.model).languages)
+    try: langs = languages_of(registry.get_spec(cfg.model), cfg.benchmark)
+    except (KeyError, ValueError): langs = tuple((info.get("model") or {}).get("languages") or ())   # a model no longer registered
     samples, notes = select_samples(samples, cfg, langs)
     old = store.read_summary() or {}
     keep = {k: old[k] for k in ("row_errors", "force", "frames_note") if k in old}
@@ -331,10 +329,13 @@ def judge_pending(bench: Benchmark, judge, store: RunStore, samples: list[Sample
 def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     "Run one configuration end to end; return its summary (also written to `summary.json`)."
     cfg = (config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))).validate()
-    spec = None if backend is not None else registry.get_spec(cfg.model)
-    if spec is not None: cfg = resolve_config(cfg, dict(spec.defaults))
+    spec, preset = None if backend is not None else registry.get_spec(cfg.model), None
+    if spec is not None:
+        spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
+        cfg, preset = registry.apply_preset(cfg, spec)    # the paper's frames for this model when none are given
     bench = get_benchmark(cfg.benchmark)
-    samples, notes = load_run_samples(bench, cfg, tuple((backend or spec).languages), samples)
+    samples, notes = load_run_samples(bench, cfg, languages_of(backend or spec, cfg.benchmark), samples)
+    if preset: notes["preset"] = preset
     store = RunStore.open(cfg).lock()
     try:
         mine = shard_filter(samples, cfg)

@@ -570,7 +570,10 @@ class InfiniBenchBenchmark(Benchmark):
 
     def source(self, cfg: RunConfig) -> str:
         s = _kw(cfg).get("source")
-        if s is None: s = "release" if cfg.data_path and Path(cfg.data_path).is_file() else "real_text"
+        if s is None and not cfg.data_path:
+            raise ValueError("infinibench needs --data-path (the release rows, or official generator output), or "
+                             "--benchmark-kwarg source=real_text for the packaged IMDb spoiler FAQ and episode summaries")
+        if s is None: s = "release" if Path(cfg.data_path).is_file() else "real_text"
         if s not in ("release", "real_text"): raise ValueError(f"benchmark_kwargs source must be 'release' or 'real_text', got {s!r}")
         return s
 
