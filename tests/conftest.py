@@ -39,3 +39,13 @@ def server(_loopback):
     _loopback.latency, _loopback.processing_polls, _loopback.default_text = 0.0, 1, "A"
     yield _loopback
     _loopback.reset()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """An unexpected skip is a failure: tests carry their own data and tools, so nothing may silently not run."""
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.skipped and not item.get_closest_marker("skip") and not item.get_closest_marker("skipif"):
+        rep.outcome = "failed"
+        rep.longrepr = f"unexpected skip (tests must not skip): {rep.longrepr}"

@@ -8,6 +8,7 @@ Endpoints
 ---------
 - ``POST /v1/chat/completions``                         OpenAI chat completions (also any OpenAI-compatible server)
 - ``POST /{v}/models/{model}:generateContent``            Gemini generateContent (``{v}``: v1, v1beta, ...)
+- ``POST /v1/messages``                                 Anthropic Messages API (Claude)
 - ``POST /upload/{v}/files``                            Gemini Files API, resumable upload (``X-Goog-Upload-*`` headers):
   ``start`` returns ``X-Goog-Upload-URL``; ``upload[, finalize]`` chunks go to that URL
 - ``GET /{v}/files/{id}``                               file metadata; ``state`` is ``PROCESSING`` for the first
@@ -30,14 +31,20 @@ Scripting
 ``server.script(r1, r2, ...)`` queues replies for the next generation requests, in arrival order
 (``None`` in the queue means "default"); the queue is consulted before ``responder``. Helpers build the
 common faults: :func:`rate_limited`, :func:`server_error`, :func:`client_error`, :func:`hang`,
-:func:`malformed`, :func:`openai_refusal`, :func:`gemini_blocked`.
+:func:`malformed`, :func:`slow_drip` (headers at once, then the body one byte every ``interval`` seconds),
+:func:`openai_refusal`, :func:`gemini_blocked`. :class:`FaultMix` is a responder that answers a random share
+of requests with 429 + Retry-After, 5xx or a slow drip (the benchmarks' fault mix).
+
+Adding an API: give ``_api_of`` a rule for its path, ``Call.text``/``Call.model`` a branch, and ``_answer`` /
+``_error_body`` the API's success and error shapes; the scripting, faults and accounting then work unchanged.
 
 Accounting: ``server.calls`` (every request, with timings), ``server.count(api)``, ``server.max_in_flight``
 (generation requests in flight at once), ``server.files``, ``server.uploads``, ``server.deleted``.
 ``server.latency`` adds a simulated service time to every generation request.
 
 ``LoopbackProcess`` runs the same server in a child process (``python tests/loopback.py --latency 0.2``
-prints its URL), for benchmarks where the server's CPU time must not compete with the client's.
+prints its URL), for benchmarks where the server's CPU time must not compete with the client's; its
+``faults=dict(p429=..., p5xx=..., pdrip=..., retry_after=..., drip=...)`` installs a :class:`FaultMix` there.
 """
 from __future__ import annotations
 
@@ -46,16 +53,19 @@ import base64
 import hashlib
 import itertools
 import json
+import random
 import re
 import threading
+from collections import Counter
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from aiohttp import web
 
-__all__ = ["Reply", "Call", "LoopbackServer", "LoopbackProcess", "rate_limited", "server_error", "client_error", "hang", "malformed",
-           "openai_chat", "openai_refusal", "gemini_content", "gemini_blocked"]
+__all__ = ["Reply", "Call", "LoopbackServer", "LoopbackProcess", "FaultMix", "rate_limited", "server_error", "client_error", "hang",
+           "malformed", "slow_drip", "openai_chat", "openai_refusal", "gemini_content", "gemini_blocked",
+           "anthropic_message", "anthropic_refusal"]
 
 
 @dataclass
@@ -69,6 +79,8 @@ class Reply:
     hang: bool = False          # never reply; returns when the client disconnects or the server stops
     text: str | None = None     # a successful answer with this text (shaped for the API)
     retry_info: float | None = None  # Gemini: put a google.rpc.RetryInfo retryDelay (seconds) in the error body
+    drip: float = 0.0           # send the headers at once, then the body one byte every `drip` seconds
+    drip_bytes: int | None = None  # with `drip`: how many bytes to drip before sending the rest at once (None: all)
 
 
 @dataclass
@@ -100,12 +112,20 @@ class Call:
             out += [p.get("text", "") for p in si.get("parts", []) if "text" in p]
             for c in j.get("contents", []):
                 out += [p["text"] for p in c.get("parts", []) if "text" in p]
+        elif self.api == "anthropic":
+            j = self.json or {}
+            sys_ = j.get("system")
+            out += [sys_] if isinstance(sys_, str) else [b.get("text", "") for b in sys_ or [] if b.get("type") == "text"]
+            for m in j.get("messages", []):
+                c = m.get("content")
+                out += [c] if isinstance(c, str) else [b.get("text", "") for b in c or [] if b.get("type") == "text"]
         return "\n".join(out)
 
     @property
     def model(self) -> str | None:
         if self.api == "openai": return (self.json or {}).get("model")
         if self.api == "gemini": return self.path.split("/models/", 1)[1].split(":", 1)[0]
+        if self.api == "anthropic": return (self.json or {}).get("model")
         return None
 
 
@@ -128,6 +148,29 @@ def client_error(status: int = 400, message: str = "bad request") -> Reply: retu
 def hang() -> Reply: return Reply(hang=True)
 def malformed(body: str = '{"choices": [ this is not json') -> Reply:
     return Reply(200, body=body, headers={"Content-Type": "application/json"})
+def slow_drip(interval: float = 1.5, nbytes: int | None = None, text: str | None = None) -> Reply:
+    "A successful answer whose body arrives one byte every `interval` s (the first `nbytes` bytes; then the rest)."
+    return Reply(text=text, drip=interval, drip_bytes=nbytes)
+
+
+class FaultMix:
+    "A responder: a random share of requests get 429 + Retry-After, 5xx, or a slow drip; the rest the default answer."
+
+    def __init__(self, p429: float = 0.01, p5xx: float = 0.01, pdrip: float = 0.005, retry_after: float = 2.0,
+                 drip: float = 1.5, drip_bytes: int | None = None, seed: int = 0):
+        self.p429, self.p5xx, self.pdrip, self.retry_after, self.drip, self.drip_bytes = p429, p5xx, pdrip, retry_after, drip, drip_bytes
+        self.rng, self.lock, self.counts = random.Random(seed), threading.Lock(), Counter()
+
+    def __call__(self, call):
+        with self.lock:
+            x = self.rng.random()
+            kind = "429" if x < self.p429 else "5xx" if x < self.p429 + self.p5xx else \
+                "drip" if x < self.p429 + self.p5xx + self.pdrip else "ok"
+            self.counts[kind] += 1
+        if kind == "429": return rate_limited(self.retry_after)
+        if kind == "5xx": return server_error(503)
+        if kind == "drip": return slow_drip(self.drip, self.drip_bytes)
+        return None
 
 
 def openai_chat(text: str | None, *, prompt_tokens: int = 10, completion_tokens: int | None = None,
@@ -156,6 +199,19 @@ def gemini_content(text: str | None, *, prompt_tokens: int = 10, candidates_toke
     if text is not None: cand["content"] = {"role": "model", "parts": [{"text": text}]}
     return {"candidates": [cand], "usageMetadata": usage, "modelVersion": model, "responseId": "loopback"}
 
+def anthropic_message(text: str | None, *, input_tokens: int = 10, output_tokens: int | None = None, thinking: str | None = None,
+                      stop_reason: str = "end_turn", model: str = "loopback") -> dict:
+    "A Messages API answer (thinking blocks first, as Claude returns them)."
+    content = ([{"type": "thinking", "thinking": thinking, "signature": "loopback"}] if thinking else []) + \
+              ([{"type": "text", "text": text}] if text is not None else [])
+    ot = output_tokens if output_tokens is not None else len((text or "").split()) + len((thinking or "").split())
+    return {"id": "msg_loopback", "type": "message", "role": "assistant", "model": model, "content": content,
+            "stop_reason": stop_reason, "stop_sequence": None, "usage": {"input_tokens": input_tokens, "output_tokens": ot}}
+
+def anthropic_refusal() -> dict:
+    "A Messages API answer that stopped for a refusal (no text)."
+    return anthropic_message(None, output_tokens=0, stop_reason="refusal")
+
 def gemini_blocked(reason: str = "SAFETY") -> dict:
     "A prompt blocked by Gemini's safety filters (no candidates, `promptFeedback.blockReason`)."
     return {"promptFeedback": {"blockReason": reason}, "usageMetadata": {"promptTokenCount": 10, "totalTokenCount": 10}}
@@ -170,11 +226,22 @@ def _error_body(api: str, status: int, message: str | None = None, retry_info: f
         err = {"code": status, "message": msg, "status": _GEMINI_STATUS.get(status, "UNKNOWN")}
         if retry_info is not None: err["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{retry_info:g}s"}]
         return {"error": err}
+    if api == "anthropic":
+        kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error", 529: "overloaded_error"}
+        return {"type": "error", "error": {"type": kind.get(status, "api_error" if status >= 500 else "invalid_request_error"), "message": msg}}
     return {"error": {"message": msg, "type": "rate_limit_error" if status == 429 else "invalid_request_error" if status < 500 else "server_error",
                       "param": None, "code": None}}
 
 
 # ----------------------------------------------------------------------------- server
+
+def _api_of(path: str) -> str:
+    "Which API a request path belongs to: 'openai', 'gemini' (generateContent), 'anthropic' (Messages) or 'files' (Gemini Files API)."
+    if path.endswith("/chat/completions"): return "openai"
+    if ":generateContent" in path: return "gemini"
+    if path.endswith("/v1/messages"): return "anthropic"
+    return "files"
+
 
 @dataclass
 class _File:
@@ -253,6 +320,8 @@ class LoopbackServer:
     def openai_base_url(self) -> str: return self.url + "/v1"
     @property
     def gemini_base_url(self) -> str: return self.url
+    @property
+    def anthropic_base_url(self) -> str: return self.url
 
     # -- scripting and accounting
     def reset(self):
@@ -284,7 +353,10 @@ class LoopbackServer:
         with self._lock:
             counts: dict = {}
             for c in self.calls: counts[c.api] = counts.get(c.api, 0) + 1
-            return {"counts": counts, "max_in_flight": self.max_in_flight, "uploads": self.uploads, "deleted": list(self.deleted)}
+            statuses = Counter(str(c.status) for c in self.calls if c.api != "files")
+            faults = dict(getattr(self.responder, "counts", {}) or {})
+            return {"counts": counts, "max_in_flight": self.max_in_flight, "uploads": self.uploads, "deleted": list(self.deleted),
+                    "statuses": dict(statuses), "faults": faults}
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path
@@ -293,7 +365,7 @@ class LoopbackServer:
                 self.reset(); return web.json_response({})
             if path == "/_loopback/stats": return web.json_response(self.stats())
         raw = await request.read()
-        api = "openai" if path.endswith("/chat/completions") else "gemini" if ":generateContent" in path else "files"
+        api = _api_of(path)
         body = None
         if raw and api != "files" or (api == "files" and request.headers.get("X-Goog-Upload-Command", "") == "start"):
             try: body = json.loads(raw) if raw else None
@@ -335,18 +407,41 @@ class LoopbackServer:
                 await asyncio.sleep(0.02)
             return web.Response(status=504, text="hung request ended")
         if r.body is not None:
-            return web.Response(status=r.status, body=r.body.encode() if isinstance(r.body, str) else r.body, headers=r.headers)
-        js = r.json
-        if r.text is not None and js is None:
-            js = self._answer(call, r.text)
-        if js is None or (r.status >= 400 and "_message" in js):
-            js = _error_body(call.api, r.status, (js or {}).get("_message"), r.retry_info)
-        return web.json_response(js, status=r.status, headers=r.headers)
+            body, headers = (r.body.encode() if isinstance(r.body, str) else r.body), dict(r.headers)
+        else:
+            js = r.json
+            if js is None and (r.text is not None or r.drip and r.status < 400):
+                js = self._answer(call, r.text if r.text is not None else self.default_text)
+            if js is None or (r.status >= 400 and "_message" in js):
+                js = _error_body(call.api, r.status, (js or {}).get("_message"), r.retry_info)
+            body, headers = json.dumps(js).encode(), {"Content-Type": "application/json", **r.headers}
+        if r.drip: return await self._drip(request, r, body, headers)
+        return web.Response(status=r.status, body=body, headers=headers)
+
+    async def _drip(self, request: web.Request, r: Reply, body: bytes, headers: dict) -> web.StreamResponse:
+        "Headers at once, then the body one byte every `r.drip` seconds (stops when the client goes away)."
+        resp = web.StreamResponse(status=r.status, headers=headers)
+        resp.content_length = len(body)
+        await resp.prepare(request)
+        n = len(body) if r.drip_bytes is None else min(len(body), r.drip_bytes)
+        try:
+            for k in range(n):
+                await resp.write(body[k:k + 1])
+                t0 = time.monotonic()
+                while time.monotonic() - t0 < r.drip:
+                    if self._stopping.is_set() or request.transport is None or request.transport.is_closing(): return resp
+                    await asyncio.sleep(min(0.02, r.drip))
+            await resp.write(body[n:])
+            await resp.write_eof()
+        except (ConnectionResetError, ConnectionError, RuntimeError):
+            pass
+        return resp
 
     def _answer(self, call: Call, text: str) -> dict:
         "A deterministic successful answer; token counts are derived from the request size."
         n_in = max(1, call.body_size // 4)
         if call.api == "openai": return openai_chat(text, prompt_tokens=n_in, model=call.model or "loopback")
+        if call.api == "anthropic": return anthropic_message(text, input_tokens=n_in, model=call.model or "loopback")
         return gemini_content(text, prompt_tokens=n_in, model=call.model or "loopback")
 
     def _check_gemini_files(self, js: dict) -> str | None:
@@ -424,13 +519,14 @@ class LoopbackProcess:
 
     Only the default answers and `latency` are available; counters come from `GET /_loopback/stats`."""
 
-    def __init__(self, latency: float = 0.0, default_text: str = "A"):
-        self.latency, self.default_text, self.proc, self.url = latency, default_text, None, None
+    def __init__(self, latency: float = 0.0, default_text: str = "A", faults: dict | None = None):
+        self.latency, self.default_text, self.faults, self.proc, self.url = latency, default_text, faults, None, None
 
     def __enter__(self):
         import subprocess, sys
-        self.proc = subprocess.Popen([sys.executable, __file__, "--latency", str(self.latency), "--default-text", self.default_text],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        args = [sys.executable, __file__, "--latency", str(self.latency), "--default-text", self.default_text]
+        if self.faults: args += ["--faults", json.dumps(self.faults)]
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if not line: raise RuntimeError("loopback server process did not start")
         self.url = json.loads(line)["url"]
@@ -445,6 +541,8 @@ class LoopbackProcess:
     def openai_base_url(self) -> str: return self.url + "/v1"
     @property
     def gemini_base_url(self) -> str: return self.url
+    @property
+    def anthropic_base_url(self) -> str: return self.url
 
     def _get(self, path, method="GET"):
         import urllib.request
@@ -466,8 +564,10 @@ def _serve_main(argv=None):
     ap = argparse.ArgumentParser(description="vlmlens loopback OpenAI/Gemini server")
     ap.add_argument("--latency", type=float, default=0.0)
     ap.add_argument("--default-text", default="A")
+    ap.add_argument("--faults", help="JSON keyword arguments of FaultMix (e.g. '{\"p429\": 0.01}')")
     a = ap.parse_args(argv)
     with LoopbackServer(latency=a.latency, default_text=a.default_text) as s:
+        if a.faults: s.responder = FaultMix(**json.loads(a.faults))
         print(json.dumps({"url": s.url}), flush=True)
         sys.stdin.read()          # until the parent closes our stdin (or dies)
 

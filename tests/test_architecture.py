@@ -134,3 +134,15 @@ def test_notebooks_have_rendered_examples():
     "Each module notebook shows at least one rendered output (an example, a table, a show_doc)."
     bare = [nb.name for nb in NBS if not any(c["cell_type"] == "code" and c.get("outputs") for c in _cells(nb))]
     assert not bare, f"notebooks with no rendered output: {bare}"
+
+
+def test_backends_transport_options_are_in_the_shared_vocabulary():
+    "A backend's transport options (not hashed) must be in core.TRANSPORT_KWARGS, or a run's hash would depend on them."
+    import importlib
+    from vlmlens.core import TRANSPORT_KWARGS
+    from vlmlens.models.registry import BACKEND_MODULES
+    for kind, mod in BACKEND_MODULES.items():
+        m = importlib.import_module(mod)
+        for obj in vars(m).values():
+            extra = set(getattr(obj, "transport_kwargs", ()) or ()) - set(TRANSPORT_KWARGS) if isinstance(obj, type) else set()
+            assert not extra, f"{mod}.{obj.__name__}: transport options {sorted(extra)} are not in core.TRANSPORT_KWARGS"

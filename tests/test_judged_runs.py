@@ -1,6 +1,6 @@
 """Open-ended items through the whole runner: generation and LLM judging via the real openai client on a loopback server.
 
-The questions are real IMDb spoiler-FAQ questions (InfiniBench's spoiler skill, from ../shared/data).
+The questions are real IMDb spoiler-FAQ questions (InfiniBench's spoiler skill; tests/data/infinibench/spoiler_faq_slice.json).
 """
 import json
 
@@ -10,13 +10,12 @@ import pytest
 from vlmlens.core import RunConfig
 from vlmlens.runner import run
 
-SHARED = __import__("pathlib").Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = __import__("pathlib").Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture
 def faq_file(tmp_path):
-    src = SHARED / "infinibench" / "movienet_spoiler_faq.json"
-    if not src.exists(): pytest.skip("shared data not present")
+    src = DATA / "infinibench" / "spoiler_faq_slice.json"
     faq = json.loads(src.read_text(encoding="utf-8"))
     rows = []
     for imdb in list(faq)[:3]:
@@ -54,7 +53,7 @@ def test_open_answers_are_judged_and_summarised(server, faq_file, tmp_path, monk
     assert o["n"] == n and o["n_judged"] == n and o["judge_invalid"] == 1
     assert o["judge_invalid_rate"] == pytest.approx(1 / n)
     assert o["accuracy"] == pytest.approx((n - 1) * 0.7 / n)     # the invalid judgment scores 0
-    assert o["judge_mean_valid"] == 7
+    assert o["judge_mean_native"] == 7
     judgments = [json.loads(l) for l in (tmp_path / "judged" / "judgments.jsonl").read_text().splitlines()]
     assert len(judgments) == n and all(j["judge_id"].startswith("infinibench-open-0-10/") for j in judgments)
     n_calls = server.count("openai")

@@ -275,3 +275,68 @@ def test_materialize_fills_parts_and_uses_the_cache(tmp_path, mp4):
 def test_materialize_errors_name_the_file(tmp_path):
     msgs = [message("user", {"type": "video", "path": str(tmp_path / "gone.mp4")})]
     with pytest.raises(MediaError, match="gone.mp4: file does not exist"): materialize(msgs)
+
+
+# ---------------------------------------------------------------- data the harness does not trust
+
+
+@pytest.mark.parametrize("bad", ["abc", [1], {"s": 1}, True, float("nan"), -3])
+def test_bad_clip_bounds_from_data_are_a_media_error_not_a_crash(mp4, bad):
+    "A row's video `start: 'abc'` or `[1]` fails its own item with a MediaError naming the file and field."
+    with pytest.raises(MediaError, match=r"b\.mp4: start must be"):
+        sample_frames(mp4, num_frames=2, start_s=bad)
+    with pytest.raises(MediaError, match=r"b\.mp4: start must be"):
+        FrameCache().get(mp4, num_frames=2, start_s=bad)                # never an unhashable key / TypeError
+    with pytest.raises(MediaError, match=r"b\.mp4: end must be"):
+        FrameCache.key(mp4, num_frames=2, end_s=bad)
+    msgs = [message("user", {"type": "video", "path": str(mp4), "start": bad}, "q")]
+    with pytest.raises(MediaError, match="start must be"):
+        materialize(msgs, num_frames=2, cache=FrameCache())
+
+
+def test_bad_per_part_frame_counts_and_paths_are_media_errors(mp4):
+    with pytest.raises(MediaError, match="num_frames must be a number"):
+        materialize([message("user", {"type": "video", "path": str(mp4), "num_frames": "many"})])
+    with pytest.raises(MediaError, match="must be a non-empty string, got list"):
+        materialize([message("user", {"type": "image", "path": ["x.png"]})])
+    fr = sample_frames(mp4, num_frames="3", start_s="1.5")                   # numeric strings from CSV rows are fine
+    assert len(fr) == 3 and fr.timestamps_s[0] > 1.5
+
+
+def test_media_outside_the_data_root_is_refused_per_item(tmp_path, mp4):
+    root = tmp_path / "data"
+    (root / "img").mkdir(parents=True)
+    Image.new("RGB", (8, 8), "red").save(root / "img" / "ok.png")
+    outside = tmp_path / "private.png"
+    Image.new("RGB", (8, 8), "blue").save(outside)
+    (root / "img" / "link.png").symlink_to(outside)
+    ok = [message("user", {"type": "image", "path": str(root / "img" / "ok.png")}, "q")]
+    assert materialize(ok, root=root)[0]["content"][0]["image"].getpixel((1, 1))[0] > 200
+    for path in (str(root / "img" / ".." / ".." / "private.png"), str(outside), str(root / "img" / "link.png"), str(mp4)):
+        kind = "video" if path.endswith(".mp4") else "image"
+        msgs = [message("user", {"type": kind, "path": path}, "q")]
+        with pytest.raises(MediaError, match="outside the data root") as ei:
+            materialize(msgs, num_frames=2, root=root)
+        assert ei.value.path == path                                            # names the path the row gave
+        materialize(msgs, num_frames=2, root=root, allow_outside=True)         # the explicit opt-out reads it
+    subs = tmp_path / "s.srt"
+    subs.write_text("1\n00:00:00,000 --> 00:00:01,000\nhi\n")
+    vid = root / "v.mp4"
+    vid.write_bytes(mp4.read_bytes())
+    msgs = [message("user", {"type": "video", "path": str(vid), "subtitles": str(subs)})]
+    with pytest.raises(MediaError, match="s.srt: resolves to .* outside the data root"):
+        materialize(msgs, num_frames=2, root=[root], subtitles_per_frame=True)   # subtitle files too
+    assert materialize(msgs, num_frames=2, root=[root, tmp_path], subtitles_per_frame=True)[0]["content"][0]["frame_subtitles"]
+
+
+def test_large_images_are_downscaled_to_the_pixel_budget(tmp_path):
+    from vlmlens.media import DEFAULT_MAX_PIXELS
+    Image.new("RGB", (4800, 3600), (10, 200, 30)).save(tmp_path / "big.jpg", quality=70)   # 17.3 MP
+    Image.new("RGB", (4800, 3600), (10, 200, 30)).save(tmp_path / "big.png")
+    for name in ("big.jpg", "big.png"):
+        msgs = [message("user", {"type": "image", "path": str(tmp_path / name)}, "q")]
+        im = materialize(msgs)[0]["content"][0]["image"]                        # the default budget applies
+        assert im.size[0] * im.size[1] <= DEFAULT_MAX_PIXELS and abs(im.size[0] / im.size[1] - 4 / 3) < 0.01, im.size
+        small = materialize(msgs, max_pixels=250_000)[0]["content"][0]["image"]
+        assert small.size[0] * small.size[1] <= 250_000 and small.getpixel((5, 5))[1] > 150
+        assert materialize(msgs, max_pixels=None)[0]["content"][0]["image"].size == (4800, 3600)   # budget off

@@ -1,10 +1,12 @@
 """API backends through the REAL `openai` and `google-genai` clients against a loopback HTTP server.
 
-Covers: request shapes (text, image, timestamped frames, Gemini native video), faults (429 + Retry-After,
-5xx, 400, hang past the timeout, malformed bodies, refusals), the concurrency bound and result order, the
-response cache (a rerun makes zero requests; two processes writing one SQLite file), missing keys, Gemini
-upload → ACTIVE → reuse → delete, thinking budget and audio switch, and `--shard i/n` with two processes
-against one OpenAI-compatible server.
+Covers: request shapes (text, image, timestamped frames, Gemini native video), faults (429 + Retry-After and its
+cap, 5xx, 400, hang past the timeout, a slow-drip body past the overall deadline, malformed bodies, refusals, empty
+and truncated answers), the concurrency bound, result order and streaming (no batch barrier), the response cache (a
+rerun makes zero requests; two processes writing one SQLite file), secrets (in the base URL, echoed by the server,
+under a neutral option; secret-looking options refused), missing keys, Gemini upload → ACTIVE → reuse → delete,
+thinking budget and audio switch, the pixel budget, and `--shard i/n` with two processes against one
+OpenAI-compatible server.
 """
 import base64
 import io
@@ -22,11 +24,11 @@ import pytest
 from PIL import Image
 
 from loopback import (LoopbackServer, client_error, gemini_blocked, gemini_content, hang, malformed, openai_chat,
-                      openai_refusal, rate_limited, server_error)
+                      openai_refusal, rate_limited, server_error, slow_drip)
 from vlmlens.core import Request, message
 from vlmlens.models.api import MissingAPIKey, ResponseCache
 
-import vlmlens.models.api  # noqa: F401  (registers the API model names)
+
 from vlmlens.models.gemini import GeminiBackend, has_audio
 from vlmlens.models.openai import OpenAIBackend
 
@@ -208,7 +210,9 @@ def test_400_is_not_retried(server, keys, tmp_path, kind):
 
 @pytest.mark.parametrize("kind", ["openai", "gemini"])
 def test_hang_past_timeout_is_retried_then_recorded_as_error(server, keys, tmp_path, kind):
-    b = make(kind, server, tmp_path, timeout_s=0.4, max_attempts=2)
+    b = make(kind, server, tmp_path, timeout_s=0.4, max_attempts=2, cache=False)
+    b.generate(text_requests(1, "warm-up"))                          # the client's first-use set-up is not what is timed
+    server.reset()
     server.responder = lambda call: hang()
     t0 = time.monotonic()
     [g] = b.generate(text_requests(1))
@@ -258,7 +262,7 @@ def test_keys_never_leak_into_errors_or_info(server, keys, tmp_path):
     server.responder = lambda call: client_error(401, f"Incorrect API key provided: {os.environ['OPENAI_API_KEY']}")
     [g] = b.generate(text_requests(1))
     assert g.error.startswith("client_error: HTTP 401") and "0123456789" not in g.error
-    assert "0123456789" not in json.dumps(b.info()) and b.info()["api_key_env"] == ["OPENAI_API_KEY"]
+    assert "0123456789" not in json.dumps(b.info()) and b.info()["key_env"] == ["OPENAI_API_KEY"]
     b.close()
 
 
@@ -353,8 +357,8 @@ def test_missing_keys_fail_at_construction_naming_the_variable(monkeypatch, tmp_
     from vlmlens.models.registry import load_backend
     for v in ("OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_COMPATIBLE_API_KEY", "MY_SERVER_KEY"):
         monkeypatch.delenv(v, raising=False)
-    with pytest.raises(MissingAPIKey, match="OPENAI_API_KEY"):
-        load_backend("gpt-4o", cache=False)
+    with pytest.raises(ValueError, match="gpt-4o needs an API key: set OPENAI_API_KEY in the environment"):
+        load_backend("gpt-4o", cache=False)                          # a ValueError: the CLI prints one line, exits 2
     with pytest.raises(MissingAPIKey, match="GEMINI_API_KEY or GOOGLE_API_KEY"):
         load_backend("gemini-2.5-flash", cache=False)
     with pytest.raises(MissingAPIKey, match="MY_SERVER_KEY"):
@@ -470,3 +474,179 @@ def test_two_shard_processes_against_one_openai_compatible_server_then_merge(ser
                  for l in (run_dir / f"predictions.shard-{i}-of-2.jsonl").read_text().splitlines() if l.strip())
     assert merged["overall"]["input_tokens"] == tokens > 0
     assert server.count("openai") == n
+
+
+# ----------------------------------------------------------------------------- deadline, empty answers, streaming, caps
+
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+def test_slow_drip_body_hits_the_overall_deadline(server, keys, tmp_path, kind):
+    "A body dripped one byte every 1.5 s never trips a per-read timeout; timeout_s=2 is a deadline for the whole answer."
+    b = make(kind, server, tmp_path, timeout_s=2.0, max_attempts=1, cache=False)
+    b.generate(text_requests(1, "warm-up"))
+    server.script(slow_drip(1.5, nbytes=8))                          # 12 s of dripping, then the rest of the body
+    t0 = time.monotonic()
+    [g] = b.generate(text_requests(1))
+    took = time.monotonic() - t0
+    assert g.text is None and g.error.startswith("timeout: no complete answer within 2 s"), g.error
+    assert 1.9 <= took < 4.0, took
+    b.close()
+
+
+def test_slow_drip_then_retry_succeeds(server, keys, tmp_path):
+    b = make("openai", server, tmp_path, timeout_s=1.0, max_attempts=2)
+    server.script(slow_drip(1.5, nbytes=4))
+    [g] = b.generate(text_requests(1))
+    assert g.error is None and g.text == "A" and server.count("openai") == 2 and b.stats["retries"] == 1
+    b.close()
+
+
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+def test_empty_and_truncated_answers_are_recorded_and_never_cached(server, keys, tmp_path, kind):
+    b = make(kind, server, tmp_path)
+    if kind == "openai":
+        replies = {"q0": openai_chat(None, finish_reason="length", completion_tokens=64), "q1": openai_chat("", finish_reason="stop"),
+                   "q2": openai_chat("The answer is", finish_reason="length", completion_tokens=64)}
+    else:
+        replies = {"q0": gemini_content(None, finish_reason="MAX_TOKENS", thoughts_tokens=64), "q1": gemini_content("", finish_reason="STOP"),
+                   "q2": gemini_content("The answer is", finish_reason="MAX_TOKENS")}
+    server.responder = lambda call: replies.get(call.text.split()[-1])
+    g0, g1, g2, g3 = b.generate(text_requests(4))
+    assert (g0.text, g0.finish_reason) == (None, "length") and g0.error.startswith("truncated: the output token limit"), g0.error
+    assert g0.usage["output_tokens"] > 0                             # the tokens spent are still counted
+    assert (g1.text, g1.finish_reason) == (None, "stop") and g1.error.startswith("empty: the model returned no text")
+    assert (g2.text, g2.error, g2.finish_reason) == ("The answer is", None, "length")   # cut short, but an answer
+    assert (g3.text, g3.finish_reason) == ("A", "stop")
+    assert (b.stats["empty"], b.stats["truncated"]) == (1, 2)
+    b.close()
+    server.responder = None
+    b2 = make(kind, server, tmp_path)                                # a rerun (same cache file) asks again
+    again = b2.generate(text_requests(4))
+    assert server.count(kind) == 4 + 3 and [g.text for g in again] == ["A", "A", "A", "A"]
+    assert again[3].usage["cached"] is True and again[3].finish_reason == "stop"
+    b2.close()
+
+
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+def test_results_stream_as_they_complete_with_no_batch_barrier(server, keys, tmp_path, kind):
+    "One slow request does not hold back the others; at most `concurrency` in flight; each result comes as it completes."
+    b = make(kind, server, tmp_path, concurrency=4, cache=False, timeout_s=15)
+    b.generate(text_requests(1, "warm-up"))
+    server.reset()
+    server.responder = lambda call: Reply_delay(4.0) if call.text == "q0" else None
+    t0, arrivals = time.monotonic(), {}
+    for i, g in b.generate_iter(text_requests(40)):
+        arrivals[i] = time.monotonic() - t0
+        assert g.error is None and g.text == "A"
+    assert sorted(arrivals) == list(range(40))
+    assert max(t for i, t in arrivals.items() if i) < 3.0 < 4.0 <= arrivals[0], arrivals   # 39 items done while q0 was slow
+    assert server.max_in_flight <= 4
+    b.close()
+
+
+def Reply_delay(seconds):
+    from loopback import Reply
+    return Reply(text="A", delay=seconds)
+
+
+def test_generate_iter_takes_a_lazy_iterable_and_bounds_the_window(server, keys, tmp_path):
+    b = make("openai", server, tmp_path, concurrency=2, window=4, cache=False)
+    pulled = []
+
+    def requests():
+        for r in text_requests(12):
+            pulled.append(r.sample_id)
+            yield r
+
+    seen = []
+    for i, g in b.generate_iter(requests()):
+        seen.append(i)
+        assert len(pulled) - len(seen) <= 4                          # never more than `window` requests ahead
+    assert sorted(seen) == list(range(12)) and server.max_in_flight <= 2
+    b.close()
+
+
+@pytest.mark.parametrize("kind", ["openai", "gemini"])
+def test_retry_after_beyond_the_cap_fails_the_item_instead_of_stalling(server, keys, tmp_path, kind):
+    b = make(kind, server, tmp_path, max_attempts=5)
+    server.script(rate_limited(retry_after=120))
+    t0 = time.monotonic()
+    g, ok = b.generate(text_requests(2))
+    assert time.monotonic() - t0 < 3.0
+    assert g.text is None and g.error.startswith("rate_limit: HTTP 429") and "more than max_retry_after_s=60" in g.error, g.error
+    assert ok.text == "A"
+    assert b.generate(text_requests(1))[0].text == "A"               # not cached as anything: asked again
+    b.close()
+    short = make(kind, server, tmp_path, max_retry_after_s=0.5)
+    server.script(rate_limited(retry_after=1))
+    [g] = short.generate(text_requests(1, "other"))
+    assert "more than max_retry_after_s=0.5" in g.error
+    short.close()
+
+
+# ----------------------------------------------------------------------------- secrets
+
+def test_key_in_the_base_url_never_reaches_names_info_cache_or_errors(server, monkeypatch, tmp_path):
+    secret = "pw-url-secret-123456"
+    monkeypatch.delenv("OPENAI_COMPATIBLE_API_KEY", raising=False)
+    url = server.openai_base_url.replace("http://", f"http://user:{secret}@")
+    from vlmlens.models.registry import load_backend
+    b = load_backend(f"openai-compatible:served@{url}", cache=str(tmp_path / "c.sqlite"), progress=False, timeout_s=2)
+    assert [g.text for g in b.generate(text_requests(2))] == ["A", "A"]
+    server.script(client_error(400, f"bad request to {url}"))
+    [g] = b.generate(text_requests(1, "again"))
+    assert g.error.startswith("client_error") and secret not in g.error
+    assert secret not in b.name and secret not in json.dumps(b.info()) and secret not in repr(b)
+    b.close()
+    rows = sqlite3.connect(str(tmp_path / "c.sqlite")).execute("SELECT backend, model, text, usage FROM responses").fetchall()
+    assert rows and all(secret not in json.dumps(r) for r in rows)
+    assert rows[0][0].startswith("openai-compatible@http://<redacted>@127.0.0.1")
+
+
+def test_a_key_echoed_back_in_a_200_answer_is_scrubbed(server, keys, tmp_path, monkeypatch):
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-neutral-987654321")
+    key = os.environ["OPENAI_API_KEY"]
+    b = make("openai", server, tmp_path, extra_body={"user_note": os.environ["MY_SERVICE_TOKEN"]})
+    server.responder = lambda call: openai_chat(f"B. (you sent {call.headers['Authorization']})", model=f"gpt-4o-{key}")
+    [g] = b.generate(text_requests(1))
+    assert key not in g.text and g.text.startswith("B. (you sent Bearer <redacted>")
+    assert b.revision is not None and key not in b.revision
+    server.responder = lambda call: openai_chat(f"B. note={call.json['user_note']}")
+    [g] = b.generate(text_requests(1, "neutral"))                   # a secret under a neutrally named option
+    assert "tok-neutral-987654321" not in g.text
+    b.close()
+    rows = sqlite3.connect(str(tmp_path / "cache.sqlite")).execute("SELECT backend, text FROM responses").fetchall()
+    assert rows and not any(key in json.dumps(r) or "tok-neutral-987654321" in json.dumps(r) for r in rows)
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gemini-2.5-flash", "openai-compatible:m@http://127.0.0.1:9/v1"])
+def test_secret_looking_model_options_are_refused_with_one_line(keys, model):
+    from vlmlens.models.registry import load_backend
+    for opt in ({"api_key": "sk-typed-on-the-command-line"}, {"extra_body": {"access_token": "x"}}, {"password": "x"}):
+        with pytest.raises(ValueError) as ei:
+            load_backend(model, cache=False, **opt)
+        msg = str(ei.value)
+        assert "looks like a secret and is refused" in msg and "environment" in msg and "\n" not in msg
+        assert "sk-typed" not in msg
+    load_backend(model, cache=False, api_key_env="OPENAI_API_KEY" if "gemini" not in model else "GEMINI_API_KEY").close()
+
+
+# ----------------------------------------------------------------------------- pixels
+
+def test_a_huge_pre_decoded_image_is_downscaled_before_encoding(server, keys, tmp_path):
+    from vlmlens.media import DEFAULT_MAX_PIXELS
+    b = make("openai", server, tmp_path, cache=False)
+    big = Image.new("RGB", (5000, 4000), (200, 30, 30))             # 20 MP, handed over already decoded
+    [g] = b.generate([Request("s", [message("user", {"type": "image", "path": "x.png", "image": big}, "colour?")])])
+    assert g.error is None
+    sent = decode_data_url(server.requests("openai")[0].json["messages"][0]["content"][0]["image_url"]["url"])
+    assert sent.size[0] * sent.size[1] <= DEFAULT_MAX_PIXELS and abs(sent.size[0] / sent.size[1] - 1.25) < 0.01
+    b.close()
+
+
+def test_progress_bar_is_silent_when_asked(server, keys, tmp_path, capsys):
+    b = make("openai", server, tmp_path, cache=False, progress=True)
+    list(b.generate_iter(text_requests(5), progress=False))
+    assert "req" not in capsys.readouterr().err
+    list(b.generate_iter(text_requests(5), progress=True))
+    assert "req" in capsys.readouterr().err
+    b.close()

@@ -179,7 +179,8 @@ def test_the_next_run_removes_a_killed_writers_temp_files(tmp_path):
     (("--frames", "-3"), "--frames must be a positive integer; got -3"),
     (("--modality", "vidoe"), "argument --modality: invalid choice: 'vidoe'"),
     (("--strategy", "chain"), "argument --strategy: invalid choice: 'chain'"),
-    (("--language", "fr"), "no demo items match --subset all --language fr; subsets:"),
+    (("--language", "fr"), "tiny-qwen2.5-vl is not run in 'fr' on demo"),
+    (("--language", "fr", "--force"), "no demo items match --subset all --language fr; subsets:"),
     (("--subset", "nope"), "no demo items match --subset nope --language all"),
     (("--model", "no-such-model"), "no-such-model"),
 ])

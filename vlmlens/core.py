@@ -218,7 +218,8 @@ MODALITIES = ("video", "subtitles", "video+subtitles", "video+transcript", "meta
 STRATEGIES = ("standard", "cot", "caption")
 #: backend options that change how requests are sent, never what is answered (one vocabulary for every backend)
 TRANSPORT_KWARGS = ("cache", "concurrency", "rpm", "progress", "timeout_s", "max_attempts", "retry", "keep_uploads",
-                    "poll_interval_s", "upload_timeout_s", "prices", "device", "device_map", "max_retry_after_s")
+                    "poll_interval_s", "upload_timeout_s", "prices", "device", "device_map", "max_retry_after_s", "window",
+                    "jitter_seed")
 
 def _f(default=None, help: str = "", *, flag: str | None = None, choices=None, hashed: bool = True, factory=None):
     "A RunConfig field with its documentation in `metadata`."

@@ -48,7 +48,7 @@ def rates(rows: Sequence[dict]) -> dict:
             "accuracy_answered": total / len(scored) if scored else None,
             "invalid_rate": n_inv / len(answered) if answered else None,
             "error_rate": n_err / len(rows) if rows else None,
-            "n_truncated": sum(r.get("finish_reason") == "length" for r in answered),
+            "n_truncated": sum(r.get("finish_reason") == "length" or str(r.get("error") or "").startswith("truncated") for r in rows),
             "n_cached": sum(bool(r.get("cached")) for r in answered),
             "input_tokens": _sum_opt(answered, "input_tokens") or 0, "output_tokens": _sum_opt(answered, "output_tokens") or 0,
             "reasoning_tokens": _sum_opt(answered, "reasoning_tokens") or 0, "cost_usd": _sum_opt(answered, "cost_usd"),

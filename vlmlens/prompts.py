@@ -6,11 +6,13 @@
 from __future__ import annotations
 
 from .core import Request, RunConfig, Sample, message, text_part
+from .fidelity import record
+from .media import inside_root, read_subtitles, subtitles_for_frames, transcript
 
 # %% auto #0
 __all__ = ['INSTRUCTIONS', 'MODALITIES', 'METADATA_KEYS', 'STRATEGIES', 'instructions', 'option_labels', 'format_option',
            'format_options', 'format_timestamp', 'media_parts', 'metadata_text', 'context_parts', 'question_text',
-           'build_request', 'render_subtitles']
+           'build_request', 'per_frame_lines', 'render_subtitles']
 
 # %% ../nbs/04_prompts.ipynb #8c6ed145
 INSTRUCTIONS: dict[str, dict[str, str]] = {
@@ -31,44 +33,59 @@ INSTRUCTIONS: dict[str, dict[str, str]] = {
         "subtitles": "Subtitles:",
         "subtitles_frames": "Subtitles at the sampled frames:",
         "metadata": "Information about the video:",
-    },
-    "hi": {
-        "question": "प्रश्न: {question}",
-        "options": "विकल्प:",
-        "mcq": "दिए गए विकल्पों में से सही विकल्प का अक्षर सीधे लिखकर उत्तर दें।",
-        "mcq_multi": "एक या अधिक विकल्प सही हैं। सभी सही विकल्पों के अक्षर (जैसे A, C) सीधे लिखकर उत्तर दें।",
-        "short": "प्रश्न का उत्तर एक शब्द या छोटे वाक्यांश में दें।",
-        "number": "केवल एक संख्या में उत्तर दें।",
-        "open": "प्रश्न का उत्तर दें।",
-        "cot": "चरण-दर-चरण सोचें और अपना तर्क हिंदी में समझाएँ। फिर अंतिम पंक्ति में 'Answer: ' के बाद अपना अंतिम उत्तर ({target}) लिखें।",
-        "target_mcq": "विकल्प का अक्षर",
-        "target_mcq_multi": "सभी सही विकल्पों के अक्षर",
-        "target_short": "एक शब्द या छोटा वाक्यांश",
-        "target_number": "एक संख्या",
-        "target_open": "पूरा उत्तर",
-        "subtitles": "उपशीर्षक:",
-        "subtitles_frames": "चुने गए फ़्रेमों के समय के उपशीर्षक:",
-        "metadata": "वीडियो के बारे में जानकारी:",
-    },
-    "te": {
-        "question": "ప్రశ్న: {question}",
-        "options": "ఎంపికలు:",
-        "mcq": "ఇచ్చిన ఎంపికలలో సరైన ఎంపిక అక్షరాన్ని మాత్రమే నేరుగా సమాధానంగా ఇవ్వండి.",
-        "mcq_multi": "ఒకటి లేదా అంతకంటే ఎక్కువ ఎంపికలు సరైనవి. సరైన అన్ని ఎంపికల అక్షరాలను (ఉదా. A, C) నేరుగా ఇవ్వండి.",
-        "short": "ప్రశ్నకు ఒక పదం లేదా చిన్న పదబంధంతో సమాధానం ఇవ్వండి.",
-        "number": "ఒకే ఒక సంఖ్యతో సమాధానం ఇవ్వండి.",
-        "open": "ప్రశ్నకు సమాధానం ఇవ్వండి.",
-        "cot": "దశలవారీగా ఆలోచించి మీ తర్కాన్ని తెలుగులో వివరించండి. తర్వాత చివరి పంక్తిలో 'Answer: ' తర్వాత మీ తుది సమాధానాన్ని ({target}) రాయండి.",
-        "target_mcq": "ఎంపిక అక్షరం",
-        "target_mcq_multi": "సరైన అన్ని ఎంపికల అక్షరాలు",
-        "target_short": "ఒక పదం లేదా చిన్న పదబంధం",
-        "target_number": "ఒక సంఖ్య",
-        "target_open": "పూర్తి సమాధానం",
-        "subtitles": "ఉపశీర్షికలు:",
-        "subtitles_frames": "ఎంచుకున్న ఫ్రేమ్‌ల సమయంలోని ఉపశీర్షికలు:",
-        "metadata": "వీడియో గురించి సమాచారం:",
-    },
+    }
 }
+
+record("all", "generic MCQ / short-answer instructions (English)", "prompt",
+       "lmms-eval task YAMLs: post_prompt of mmbench ('Answer with the option\'s letter from the given choices directly.') "
+       "and vqav2 ('Answer the question using a single word or phrase.')", "official",
+       "the fallback for benchmarks whose papers print no prompt; each paper's own prompt overrides it in its benchmark")
+
+# %% ../nbs/04_prompts.ipynb #22b622b3
+INSTRUCTIONS["hi"] = {
+    "question": "प्रश्न: {question}",
+    "options": "विकल्प:",
+    "mcq": "दिए गए विकल्पों में से सही विकल्प का अक्षर सीधे लिखकर उत्तर दें।",
+    "mcq_multi": "एक या अधिक विकल्प सही हैं। सभी सही विकल्पों के अक्षर (जैसे A, C) सीधे लिखकर उत्तर दें।",
+    "short": "प्रश्न का उत्तर एक शब्द या छोटे वाक्यांश में दें।",
+    "number": "केवल एक संख्या में उत्तर दें।",
+    "open": "प्रश्न का उत्तर दें।",
+    "cot": "चरण-दर-चरण सोचें और अपना तर्क हिंदी में समझाएँ। फिर अंतिम पंक्ति में 'Answer: ' के बाद अपना अंतिम उत्तर ({target}) लिखें।",
+    "target_mcq": "विकल्प का अक्षर",
+    "target_mcq_multi": "सभी सही विकल्पों के अक्षर",
+    "target_short": "एक शब्द या छोटा वाक्यांश",
+    "target_number": "एक संख्या",
+    "target_open": "पूरा उत्तर",
+    "subtitles": "उपशीर्षक:",
+    "subtitles_frames": "चुने गए फ़्रेमों के समय के उपशीर्षक:",
+    "metadata": "वीडियो के बारे में जानकारी:",
+}
+
+record("all", "generic instructions (Hindi)", "prompt", "this project's translation of the English instructions", "reading",
+       "no paper prints generic Hindi instructions; HinTel's paper prompts live in benchmarks.hintel")
+
+# %% ../nbs/04_prompts.ipynb #4362e90e
+INSTRUCTIONS["te"] = {
+    "question": "ప్రశ్న: {question}",
+    "options": "ఎంపికలు:",
+    "mcq": "ఇచ్చిన ఎంపికలలో సరైన ఎంపిక అక్షరాన్ని మాత్రమే నేరుగా సమాధానంగా ఇవ్వండి.",
+    "mcq_multi": "ఒకటి లేదా అంతకంటే ఎక్కువ ఎంపికలు సరైనవి. సరైన అన్ని ఎంపికల అక్షరాలను (ఉదా. A, C) నేరుగా ఇవ్వండి.",
+    "short": "ప్రశ్నకు ఒక పదం లేదా చిన్న పదబంధంతో సమాధానం ఇవ్వండి.",
+    "number": "ఒకే ఒక సంఖ్యతో సమాధానం ఇవ్వండి.",
+    "open": "ప్రశ్నకు సమాధానం ఇవ్వండి.",
+    "cot": "దశలవారీగా ఆలోచించి మీ తర్కాన్ని తెలుగులో వివరించండి. తర్వాత చివరి పంక్తిలో 'Answer: ' తర్వాత మీ తుది సమాధానాన్ని ({target}) రాయండి.",
+    "target_mcq": "ఎంపిక అక్షరం",
+    "target_mcq_multi": "సరైన అన్ని ఎంపికల అక్షరాలు",
+    "target_short": "ఒక పదం లేదా చిన్న పదబంధం",
+    "target_number": "ఒక సంఖ్య",
+    "target_open": "పూర్తి సమాధానం",
+    "subtitles": "ఉపశీర్షికలు:",
+    "subtitles_frames": "ఎంచుకున్న ఫ్రేమ్‌ల సమయంలోని ఉపశీర్షికలు:",
+    "metadata": "వీడియో గురించి సమాచారం:",
+}
+
+record("all", "generic instructions (Telugu)", "prompt", "this project's translation of the English instructions", "reading",
+       "no paper prints generic Telugu instructions; HinTel's paper prompts live in benchmarks.hintel")
 
 def instructions(lang: str | None) -> dict[str, str]:
     "The instruction table for `lang` (`hi-IN` → `hi`), English when there is none."
@@ -154,27 +171,31 @@ def build_request(sample: Sample, cfg: RunConfig) -> Request:
                    meta={"strategy": cfg.strategy, "modality": cfg.modality})
 
 # %% ../nbs/04_prompts.ipynb #ee67810b
-def render_subtitles(messages: list, lang: str | None = None, cues_loader=None) -> list:
+def per_frame_lines(cues, timestamps) -> list[str]:
+    "`[HH:MM:SS] text` for each frame time with cues on screen, every cue text written once."
+    lines, seen = [], set()
+    for t, texts in zip(timestamps, subtitles_for_frames(cues, timestamps)):
+        new = [x for x in texts if x not in seen]
+        seen.update(new)
+        if new: lines.append(f"{format_timestamp(t)} " + " ".join(new))
+    return lines
+
+# %% ../nbs/04_prompts.ipynb #8aaa2ec9
+def render_subtitles(messages: list, lang: str | None = None, cues_loader=None, root=None, allow_outside: bool = False) -> list:
     "Replace symbolic subtitle parts by text parts (needs materialised video parts for `per_frame`); headers in `lang`."
-    from vlmlens import media
-    load = cues_loader or media.read_subtitles
-    out = []
+    load = cues_loader or read_subtitles
+    ins, out = instructions(lang), []
     for msg in messages:
         parts, last_video = [], None
         for p in msg["content"]:
             if p.get("type") == "video": last_video = p
             if p.get("type") != "subtitles": parts.append(p); continue
-            ins, cues = instructions(lang), load(p["path"])
+            cues = load(inside_root(p["path"], root, allow_outside))
             if p.get("mode") == "per_frame":
                 if last_video is None or "timestamps" not in last_video:
                     raise ValueError(f"per-frame subtitles {p['path']} need a materialised video part before them")
-                lines, seen = [], set()
-                for t, texts in zip(last_video["timestamps"], media.subtitles_for_frames(cues, last_video["timestamps"])):
-                    new = [x for x in texts if x not in seen]
-                    seen.update(new)
-                    if new: lines.append(f"{format_timestamp(t)} " + " ".join(new))
-                parts.append(text_part("\n".join([ins["subtitles_frames"], *lines])))
+                parts.append(text_part("\n".join([ins["subtitles_frames"], *per_frame_lines(cues, last_video["timestamps"])])))
             else:
-                parts.append(text_part("\n".join([ins["subtitles"], media.transcript(cues)])))
+                parts.append(text_part("\n".join([ins["subtitles"], transcript(cues)])))
         out.append({**msg, "content": parts})
     return out

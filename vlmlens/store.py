@@ -110,11 +110,18 @@ def remember_secret(value: str | None):
 
 def _is_path(v: str) -> bool: return v.startswith(("/", "~", "./", "../")) or os.sep in v and os.path.exists(v)
 
+_SECRETS_CACHE: dict = {}
+
 def secret_values(env=None) -> list[str]:
     "The secret values to scrub: secret-looking environment variables (never paths) and remembered keys, longest first."
     env = os.environ if env is None else env
-    vals = {v for k, v in env.items() if looks_secret(k, env=True) and isinstance(v, str) and len(v) >= 8 and not _is_path(v)}
-    return sorted(vals | _REMEMBERED, key=len, reverse=True)
+    raw = getattr(env, "_data", env)                      # os.environ's undecoded mapping: cheap to compare
+    key = (tuple(raw.items()), frozenset(_REMEMBERED))    # every appended line asks: recompute only when something changed
+    if key not in _SECRETS_CACHE:
+        vals = {v for k, v in env.items() if looks_secret(k, env=True) and isinstance(v, str) and len(v) >= 8 and not _is_path(v)}
+        _SECRETS_CACHE.clear()
+        _SECRETS_CACHE[key] = sorted(vals | _REMEMBERED, key=len, reverse=True)
+    return _SECRETS_CACHE[key]
 
 # %% ../nbs/02_store.ipynb #7b9e4f21
 def scrub_text(s: str, secrets: list[str] | None = None) -> str:

@@ -6,11 +6,12 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
 
 from fastcore.basics import patch
 
-from ..core import Judgment, Prediction, Request, RunConfig, Sample
+from ..core import Judgment, Prediction, Request, RunConfig, Sample, cache_root
 from ..judges import JudgeItem, open_ended_judge, reference_text
 from ..prompts import build_request
 from ..scoring import parse_answer, score_answer
@@ -62,6 +63,20 @@ def judge_item(self: Benchmark, sample: Sample, prediction: Prediction) -> Judge
 def make_judge(self: Benchmark, cfg: RunConfig):
     "The judge for this benchmark's judged answers: the 0–10 open-ended judge on `cfg.judge` (default gpt-4o-mini)."
     return open_ended_judge(cfg.judge or "gpt-4o-mini", **cfg.judge_kwargs)
+
+# %% ../../nbs/30_benchmarks_base.ipynb #741afd6f
+@patch
+def media_roots(self: Benchmark, cfg: RunConfig) -> list[Path]:
+    "The folders this run's media may be read from (resolved; symlinks followed)."
+    roots = [cache_root()]
+    if cfg.data_path:
+        p = Path(cfg.data_path).expanduser()
+        roots.append(p if p.is_dir() else p.parent)
+    for k, v in (cfg.benchmark_kwargs or {}).items():
+        if isinstance(v, str) and v and (k.endswith("_root") or k == "video_map"):
+            p = Path(v).expanduser()
+            roots.append(p.parent if k == "video_map" or p.is_file() else p)
+    return list(dict.fromkeys(r.resolve() for r in roots))
 
 # %% ../../nbs/30_benchmarks_base.ipynb #0cc00572
 @patch

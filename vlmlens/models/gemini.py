@@ -14,9 +14,11 @@ import os
 import time
 from pathlib import Path
 
-from ..core import Request
-from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, cache_root, encode_jpeg, method_of,
-                                retry_after_from_headers, retry_delay_from_body, status_kind)
+from fastcore.basics import patch
+
+from ..core import Request, cache_root
+from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg, redact_url,
+                                refuse_secret_options, retry_after_from_headers, retry_delay_from_body, status_kind)
 from .registry import ModelSpec
 from ..prompts import format_timestamp
 
@@ -72,17 +74,16 @@ def check_thinking_budget(model: str, budget, rng) -> int | None:
 VIDEO_MODES = ("frames", "native")
 MEDIA_RESOLUTIONS = ("low", "medium", "high")
 
-def _offset(t) -> str: return f"{float(t):g}s"
-
 class GeminiBackend(APIBackend):
     "Gemini through google-genai: inline images/frames or native uploaded video, thinking budget, audio switch."
     kind = "gemini"
+    transport_kwargs = APIBackend.transport_kwargs + ("keep_uploads", "poll_interval_s", "upload_timeout_s")
 
     def __init__(self, model_id: str, name: str | None = None, *, api_key_env: str | None = None, base_url: str | None = None,
                  api_version: str | None = None, video: str = "frames", fps: float | None = None, audio: bool | None = None,
                  thinking_budget: int | None = None, thinking_range=(0, 24576), thinking_allowance: int = 8192,
                  media_resolution: str | None = None, keep_uploads: bool = False, poll_interval_s: float = 2.0,
-                 upload_timeout_s: float = 900.0, jpeg_quality: int = 90, **kw):
+                 upload_timeout_s: float = 900.0, jpeg_quality: int = 90, frame_timestamps: bool = True, **kw):
         name = name or model_id
         self.key_env = (api_key_env,) if api_key_env else ("GEMINI_API_KEY", "GOOGLE_API_KEY")
         key = api_key_from_env(self.key_env, what=name)          # first: fail before anything else
@@ -97,93 +98,108 @@ class GeminiBackend(APIBackend):
         try: from google import genai  # noqa: F401  (imported once, here: a missing package fails now, not mid-run)
         except ImportError: raise ImportError(f"{name}: the Gemini backend needs the `google-genai` package (pip install google-genai)") from None
         super().__init__(name, model_id, **kw)
+        self.base_url_shown, url_secrets = redact_url(base_url)
         self._api_key, self.base_url, self.api_version = key, base_url, api_version
+        self._add_secrets(key, *url_secrets)
         self.video, self.fps, self.audio = video, fps, (True if audio is None else bool(audio))
         self.thinking_allowance, self.media_resolution = int(thinking_allowance), media_resolution
         self.keep_uploads, self.poll_interval_s, self.upload_timeout_s = bool(keep_uploads), float(poll_interval_s), float(upload_timeout_s)
-        self.jpeg_quality = int(jpeg_quality)
+        self.jpeg_quality, self.frame_timestamps = int(jpeg_quality), bool(frame_timestamps)
         self.stats["uploads"] = 0
-        self._client = None
-        self._hashes: dict = {}            # (path, size, mtime) -> sha256
-        self._paths: dict = {}             # sha256 -> a local path with that content
-        self._uploads: dict = {}           # upload key -> Future[File]
-        self._uploaded: list = []          # names of files this backend uploaded
+        self._client, self._hashes, self._paths, self._uploads, self._uploaded = None, {}, {}, {}, []
 
-    def _inline(self, img) -> dict:
-        return {"inline_data": {"mime_type": "image/jpeg", "data": b64(encode_jpeg(img, self.jpeg_quality))}}
+# %% ../../nbs/14_models_gemini.ipynb #159b5b03
+@patch
+def _video_ref(self: GeminiBackend, part: dict) -> dict:
+    "An upload placeholder for a native video part, keyed by the file's content hash."
+    path = part.get("path")
+    if not path or not os.path.isfile(path): raise ValueError(f"video file {path!r} not found (native video needs the file)")
+    st = os.stat(path)
+    k = (os.path.abspath(path), st.st_size, st.st_mtime_ns)
+    if k not in self._hashes: self._hashes[k] = file_sha256(path)
+    sha = self._hashes[k]
+    self._paths[sha] = path
+    meta = {}
+    if self.fps is not None: meta["fps"] = float(self.fps)
+    if part.get("start") is not None: meta["start_offset"] = _offset(part["start"])
+    if part.get("end") is not None: meta["end_offset"] = _offset(part["end"])
+    ref = {"_upload": {"sha256": sha, "mime_type": mimetypes.guess_type(path)[0] or "video/mp4", "audio": self.audio}}
+    if meta: ref["video_metadata"] = meta
+    return ref
 
-    def _video_ref(self, part: dict) -> dict:
-        path = part.get("path")
-        if not path or not os.path.isfile(path): raise ValueError(f"video file {path!r} not found (native video needs the file)")
-        st = os.stat(path)
-        k = (os.path.abspath(path), st.st_size, st.st_mtime_ns)
-        if k not in self._hashes: self._hashes[k] = file_sha256(path)
-        sha = self._hashes[k]
-        self._paths[sha] = path
-        mime = mimetypes.guess_type(path)[0] or "video/mp4"
-        meta = {}
-        if self.fps is not None: meta["fps"] = float(self.fps)
-        if part.get("start") is not None: meta["start_offset"] = _offset(part["start"])
-        if part.get("end") is not None: meta["end_offset"] = _offset(part["end"])
-        ref = {"_upload": {"sha256": sha, "mime_type": mime, "audio": self.audio}}
-        if meta: ref["video_metadata"] = meta
-        return ref
+def _offset(t) -> str: return f"{float(t):g}s"
 
-    def _parts(self, content: list) -> list[dict]:
-        out = []
-        for p in content:
-            t = p.get("type")
-            if t == "text": out.append({"text": p["text"]})
-            elif t == "image":
-                if p.get("image") is None: raise ValueError(f"image part {p.get('path')!r} has no decoded image: materialise the request first")
-                out.append(self._inline(p["image"]))
-            elif t == "video" and self.video == "native": out.append(self._video_ref(p))
-            elif t == "video":
-                frames, ts = p.get("frames"), p.get("timestamps")
-                if frames is None or ts is None: raise ValueError(f"video part {p.get('path')!r} has no frames/timestamps: materialise the request first")
-                if len(frames) != len(ts): raise ValueError(f"video part {p.get('path')!r}: {len(frames)} frames but {len(ts)} timestamps")
-                for img, s in zip(frames, ts): out += [{"text": format_timestamp(s)}, self._inline(img)]
-            elif t == "subtitles": raise ValueError(f"subtitle part {p.get('path')!r} must be rendered to text before generation")
-            else: raise ValueError(f"the Gemini backend cannot send a {t!r} part")
-        return out
+# %% ../../nbs/14_models_gemini.ipynb #219f0a7d
+@patch
+def _inline(self: GeminiBackend, img) -> dict:
+    return {"inline_data": {"mime_type": "image/jpeg", "data": b64(encode_jpeg(img, self.jpeg_quality))}}
 
-    def build_payload(self, request: Request, *, max_new_tokens: int, temperature: float, seed: int) -> dict:
-        "The `generate_content` arguments (model, contents, config) as JSON, native videos as upload placeholders."
-        contents, system = [], []
-        for m in request.messages:
-            role = m.get("role")
-            if role == "system": system += [p["text"] for p in m["content"] if p.get("type") == "text"]; continue
-            if role not in ("user", "assistant"): raise ValueError(f"unsupported message role {role!r}")
-            contents.append({"role": "user" if role == "user" else "model", "parts": self._parts(m["content"])})
-        thinks = self.thinking_range is not None and self.thinking_budget != 0
-        extra = 0 if not thinks else (self.thinking_budget if (self.thinking_budget or -1) > 0 else self.thinking_allowance)
-        cfg = {"temperature": float(temperature), "max_output_tokens": int(max_new_tokens) + extra, "seed": int(seed)}
-        if system: cfg["system_instruction"] = "\n".join(system)
-        if self.thinking_budget is not None: cfg["thinking_config"] = {"thinking_budget": self.thinking_budget}
-        if self.media_resolution: cfg["media_resolution"] = f"MEDIA_RESOLUTION_{self.media_resolution.upper()}"
-        return {"model": self.model_id, "contents": contents, "config": cfg}
+@patch
+def _parts(self: GeminiBackend, content: list) -> list[dict]:
+    "Neutral content parts → Gemini parts."
+    out = []
+    for p in content:
+        t = p.get("type")
+        if t == "text": out.append({"text": p["text"]})
+        elif t == "image":
+            if p.get("image") is None: raise ValueError(f"image part {p.get('path')!r} has no decoded image: materialise the request first")
+            out.append(self._inline(p["image"]))
+        elif t == "video" and self.video == "native": out.append(self._video_ref(p))
+        elif t == "video":
+            frames, ts = p.get("frames"), p.get("timestamps")
+            if frames is None or ts is None: raise ValueError(f"video part {p.get('path')!r} has no frames/timestamps: materialise the request first")
+            if len(frames) != len(ts): raise ValueError(f"video part {p.get('path')!r}: {len(frames)} frames but {len(ts)} timestamps")
+            for img, s in zip(frames, ts): out += ([{"text": format_timestamp(s)}] if self.frame_timestamps else []) + [self._inline(img)]
+        elif t == "subtitles": raise ValueError(f"subtitle part {p.get('path')!r} must be rendered to text before generation")
+        else: raise ValueError(f"the Gemini backend cannot send a {t!r} part")
+    return out
 
-    def info(self) -> dict:
-        return {**super().info(), "video": self.video, "fps": self.fps, "audio": self.audio, "thinking_budget": self.thinking_budget,
-                "media_resolution": self.media_resolution, "base_url": self.base_url}
+# %% ../../nbs/14_models_gemini.ipynb #4159d0c6
+@patch
+def build_payload(self: GeminiBackend, request: Request, *, max_new_tokens: int, temperature: float, seed: int) -> dict:
+    "The `generate_content` arguments (model, contents, config) as JSON, native videos as upload placeholders."
+    contents, system = [], []
+    for m in request.messages:
+        role = m.get("role")
+        if role == "system": system += [p["text"] for p in m["content"] if p.get("type") == "text"]; continue
+        if role not in ("user", "assistant"): raise ValueError(f"unsupported message role {role!r}")
+        contents.append({"role": "user" if role == "user" else "model", "parts": self._parts(m["content"])})
+    thinks = self.thinking_range is not None and self.thinking_budget != 0
+    extra = 0 if not thinks else (self.thinking_budget if (self.thinking_budget or -1) > 0 else self.thinking_allowance)
+    cfg = {"temperature": float(temperature), "max_output_tokens": int(max_new_tokens) + extra, "seed": int(seed)}
+    if system: cfg["system_instruction"] = "\n".join(system)
+    if self.thinking_budget is not None: cfg["thinking_config"] = {"thinking_budget": self.thinking_budget}
+    if self.media_resolution: cfg["media_resolution"] = f"MEDIA_RESOLUTION_{self.media_resolution.upper()}"
+    return {"model": self.model_id, "contents": contents, "config": cfg}
+
+@patch
+def info(self: GeminiBackend) -> dict:
+    "`APIBackend.info` plus the video, audio and thinking settings (URL redacted)."
+    return self.scrub({**APIBackend.info(self), "video": self.video, "fps": self.fps, "audio": self.audio,
+                       "thinking_budget": self.thinking_budget, "media_resolution": self.media_resolution,
+                       "base_url": self.base_url_shown, "frame_timestamps": self.frame_timestamps})
 
 # %% ../../nbs/14_models_gemini.ipynb #7cae834a
-@method_of(GeminiBackend)
-def _get_client(self):
+@patch
+def _get_client(self: GeminiBackend):
+    "The google-genai client (created once, inside the backend's loop; its own retries off)."
     if self._client is None:
         from google import genai
         from google.genai import types
         ho = types.HttpOptions(base_url=self.base_url, api_version=self.api_version, timeout=int(self.retry.timeout_s * 1000),
                                retry_options=types.HttpRetryOptions(attempts=1))
         self._client = genai.Client(api_key=self._api_key, vertexai=False, http_options=ho)
+        for T in (types.GenerateContentConfig, types.Content, types.Part, types.GenerateContentResponse, types.File):
+            T.model_validate({})        # pydantic builds these schemas on first use (~1 s): not inside a call's deadline
     return self._client
 
-@method_of(GeminiBackend)
-def _upload_key(self, ref: dict) -> str:
+# %% ../../nbs/14_models_gemini.ipynb #206c7459
+@patch
+def _upload_key(self: GeminiBackend, ref: dict) -> str:
     return f"{ref['sha256']}:{'audio' if ref['audio'] else 'noaudio'}"
 
-@method_of(GeminiBackend)
-async def _file_for(self, ref: dict):
+@patch
+async def _file_for(self: GeminiBackend, ref: dict):
     "The ACTIVE uploaded file for an upload placeholder (uploading it once, shared by concurrent requests)."
     key = self._upload_key(ref)
     task = self._uploads.get(key)
@@ -195,17 +211,26 @@ async def _file_for(self, ref: dict):
         if self._uploads.get(key) is task and task.done(): del self._uploads[key]     # let a later request retry
         raise
 
-@method_of(GeminiBackend)
-async def _upload(self, ref: dict):
+@patch
+async def _kept_upload(self: GeminiBackend, key: str):
+    "A still-ACTIVE upload remembered from an earlier run (`keep_uploads=True`), else None."
+    from google.genai import types
+    known = self.cache.get_upload(f"gemini:{key}") if self.keep_uploads and self.cache is not None else None
+    if not known: return None
+    try:
+        f = await self._get_client().aio.files.get(name=known["name"])
+        if f.state == types.FileState.ACTIVE: return f
+    except Exception as e: log.info("%s: kept upload %s not reusable (%s); uploading again", self.name, known["name"], self._scrub(str(e)))
+    return None
+
+# %% ../../nbs/14_models_gemini.ipynb #038f804c
+@patch
+async def _upload(self: GeminiBackend, ref: dict):
+    "Upload one video (audio stripped when asked) and wait until it is ACTIVE."
     from google.genai import types
     client, key = self._get_client(), self._upload_key(ref)
-    if self.keep_uploads and self.cache is not None:
-        known = self.cache.get_upload(f"gemini:{key}")
-        if known:
-            try:
-                f = await client.aio.files.get(name=known["name"])
-                if f.state == types.FileState.ACTIVE: return f
-            except Exception as e: log.info("%s: kept upload %s not reusable (%s); uploading again", self.name, known["name"], e)
+    kept = await self._kept_upload(key)
+    if kept is not None: return kept
     path = self._paths.get(ref["sha256"])
     if path is None: raise CallError("upload", f"no local file with sha256 {ref['sha256'][:12]}…")
     if not ref["audio"] and await asyncio.to_thread(has_audio, path):
@@ -225,8 +250,9 @@ async def _upload(self, ref: dict):
         self.cache.put_upload(f"gemini:{key}", {"name": f.name, "uri": f.uri, "mime_type": f.mime_type})
     return f
 
-@method_of(GeminiBackend)
-async def _aclose(self):
+@patch
+async def _aclose(self: GeminiBackend):
+    "Delete this backend's uploads (unless kept) and close the client."
     if self._client is None: return
     if not self.keep_uploads:
         for name in self._uploaded:
@@ -251,7 +277,7 @@ def parse_gemini_response(resp) -> Reply:
     n_cand = getattr(um, "candidates_token_count", None) or 0
     n_think = getattr(um, "thoughts_token_count", None)
     version = getattr(resp, "model_version", None)
-    r = lambda text, refusal=None: Reply(text, n_in, n_cand + (n_think or 0), n_think, refusal, version)
+    r = lambda text, refusal=None, fr=None: Reply(text, n_in, n_cand + (n_think or 0), n_think, refusal, version, fr)
     pf = getattr(resp, "prompt_feedback", None)
     block = _enum_name(getattr(pf, "block_reason", None)) if pf is not None else None
     if block and block != "BLOCKED_REASON_UNSPECIFIED":
@@ -261,9 +287,9 @@ def parse_gemini_response(resp) -> Reply:
     if not cands: raise CallError("malformed", "response has no candidates and no block reason")
     c = cands[0]
     fr = _enum_name(getattr(c, "finish_reason", None))
-    if fr in REFUSAL_FINISH: return r(None, f"finish_reason={fr}")
+    if fr in REFUSAL_FINISH: return r(None, f"finish_reason={fr}", fr)
     parts = getattr(getattr(c, "content", None), "parts", None) or []
-    return r("".join(p.text for p in parts if getattr(p, "text", None) and not getattr(p, "thought", False)))
+    return r("".join(p.text for p in parts if getattr(p, "text", None) and not getattr(p, "thought", False)), None, fr)
 
 # %% ../../nbs/14_models_gemini.ipynb #4c93d843
 def _resolve_part(p: dict, files: dict) -> dict:
@@ -278,9 +304,10 @@ def _resolve_part(p: dict, files: dict) -> dict:
         return out
     return p
 
-@method_of(GeminiBackend)
-async def _call(self, payload: dict) -> Reply:
-    "Upload what needs uploading, then one generate_content call."
+@patch
+async def _prepare(self: GeminiBackend, payload: dict) -> dict:
+    "Create the client, upload what needs uploading and decode inline data (none of it under the call's deadline)."
+    self._get_client()
     files = {}
     for c in payload["contents"]:
         for p in c["parts"]:
@@ -288,11 +315,17 @@ async def _call(self, payload: dict) -> Reply:
                 u = p["_upload"]
                 files[u["sha256"] + str(u["audio"])] = await self._file_for(u)
     contents = [{"role": c["role"], "parts": [_resolve_part(p, files) for p in c["parts"]]} for c in payload["contents"]]
-    resp = await self._get_client().aio.models.generate_content(model=payload["model"], contents=contents, config=payload["config"])
+    return {"model": payload["model"], "contents": contents, "config": payload["config"]}
+
+@patch
+async def _call(self: GeminiBackend, prepared: dict) -> Reply:
+    "One generate_content call."
+    resp = await self._get_client().aio.models.generate_content(**prepared)
     return parse_gemini_response(resp)
 
-@method_of(GeminiBackend)
-def _classify(self, exc: BaseException) -> CallError:
+# %% ../../nbs/14_models_gemini.ipynb #585e328f
+@patch
+def _classify(self: GeminiBackend, exc: BaseException) -> CallError:
     "Map google-genai / transport exceptions to a `CallError`."
     from google.genai import errors
     if isinstance(exc, CallError): return exc
@@ -322,6 +355,7 @@ def _classify(self, exc: BaseException) -> CallError:
 
 # %% ../../nbs/14_models_gemini.ipynb #762ef032
 def from_spec(spec: ModelSpec, **kw) -> GeminiBackend:
-    "Build the backend for a registry spec (`kw` override the spec's defaults)."
+    "Build the backend for a registry spec (`kw` override the spec's defaults; secret-looking options are refused)."
     kw.pop("device", None)
+    refuse_secret_options(spec.name, kw, ("GEMINI_API_KEY", "GOOGLE_API_KEY"))
     return GeminiBackend(spec.model_id, name=spec.name, languages=spec.languages, **{**spec.backend_defaults(), **kw})

@@ -5,9 +5,14 @@
 # %% ../../nbs/13_models_openai.ipynb #d382ea71
 from __future__ import annotations
 
+from fastcore.basics import patch
+
+import json
+
 from ..core import Request
-from .api import (OPENAI_REASONING_PREFIXES, APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg, method_of,
-                                retry_after_from_headers, status_kind)
+from ..fidelity import record
+from .api import (OPENAI_REASONING_PREFIXES, APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg,
+                                redact_url, refuse_secret_options, retry_after_from_headers, status_kind)
 from .registry import ModelSpec
 from ..prompts import format_timestamp
 
@@ -17,22 +22,29 @@ __all__ = ['DETAILS', 'image_part', 'video_parts', 'to_openai_messages', 'OpenAI
 # %% ../../nbs/13_models_openai.ipynb #f3d62d31
 DETAILS = ("auto", "low", "high")
 
+record("infinibench", "GPT video input: sampled frames with [HH:MM:SS] text", "default", "InfiniBench App. B.7 (GPT-4o)",
+       "departure", "the paper sends up to 450 sampled frames with the subtitles; it does not say the frames carry their "
+       "times. vlmlens writes each frame's timestamp before it so that frames and per-frame subtitles line up",
+       "--model-kwarg frame_timestamps=false")
+
 def image_part(img, detail: str = "auto", quality: int = 90) -> dict:
     "An `image_url` content part with a base64 JPEG data URL."
     return {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64," + b64(encode_jpeg(img, quality)), "detail": detail}}
 
-def video_parts(part: dict, detail: str = "auto", quality: int = 90) -> list[dict]:
-    "A materialised video part as alternating timestamp text and frame images."
+def video_parts(part: dict, detail: str = "auto", quality: int = 90, timestamps: bool = True) -> list[dict]:
+    "A materialised video part as its frames (images), each after its timestamp text unless `timestamps=False`."
     frames, ts = part.get("frames"), part.get("timestamps")
     if frames is None or ts is None:
         raise ValueError(f"video part {part.get('path')!r} has no frames/timestamps: materialise the request first")
     if len(frames) != len(ts): raise ValueError(f"video part {part.get('path')!r}: {len(frames)} frames but {len(ts)} timestamps")
     out = []
     for img, t in zip(frames, ts):
-        out += [{"type": "text", "text": format_timestamp(t)}, image_part(img, detail, quality)]
+        out += ([{"type": "text", "text": format_timestamp(t)}] if timestamps else []) + [image_part(img, detail, quality)]
     return out
 
-def to_openai_messages(messages: list, detail: str = "auto", frame_detail: str | None = None, quality: int = 90) -> list[dict]:
+# %% ../../nbs/13_models_openai.ipynb #10f14ad6
+def to_openai_messages(messages: list, detail: str = "auto", frame_detail: str | None = None, quality: int = 90,
+                       frame_timestamps: bool = True) -> list[dict]:
     "Neutral messages → chat-completions messages."
     out = []
     for m in messages:
@@ -45,7 +57,7 @@ def to_openai_messages(messages: list, detail: str = "auto", frame_detail: str |
             elif t == "image":
                 if p.get("image") is None: raise ValueError(f"image part {p.get('path')!r} has no decoded image: materialise the request first")
                 parts.append(image_part(p["image"], detail, quality))
-            elif t == "video": parts += video_parts(p, frame_detail or detail, quality)
+            elif t == "video": parts += video_parts(p, frame_detail or detail, quality, frame_timestamps)
             elif t == "subtitles": raise ValueError(f"subtitle part {p.get('path')!r} must be rendered to text before generation")
             else: raise ValueError(f"the OpenAI chat backend cannot send a {t!r} part")
         if role != "user" and all(q["type"] == "text" for q in parts):
@@ -61,98 +73,128 @@ class OpenAIBackend(APIBackend):
     def __init__(self, model_id: str, name: str | None = None, *, base_url: str | None = None, api_key_env: str | None = None,
                  compatible: bool = False, token_param: str | None = None, reasoning: bool | None = None,
                  reasoning_effort: str | None = None, reasoning_allowance: int = 8192, detail: str = "auto",
-                 frame_detail: str | None = None, jpeg_quality: int = 90, extra_body: dict | None = None, **kw):
-        name = name or model_id
+                 frame_detail: str | None = None, frame_timestamps: bool = True, jpeg_quality: int = 90,
+                 extra_body: dict | None = None, **kw):
+        shown, url_secrets = redact_url(base_url.rstrip("/") if base_url else None)
+        name = (name or model_id).replace(base_url or "\0", shown or "").replace((base_url or "\0").rstrip("/"), shown or "")
+        self.key_env = (api_key_env or ("OPENAI_COMPATIBLE_API_KEY" if compatible else "OPENAI_API_KEY"),)
+        key = api_key_from_env(self.key_env, default="EMPTY" if compatible and not api_key_env else None, what=name)
+        refuse_secret_options(name, {"extra_body": extra_body or {}}, self.key_env)
         for d in (detail, frame_detail):
             if d is not None and d not in DETAILS: raise ValueError(f"{name}: detail must be one of {DETAILS}, got {d!r}")
         reasoning = model_id.startswith(OPENAI_REASONING_PREFIXES) if reasoning is None else bool(reasoning)
-        if token_param is None: token_param = "max_completion_tokens" if reasoning else "max_tokens"
+        token_param = token_param or ("max_completion_tokens" if reasoning else "max_tokens")
         if token_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError(f"{name}: token_param must be 'max_tokens' or 'max_completion_tokens', got {token_param!r}")
         if reasoning_effort is not None and not reasoning:
             raise ValueError(f"{name}: reasoning_effort applies to reasoning models only (gpt-5*, o-series)")
-        # the key first: a missing key must fail before anything else happens
-        if compatible:
-            self.key_env = (api_key_env or "OPENAI_COMPATIBLE_API_KEY",)
-            key = api_key_from_env(self.key_env, default=None if api_key_env else "EMPTY", what=name)
-        else:
-            self.key_env = (api_key_env or "OPENAI_API_KEY",)
-            key = api_key_from_env(self.key_env, what=name)
         try: import openai  # noqa: F401  (imported here, once, so a missing package fails now and not mid-run)
         except ImportError: raise ImportError(f"{name}: the OpenAI backend needs the `openai` package (pip install openai)") from None
         super().__init__(name, model_id, **kw)
-        self._api_key = key
-        self.base_url, self.compatible = (base_url.rstrip("/") if base_url else None), bool(compatible)
+        self._api_key, self.compatible = key, bool(compatible)
+        self._add_secrets(key, *url_secrets)
+        self.base_url, self.base_url_shown = (base_url.rstrip("/") if base_url else None), shown
         self.token_param, self.reasoning, self.reasoning_effort = token_param, reasoning, reasoning_effort
-        self.reasoning_allowance = int(reasoning_allowance)
-        self.detail, self.frame_detail, self.jpeg_quality = detail, frame_detail, int(jpeg_quality)
+        self.reasoning_allowance, self.jpeg_quality = int(reasoning_allowance), int(jpeg_quality)
+        self.detail, self.frame_detail, self.frame_timestamps = detail, frame_detail, bool(frame_timestamps)
         self.extra_body = dict(extra_body or {})
         self._client = None
 
-    @property
-    def cache_namespace(self) -> str:
-        # a served model name does not pin weights: keep different servers apart
-        return f"openai-compatible@{self.base_url}" if self.compatible else "openai"
+# %% ../../nbs/13_models_openai.ipynb #7fc36ce7
+@patch(as_prop=True)
+def cache_namespace(self: OpenAIBackend) -> str:
+    "`openai`, or `openai-compatible@<url>` (a served model name does not pin weights: keep servers apart; no secrets)."
+    return f"openai-compatible@{self.base_url_shown}" if self.compatible else "openai"
 
-    def build_payload(self, request: Request, *, max_new_tokens: int, temperature: float, seed: int) -> dict:
-        "The chat-completions request body for one neutral request."
-        p = {"model": self.model_id,
-             "messages": to_openai_messages(request.messages, self.detail, self.frame_detail, self.jpeg_quality)}
-        if self.reasoning:
-            p[self.token_param] = int(max_new_tokens) + self.reasoning_allowance
-            if self.reasoning_effort: p["reasoning_effort"] = self.reasoning_effort
-        else:
-            p[self.token_param] = int(max_new_tokens)
-            p["temperature"] = float(temperature)
-        p["seed"] = int(seed)
-        if self.extra_body: p["extra_body"] = self.extra_body
-        return p
+@patch
+def build_payload(self: OpenAIBackend, request: Request, *, max_new_tokens: int, temperature: float, seed: int) -> dict:
+    "The chat-completions request body for one neutral request."
+    p = {"model": self.model_id,
+         "messages": to_openai_messages(request.messages, self.detail, self.frame_detail, self.jpeg_quality, self.frame_timestamps)}
+    if self.reasoning:
+        p[self.token_param] = int(max_new_tokens) + self.reasoning_allowance
+        if self.reasoning_effort: p["reasoning_effort"] = self.reasoning_effort
+    else:
+        p[self.token_param] = int(max_new_tokens)
+        p["temperature"] = float(temperature)
+    p["seed"] = int(seed)
+    if self.extra_body: p["extra_body"] = self.extra_body
+    return p
 
-    def info(self) -> dict:
-        return {**super().info(), "base_url": self.base_url, "token_param": self.token_param,
-                "reasoning_effort": self.reasoning_effort, "detail": self.detail, "frame_detail": self.frame_detail}
+@patch
+def info(self: OpenAIBackend) -> dict:
+    "`APIBackend.info` plus the URL (redacted) and the request options."
+    return self.scrub({**APIBackend.info(self), "base_url": self.base_url_shown, "max_tokens_param": self.token_param,
+                       "reasoning_effort": self.reasoning_effort, "detail": self.detail, "frame_detail": self.frame_detail,
+                       "frame_timestamps": self.frame_timestamps})
 
 # %% ../../nbs/13_models_openai.ipynb #32ccc45d
 _REFUSAL_CODES = ("content_policy_violation", "content_filter")
 
-def _parse_completion(resp) -> Reply:
-    "A `Reply` from a ChatCompletion object (raises `CallError('malformed')` on an unexpected shape)."
-    choices = getattr(resp, "choices", None)
-    if not choices: raise CallError("malformed", f"response has no choices: {str(resp)[:200]!r}")
-    ch, usage = choices[0], getattr(resp, "usage", None)
-    msg = getattr(ch, "message", None)
-    if msg is None: raise CallError("malformed", "response choice has no message")
-    n_in = getattr(usage, "prompt_tokens", 0) or 0
-    n_out = getattr(usage, "completion_tokens", 0) or 0
-    det = getattr(usage, "completion_tokens_details", None)
-    n_reason = getattr(det, "reasoning_tokens", None) if det is not None else None
-    refusal = getattr(msg, "refusal", None)
-    if not refusal and getattr(ch, "finish_reason", None) == "content_filter": refusal = "finish_reason=content_filter"
-    if msg.content is not None and not isinstance(msg.content, str): raise CallError("malformed", "message content is not a string")
-    return Reply(msg.content, n_in, n_out, n_reason, refusal=refusal or None, model_version=getattr(resp, "model", None))
+def _count(x) -> int: return int(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 else 0
 
-@method_of(OpenAIBackend)
-def _get_client(self):
+def _parse_completion(d) -> Reply:
+    "A `Reply` from a chat-completion JSON body, every field type-checked (`CallError('malformed')` on a bad shape)."
+    if not isinstance(d, dict): raise CallError("malformed", f"response is not a JSON object: {str(d)[:200]!r}")
+    choices = d.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise CallError("malformed", f"response has no choices: {str(d)[:200]!r}")
+    ch = choices[0]
+    msg = ch.get("message")
+    if not isinstance(msg, dict): raise CallError("malformed", "response choice has no message")
+    usage = d.get("usage") if isinstance(d.get("usage"), dict) else {}
+    det = usage.get("completion_tokens_details")
+    n_reason = _count(det.get("reasoning_tokens")) if isinstance(det, dict) and det.get("reasoning_tokens") is not None else None
+    fr, refusal, content = ch.get("finish_reason"), msg.get("refusal"), msg.get("content")
+    if not refusal and fr == "content_filter": refusal = "finish_reason=content_filter"
+    if content is not None and not isinstance(content, str): raise CallError("malformed", "message content is not a string")
+    model = d.get("model") if isinstance(d.get("model"), str) else None
+    return Reply(content, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), n_reason,
+                 refusal=str(refusal) if refusal else None, model_version=model, finish_reason=fr if isinstance(fr, str) else None)
+
+# %% ../../nbs/13_models_openai.ipynb #4682ea61
+@patch
+def _get_client(self: OpenAIBackend):
+    "The `openai.AsyncOpenAI` client (created once, inside the backend's loop; its own retries off; aiohttp transport)."
     if self._client is None:
         import openai
-        self._client = openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.retry.timeout_s)
+        http = None                                                # httpx's own transport when aiohttp is missing, and
+        if "@" not in (self.base_url or "").split("//", 1)[-1].split("/", 1)[0]:    # for URL credentials (aiohttp refuses them)
+            try: http = openai.DefaultAioHttpClient(timeout=self.retry.timeout_s)   # the `openai[aiohttp]` transport
+            except RuntimeError: pass
+        self._client = openai.AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, max_retries=0,
+                                          timeout=self.retry.timeout_s, http_client=http)
     return self._client
 
-@method_of(OpenAIBackend)
-async def _call(self, payload: dict) -> Reply:
+@patch
+async def _prepare(self: OpenAIBackend, payload: dict) -> dict:
+    "Create the client before the first call, outside the call's deadline."
+    self._get_client()
+    return payload
+
+@patch
+async def _call(self: OpenAIBackend, payload: dict) -> Reply:
     "Send one chat-completions request; a `Reply` or an exception for `_classify`."
-    from openai.types.chat import ChatCompletion
+    try: from httpx2 import Response as RawResponse           # the HTTP library the installed openai SDK is built on
+    except ImportError: from httpx import Response as RawResponse
     body = {k: v for k, v in payload.items() if k != "extra_body"}
     body.update(payload.get("extra_body") or {})
-    # `client.post` is what `chat.completions.create` calls after re-validating its keyword arguments
-    # against the typed schema; our body is already plain JSON, and that step alone costs ~2.5 ms per
-    # request, which at 16+ requests in flight makes the client, not the server, the bottleneck.
-    resp = await self._get_client().post("/chat/completions", body=body, cast_to=ChatCompletion)
-    if isinstance(resp, (str, bytes)): raise CallError("malformed", f"response is not a chat completion: {resp[:200]!r}")
-    return _parse_completion(resp)
+    # `client.post` is what `chat.completions.create` calls after re-validating its keyword arguments against the
+    # typed schema, and it would build a pydantic ChatCompletion from the answer; our body is already plain JSON
+    # and `_parse_completion` checks the answer's fields itself. Those two steps cost a few ms per request, which
+    # with dozens in flight makes the client, not the server, the bottleneck. Errors (4xx/5xx) still raise.
+    resp = await self._get_client().post("/chat/completions", body=body, cast_to=RawResponse)
+    return _parse_completion(json.loads(resp.content))
 
-@method_of(OpenAIBackend)
-def _classify(self, exc: BaseException) -> CallError:
+@patch
+async def _aclose(self: OpenAIBackend):
+    "Close the client."
+    if self._client is not None:
+        await self._client.close(); self._client = None
+
+# %% ../../nbs/13_models_openai.ipynb #98744b98
+@patch
+def _classify(self: OpenAIBackend, exc: BaseException) -> CallError:
     "Map an `openai` exception to a `CallError`."
     import openai
     if isinstance(exc, CallError): return exc
@@ -173,13 +215,9 @@ def _classify(self, exc: BaseException) -> CallError:
     except ImportError: pass
     return APIBackend._classify(self, exc)
 
-@method_of(OpenAIBackend)
-async def _aclose(self):
-    if self._client is not None:
-        await self._client.close(); self._client = None
-
 # %% ../../nbs/13_models_openai.ipynb #31840a28
 def from_spec(spec: ModelSpec, **kw) -> OpenAIBackend:
-    "Build the backend for a registry spec (`kw` override the spec's defaults)."
+    "Build the backend for a registry spec (`kw` override the spec's defaults; secret-looking options are refused)."
     kw.pop("device", None)
+    refuse_secret_options(spec.name, kw, ("OPENAI_COMPATIBLE_API_KEY",) if spec.defaults.get("compatible") else ("OPENAI_API_KEY",))
     return OpenAIBackend(spec.model_id, name=spec.name, languages=spec.languages, **{**spec.backend_defaults(), **kw})
