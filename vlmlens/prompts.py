@@ -5,12 +5,12 @@
 # %% ../nbs/04_prompts.ipynb #cea675fd
 from __future__ import annotations
 
-from .core import Request, RunConfig, Sample, message, text_part
+from .core import MODALITIES, Request, RunConfig, Sample, message, text_part
 from .fidelity import record
 from .media import inside_root, read_subtitles, subtitles_for_frames, transcript
 
 # %% auto #0
-__all__ = ['INSTRUCTIONS', 'MODALITIES', 'METADATA_KEYS', 'STRATEGIES', 'instructions', 'option_labels', 'format_option',
+__all__ = ['INSTRUCTIONS', 'METADATA_KEYS', 'GENERIC_STRATEGIES', 'instructions', 'option_labels', 'format_option',
            'format_options', 'format_timestamp', 'media_parts', 'metadata_text', 'context_parts', 'question_text',
            'build_request', 'per_frame_lines', 'render_subtitles']
 
@@ -117,7 +117,6 @@ def format_timestamp(t: float) -> str:
     return f"[{t // 3600:02d}:{t % 3600 // 60:02d}:{t % 60:02d}]"
 
 # %% ../nbs/04_prompts.ipynb #ce418770
-MODALITIES = ("video", "subtitles", "video+subtitles", "video+transcript", "metadata", "text")
 METADATA_KEYS = ("title", "year", "show", "season", "episode")
 
 def media_parts(sample: Sample) -> list[dict]:
@@ -147,14 +146,14 @@ def context_parts(sample: Sample, modality: str) -> list[dict]:
     return parts
 
 # %% ../nbs/04_prompts.ipynb #288f70db
-STRATEGIES = ("standard", "cot")
+GENERIC_STRATEGIES = ("standard", "cot")  # what the generic prompts do; benchmarks add theirs (HinTel: caption)
 
 def _kind(sample: Sample) -> str:
     return {"integer": "number", "numeric": "number"}.get(sample.answer_type, sample.answer_type)
 
 def question_text(sample: Sample, strategy: str = "standard") -> str:
     "Question, options and the answer instruction, in the sample's language."
-    if strategy not in STRATEGIES: raise ValueError(f"unknown strategy {strategy!r} for generic prompts; choose from {STRATEGIES}")
+    if strategy not in GENERIC_STRATEGIES: raise ValueError(f"unknown strategy {strategy!r} for generic prompts; choose from {GENERIC_STRATEGIES}")
     ins, kind = instructions(sample.language), _kind(sample)
     lines = [ins["question"].format(question=sample.question.strip())]
     if sample.answer_type in ("mcq", "mcq_multi"):
