@@ -185,13 +185,17 @@ def test_registry_loads_tiny_and_local_paths(tmp_path, monkeypatch, tiny_path):
         assert info["revision"] == b.revision and info["backend"] == "hf" and info["parameters"] < 300_000
     with registry.load_backend(str(tiny_path), batch_size=2) as b:      # a raw local checkpoint directory
         assert b.revision == content_hash(tiny_path) and b.batch_size == 2 and b.languages == ()
-    with pytest.raises(TypeError, match="unknown hf backend option"):
+    with pytest.raises(ValueError, match="unknown hf backend option"):
         registry.load_backend(str(tiny_path), max_pixel=5)
 
 
 def test_language_claims():
+    """The papers decide (HinTel §4.1, MINERVA-Cultural): Qwen2.5-VL-7B runs Hindi in HinTel, not Telugu; all 18 CURVE locales."""
     assert registry.supports_language("tiny-qwen2.5-vl", "hi") and registry.supports_language("tiny-qwen2.5-vl", "en")
-    for m in ("qwen2.5-vl-3b", "qwen2.5-vl-7b", "qwen2.5-vl-72b", "qwen2-vl-7b"):
+    assert registry.supports_language("qwen2.5-vl-7b", "hi", "hintel") and not registry.supports_language("qwen2.5-vl-7b", "te", "hintel")
+    assert registry.supports_language("qwen2.5-vl-7b", "te-IN", "curve") and registry.supports_language("qwen2.5-vl-7b", "ta-IN", "curve")
+    assert registry.get_spec("qwen2.5-vl-7b").languages_for("infinibench") == ("en",)
+    for m in ("qwen2.5-vl-3b", "qwen2.5-vl-72b", "qwen2-vl-7b"):           # not evaluated in Indic languages by any paper
         assert registry.supports_language(m, "en") and registry.supports_language(m, "ja")
         assert not registry.supports_language(m, "hi") and not registry.supports_language(m, "te")
     with pytest.raises(KeyError, match="known models"):

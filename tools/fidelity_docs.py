@@ -8,8 +8,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ("vlmlens.models.registry", "vlmlens.scoring", "vlmlens.benchmarks.hintel", "vlmlens.benchmarks.infinibench",
-           "vlmlens.benchmarks.minerva")
+def modules() -> list[str]:
+    "Every vlmlens module (each registers its ledger entries when imported)."
+    import pkgutil
+    import vlmlens
+    return sorted(m.name for m in pkgutil.walk_packages(vlmlens.__path__, "vlmlens.") if not m.name.endswith(("_modidx", "__main__")))
 HEAD = """# Fidelity ledger
 
 Every prompt, rule, metric, default and model id vlmlens takes from the three papers (or their official code), with
@@ -23,7 +26,7 @@ the paper).
 
 
 def render() -> str:
-    for m in MODULES: importlib.import_module(m)
+    for m in modules(): importlib.import_module(m)
     from vlmlens.fidelity import ledger, ledger_markdown
     benches = sorted({e.benchmark for e in ledger()})
     parts = [HEAD]

@@ -21,24 +21,23 @@ from .base import Benchmark
 from ..core import Media, Request, RunConfig, Sample, message, text_part
 from ..judges import Judge, JudgeTemplate, Vote, load_judge_model, parse_json_score
 from ..metrics import aggregate, rates
+from ..models.registry import CURVE_LOCALES
 from ..prompts import context_parts, format_options
 from .. import store
 from ..readers import FieldError, RowError, load_samples
 from ..scoring import final_answer_text, parse_answer, score_answer
 
 # %% auto #0
-__all__ = ['CURVE_LOCALES', 'CURVE_CATEGORIES', 'LOCALE_LANGUAGE', 'PAPER_RESOURCE_SETS', 'CURVE_MAIN_TABLE', 'CURVE_ROSTER',
-           'VIDEO_EXTS', 'MINERVA_DIRECT', 'MINERVA_REASON', 'CURVE_DIRECT', 'CURVE_REASON', 'CURVE_JUDGE_SYSTEM',
-           'CURVE_JUDGE_USER', 'CURVE_JUDGE', 'CURVE_JUDGE_MODEL', 'ACCURACY_METRICS', 'resource_sets',
-           'resource_level', 'paper_main_table', 'parse_timestamps', 'youtube_id', 'read_video_map', 'video_locator',
-           'norm_choice', 'match_choice', 'minerva_mapper', 'curve_mapper', 'with_video', 'load_benchmark_file',
-           'wants_reasoning', 'answer_prompt', 'prompt_text', 'minerva_request', 'curve_judge', 'MinervaBenchmark',
-           'by_group', 'overall', 'accuracy_metric', 'CurveBenchmark', 'run_scores', 'group_table', 'run_table',
-           'curve_main_table', 'resource_comparison', 'ablation_table']
+__all__ = ['CURVE_CATEGORIES', 'LOCALE_LANGUAGE', 'PAPER_RESOURCE_SETS', 'CURVE_MAIN_TABLE', 'CURVE_ROSTER', 'VIDEO_EXTS',
+           'MINERVA_DIRECT', 'MINERVA_REASON', 'CURVE_DIRECT', 'CURVE_REASON', 'CURVE_JUDGE_SYSTEM', 'CURVE_JUDGE_USER',
+           'CURVE_JUDGE', 'CURVE_JUDGE_MODEL', 'ACCURACY_METRICS', 'resource_sets', 'resource_level',
+           'paper_main_table', 'parse_timestamps', 'youtube_id', 'read_video_map', 'video_locator', 'norm_choice',
+           'match_choice', 'minerva_mapper', 'curve_mapper', 'with_video', 'load_benchmark_file', 'wants_reasoning',
+           'answer_prompt', 'prompt_text', 'minerva_request', 'curve_judge', 'MinervaBenchmark', 'by_group', 'overall',
+           'accuracy_metric', 'CurveBenchmark', 'run_scores', 'group_table', 'run_table', 'curve_main_table',
+           'resource_comparison', 'ablation_table']
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #1228b686
-CURVE_LOCALES = ("ar-EG", "bn-BD", "de-DE", "en-GB", "es-MX", "fr-FR", "hi-IN", "id-ID", "it-IT", "ja-JP",
-                 "kn-IN", "ko-KR", "mr-IN", "pt-BR", "ru-RU", "ta-IN", "te-IN", "zh-TW")
 CURVE_CATEGORIES = ("Sports", "Cuisine", "Festivals", "Tourism", "Rituals", "Education")
 LOCALE_LANGUAGE = {"ar": "Arabic", "bn": "Bengali", "de": "German", "en": "English", "es": "Spanish", "fr": "French",
                    "hi": "Hindi", "id": "Indonesian", "it": "Italian", "ja": "Japanese", "kn": "Kannada", "ko": "Korean",

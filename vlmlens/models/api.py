@@ -32,11 +32,11 @@ from ..store import REDACTED, looks_secret, remember_secret, scrub_secrets, scru
 log = logging.getLogger("vlmlens")
 
 # %% auto #0
-__all__ = ['log', 'NOT_SECRET_OPTIONS', 'RETRYABLE', 'ERROR_KINDS', 'USAGE_KEYS', 'OPENAI_REASONING_PREFIXES', 'MissingAPIKey',
-           'api_key_from_env', 'refuse_secret_options', 'redact_url', 'redact_keylike', 'CallError', 'status_kind',
-           'parse_retry_after', 'retry_after_from_headers', 'retry_delay_from_body', 'RetryPolicy', 'RateLimiter',
-           'ResponseCache', 'load_prices', 'cost_usd', 'make_usage', 'CallProgress', 'LoopThread', 'encode_jpeg', 'b64',
-           'Reply', 'normalize_finish_reason', 'APIBackend']
+__all__ = ['log', 'NOT_SECRET_OPTIONS', 'RETRYABLE', 'ERROR_KINDS', 'USAGE_KEYS', 'MissingAPIKey', 'api_key_from_env',
+           'refuse_secret_options', 'redact_url', 'redact_keylike', 'CallError', 'status_kind', 'parse_retry_after',
+           'retry_after_from_headers', 'retry_delay_from_body', 'RetryPolicy', 'RateLimiter', 'ResponseCache',
+           'load_prices', 'cost_usd', 'make_usage', 'CallProgress', 'LoopThread', 'encode_jpeg', 'b64', 'Reply',
+           'normalize_finish_reason', 'APIBackend']
 
 # %% ../../nbs/12_models_api.ipynb #ea14274f
 class MissingAPIKey(ValueError):
@@ -600,6 +600,3 @@ def generate(self: APIBackend, requests: list[Request], *, max_new_tokens: int =
     return out
 
 
-
-# %% ../../nbs/12_models_api.ipynb #aa65f7af
-OPENAI_REASONING_PREFIXES = ("gpt-5", "o1", "o3", "o4")

@@ -11,9 +11,9 @@ import json
 
 from ..core import Request
 from ..fidelity import record
-from .api import (OPENAI_REASONING_PREFIXES, APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg,
+from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg,
                                 redact_url, refuse_secret_options, retry_after_from_headers, status_kind)
-from .registry import ModelSpec
+from .registry import OPENAI_REASONING_PREFIXES, ModelSpec
 from ..prompts import format_timestamp
 
 # %% auto #0
