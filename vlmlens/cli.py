@@ -14,6 +14,8 @@ from pathlib import Path
 
 import vlmlens
 from .core import RunConfig
+from .curation import aligned_cli
+from .curation import cli as curation_cli
 from .evidence import isolate_run
 from .report import rates_table, render_table, run_header, summary_table
 from .runner import rescore, run
@@ -21,7 +23,8 @@ from .store import RunSet, looks_secret
 from .sweep import run_sweep
 
 # %% auto #0
-__all__ = ['parse_kv', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'print_summary', 'report', 'main']
+__all__ = ['CURATE_EXTENSIONS', 'parse_kv', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'print_summary', 'report',
+           'main']
 
 # %% ../nbs/42_cli.ipynb #d1773b77
 def parse_kv(items, flag: str = "--model-kwarg") -> dict:
@@ -64,6 +67,9 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
     return RunConfig(**kw)
 
 # %% ../nbs/42_cli.ipynb #8f405162
+#: modules that add `vlmlens curate` commands (`add_parsers(sub)`, `dispatch(args)`): the aligned-set and CURVE tools
+CURATE_EXTENSIONS = (aligned_cli,)
+
 def _add_subcommands(sub):
     add_config_args(sub.add_parser("run", help="run one configuration", formatter_class=argparse.ArgumentDefaultsHelpFormatter))
     s = sub.add_parser("sweep", help="run a papermill sweep from a grid YAML file")
@@ -81,6 +87,7 @@ def _add_subcommands(sub):
     s.add_argument("--limit", type=int)
     s.add_argument("--graphs", default="failed", choices=("failed", "all"),
                    help="compile evidence graphs for failed items only, or for all (graph statistics over all, as the paper)")
+    curation_cli.add_parser(sub, extensions=CURATE_EXTENSIONS)
     s = sub.add_parser("demo", help="run the shipped demo benchmark on the tiny offline model")
     s.add_argument("--model", default="tiny-qwen2.5-vl"); s.add_argument("--output-root", default="outputs")
     s.add_argument("--frames", dest="num_frames", type=int, default=8); s.add_argument("--limit", type=int)
@@ -137,6 +144,7 @@ def _dispatch(a) -> int:
                           modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit)
         print(json.dumps(out, indent=1, default=str))
     elif a.command == "report": return report(a.run_dirs, a.format)
+    elif a.command == "curate": return curation_cli.main(a, extensions=CURATE_EXTENSIONS)
     return 0
 
 def main(argv=None) -> int:
