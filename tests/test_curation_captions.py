@@ -1,0 +1,114 @@
+"""VAANI-style MCQs from captions through the real OpenAI client (loopback): aligned en + native items, wrong-script
+captions and malformed output rejected with the reason, the N-model text-only filter (all must succeed to drop),
+verification in the review widget, the answer-position and distractor reports, and the release as a vaani_* subset."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from vlmlens.benchmarks.hintel import load_hintel
+from vlmlens.curation.captions import (MCQ_LABELS, answer_positions, distractor_report, generate_mcqs, load_captions,
+                                       mcq_review_items, release_mcqs, text_only_filter)
+from vlmlens.curation.review import ReviewWidget, VerdictLog
+
+CAPTIONS = [
+    {"id": "t1", "image": "img/t1.png", "language": "te", "caption": "ఒక ఇంటికి మూడు కిటికీలు ఉన్నాయి, ముందు ఒక ఎర్ర బండి ఉంది."},
+    {"id": "t2", "image": "img/t2.png", "language": "te", "caption": "పొలంలో ఇద్దరు రైతులు వరి నాటుతున్నారు."},
+    {"id": "t3", "image": "img/t3.png", "language": "te", "caption": "oka gudi mundu chala mandi bhaktulu unnaru"},      # Latin script
+    {"id": "t4", "image": "img/t4.png", "language": "te", "caption": "దేవాలయం ముందు ముగ్గులు వేశారు."},
+    {"id": "t5", "image": "img/t5.png", "language": "te", "caption": "సంతలో అరటిపండ్లు అమ్ముతున్నారు."},
+]
+MCQS = {  # what the generator writes for each caption (t4: only three options; t5: numbers differ across languages)
+    "మూడు కిటికీలు": {"te": {"question": "చిత్రంలో ఇంటికి ఎన్ని కిటికీలు ఉన్నాయి?", "options": ["4 కిటికీలు", "2 కిటికీలు", "3 కిటికీలు", "5 కిటికీలు"]},
+                    "en": {"question": "How many windows does the house in the picture have?", "options": ["4 windows", "2 windows", "3 windows", "5 windows"]},
+                    "answer": "C"},
+    "ఇద్దరు రైతులు": {"te": {"question": "పొలంలో రైతులు ఏం చేస్తున్నారు?", "options": ["వరి నాటుతున్నారు", "కోత కోస్తున్నారు", "నీళ్లు పెడుతున్నారు", "విశ్రాంతి తీసుకుంటున్నారు"]},
+                     "en": {"question": "What are the farmers doing in the field?", "options": ["planting rice", "harvesting", "watering", "resting"]},
+                     "answer": "A"},
+    "ముగ్గులు": {"te": {"question": "దేవాలయం ముందు ఏముంది?", "options": ["ముగ్గులు", "పూలు", "దీపాలు"]},
+                 "en": {"question": "What is in front of the temple?", "options": ["rangoli", "flowers", "lamps"]}, "answer": "A"},
+    "అరటిపండ్లు": {"te": {"question": "సంతలో ఎన్ని గెలలు ఉన్నాయి?", "options": ["1 గెల", "2 గెలలు", "3 గెలలు", "4 గెలలు"]},
+                   "en": {"question": "How many bunches are at the market?", "options": ["1 bunch", "2 bunches", "5 bunches", "4 bunches"]},
+                   "answer": "B"},
+}
+
+
+def generator(call):
+    text = call.text
+    if "Instruction: Provide the Correct Option Number Only." in text:      # the text-only filter
+        if "windows" in text or "కిటికీలు" in text: return "C"                # every filter model gets the window question
+        return "A" if call.model == "gpt-4.1" else "D"                          # only one model guesses the farmers' question
+    cap = next(k for k in MCQS if k in text)
+    return "Here you go:\n```json\n" + json.dumps(MCQS[cap], ensure_ascii=False) + "\n```"
+
+
+@pytest.fixture
+def data(tmp_path):
+    for c in CAPTIONS:
+        (tmp_path / c["image"]).parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (48, 32), (120, 80, 40)).save(tmp_path / c["image"])
+    p = tmp_path / "captions.jsonl"
+    p.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in CAPTIONS) + "\n", encoding="utf-8")
+    return p
+
+
+def test_caption_mcqs_filter_review_and_release(server, data, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test.not-a-real-key.0000000000")
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    server.responder = generator
+    kw = {"base_url": server.openai_base_url, "cache": False, "max_attempts": 1}
+    caps, errors = load_captions(data)
+    assert errors == [] and len(caps) == 5
+    st = generate_mcqs(caps, tmp_path / "build", "gpt-4.1", generator_kwargs=kw)
+    rej = {r["id"]: r for r in st.rejected()}
+    assert rej["t3"]["stage"] == "script" and "expected for Telugu (mostly Latin)" in rej["t3"]["reason"]
+    assert rej["t4"]["stage"] == "parse" and "te: expected 4 options" in rej["t4"]["reason"] and rej["t4"]["item"]["raw"]
+    assert rej["t5"]["stage"] == "parse" and "option C: numbers differ" in rej["t5"]["reason"]
+    assert sorted(r["id"] for r in st.items()) == ["en/t1", "en/t2", "te/t1", "te/t2"]
+    assert len(server.requests("openai")) == 4                                   # the Latin caption was never sent
+    t1 = {r["item"]["language"]: r["item"] for r in st.items() if r["item"]["align_id"] == "t1"}
+    assert t1["te"]["answer"] == t1["en"]["answer"] == "C" and t1["te"]["metadata"]["caption"] == CAPTIONS[0]["caption"]
+    prov = st.items()[0]["provenance"]
+    assert prov["model"] == "gpt-4.1" and prov["prompt_id"] == "hintel/VAANI MCQ generation prompt" and "```json" in prov["raw"]
+    flt = text_only_filter(st, tmp_path / "build", ["gpt-4.1", f"openai-compatible:filter2@{server.openai_base_url}"], model_kwargs=kw)
+    drop = flt.rejected()
+    assert [r["id"] for r in drop] == ["t1"] and drop[0]["stage"] == "text_only"
+    assert drop[0]["reason"].startswith("answered without the image by all 2 model(s) in ")
+    kept = sorted(r["id"] for r in flt.items())
+    assert kept == ["en/t2", "te/t2"]                                          # one model missed it: kept
+    ans = flt.items()[0]["provenance"]["extra"]["text_only_answers"]
+    assert {m: a["choice"] for m, a in ans.items()} == {"gpt-4.1": "A", f"openai-compatible:filter2@{server.openai_base_url}": "D"}
+    items = [r["item"] for r in st.items()]
+    pos = {r["language"]: r for r in answer_positions(items)}
+    assert (pos["te"]["n_C"], pos["te"]["n_A"], pos["te"]["n"]) == (1, 1, 2)
+    dr = distractor_report(items)
+    assert dr["en"]["n"] == 2 and dr["en"]["chance"] == 0.25 and "longest_option_accuracy" in dr["en"]
+    log = VerdictLog(tmp_path / "review" / "verdicts.jsonl", MCQ_LABELS)
+    rv = mcq_review_items(flt, images=tmp_path)
+    w = ReviewWidget(rv, log, "ann-te", editable=("question",))
+    assert w.item["answer"].startswith("A) ") and len(w.media.children) == 1
+    while w.index < len(rv):
+        if w.item["id"] == "en/t2": w.fields["question"].value = "What are the two farmers doing in the field?"
+        w.buttons["valid"].click()
+    rep = release_mcqs(flt, log, tmp_path / "release", "vaani_t", images=tmp_path)
+    assert rep["n_released"] == 1 and rep["dropped"] == {}
+    samples, errors = load_hintel(tmp_path / "release", subsets="vaani_t")
+    assert errors == [] and sorted(s.language for s in samples) == ["en", "te"]
+    en = next(s for s in samples if s.language == "en")
+    assert en.question == "What are the two farmers doing in the field?" and en.answer == 0 and en.options[0] == "planting rice"
+
+
+def test_invalid_review_drops_both_languages_and_bad_captions(tmp_path):
+    items = [{"align_id": "x", "language": l, "question": "?", "options": list("abcd"), "answer": "B", "image": "i.png"} for l in ("en", "hi")]
+    log = VerdictLog(tmp_path / "v.jsonl", MCQ_LABELS)
+    log.append("en/x", "a", "valid"); log.append("hi/x", "a", "invalid", note="distractors are not plausible")
+    rep = release_mcqs(items, log, tmp_path / "rel", "vaani_h")
+    assert rep["n_released"] == 0 and rep["dropped"] == {"x": "hi: marked invalid"}
+    p = tmp_path / "c.jsonl"
+    p.write_text('{"id": "a", "image": "a.png", "caption": "x", "language": "hi"}\n{"id": "a", "image": "b.png", "caption": "y", "language": "hi"}\n'
+                 '{"id": "c", "caption": "z", "language": "hi"}\nnot json\n')
+    caps, errors = load_captions(p)
+    assert len(caps) == 1 and [(e.row, e.field) for e in errors][:2] == [(2, "id"), (3, "image")] and len(errors) == 3
+    with pytest.raises(ValueError, match="at least one model"): text_only_filter(items, tmp_path, [])

@@ -1,0 +1,81 @@
+"""Deduplication with the real all-MiniLM-L6-v2 weights: thresholds, scopes, one kept per cluster, cache, Figure 5,
+and the tiled search against the full similarity matrix."""
+import json
+
+import numpy as np
+import pytest
+
+from vlmlens.curation.dedup import SentenceEmbedder, deduplicate, dedup_step, minilm_path, select_diverse, similar_pairs
+from vlmlens.curation.store import Step
+
+
+@pytest.fixture(scope="module")
+def emb():
+    return SentenceEmbedder(minilm_path())
+
+
+def _item(i, video, skill, q, opts=None):
+    return {"id": i, "video_id": video, "skill_name": skill, "question": q, "options": opts}
+
+
+def test_thresholds_scopes_and_the_false_positive_of_appendix_b5(emb):
+    before = "Did the event 'Ross watches TV with Rachel' happen before the event 'Monica cooks dinner'?"
+    items = [_item("a", "v1", "chronological_understanding", before, ["Yes", "No"]),
+             _item("b", "v1", "chronological_understanding", before.replace("before the event", "after the event"), ["Yes", "No"]),
+             _item("c", "v1", "deep_context_understanding", "Why does Chandler break up with Janice?"),
+             _item("d", "v2", "chronological_understanding", before, ["Yes", "No"]),
+             _item("e", "v2", "deep_context_understanding", "What colour is the couch in Central Perk?")]
+    d = deduplicate(items, emb, threshold=0.95, scope="video")
+    flags = {r["id"]: r for r in d["items"]}
+    assert flags["b"]["dup_of"] == "a" and flags["b"]["flagged_0.90"]        # before/after: flagged (a false positive)
+    assert flags["d"]["dup_of"] is None                                       # same text, another video: not in scope
+    assert deduplicate(items, emb, threshold=0.95, scope="all")["items"][3]["dup_of"] == "a"
+    assert deduplicate(items, emb, threshold=0.999, scope="video")["items"][1]["dup_of"] is None
+    share = {(s["skill"], s["threshold"]): s["flagged_share"] for s in d["stats"]}
+    assert share[("chronological_understanding", 0.95)] == pytest.approx(2 / 3) and share[("deep_context_understanding", 0.9)] == 0
+
+
+def test_step_rejects_duplicates_keeps_flags_and_reuses_embeddings(emb, tmp_path):
+    up = Step(tmp_path, "generate", {})
+    qs = [("q1", "What does Sheldon drink in the kitchen?"), ("q2", "What does Sheldon drink in the kitchen ?"), ("q3", "Why is Penny late?")]
+    up.process([("v", None)], lambda _, w: [w.accept(i, {"video_id": "v", "skill_name": "deep_context_understanding", "question": q}) for i, q in qs])
+    n0 = emb.n_encoded
+    st = dedup_step(tmp_path, up, embedder=emb)
+    assert [r["id"] for r in st.rejected()] == ["q2"] and st.rejected()[0]["stage"] == "dedup"
+    assert st.items()[0]["item"]["dedup"]["flagged_0.95"] is True
+    assert json.loads((st.dir / "pairs.json").read_text())["0.95"] == [["q1", "q2", pytest.approx(st.rejected()[0]["item"]["dedup"]["sim"], abs=1e-4)]]
+    keep = dedup_step(tmp_path, up, embedder=emb, drop=False)
+    assert keep.dir != st.dir and len(keep.items()) == 3 and not keep.rejected()
+    assert emb.n_encoded - n0 <= 3                                             # the second step embedded nothing new
+
+
+def test_tiled_search_equals_the_full_matrix():
+    rng = np.random.default_rng(1)
+    e = rng.normal(size=(1500, 24)).astype(np.float32)
+    e[rng.integers(0, 1500, 200)] = e[rng.integers(0, 1500, 200)] + 0.05 * rng.normal(size=(200, 24)).astype(np.float32)
+    e /= np.linalg.norm(e, axis=1, keepdims=True)
+    groups = rng.integers(0, 7, 1500)
+    s = e @ e.T
+    same = groups[:, None] == groups[None, :]
+    i, j = np.nonzero(np.triu((s >= 0.9) & same, 1))
+    p, _ = similar_pairs(e, 0.9, groups.tolist(), block=256)                  # small groups: batched products
+    assert len(p) > 10 and [tuple(x) for x in p.tolist()] == list(zip(i.tolist(), j.tolist()))
+    i, j = np.nonzero(np.triu(s >= 0.9, 1))
+    p, _ = similar_pairs(e, 0.9, None, block=256)                             # one large group: tiles
+    assert [tuple(x) for x in p.tolist()] == list(zip(i.tolist(), j.tolist()))
+    mixed = np.where(np.arange(1500) < 700, 0, groups)                         # one big group and small ones together
+    i, j = np.nonzero(np.triu((s >= 0.9) & (mixed[:, None] == mixed[None, :]), 1))
+    p, _ = similar_pairs(e, 0.9, mixed.tolist(), block=128)
+    assert [tuple(x) for x in p.tolist()] == list(zip(i.tolist(), j.tolist()))
+
+
+def test_diverse_events_keep_order_and_drop_repeats(emb):
+    ev = [f"Sheldon makes tea number {k}." for k in range(30)] + ["Penny answers the phone.", "Leonard feeds the ducks."]
+    keep = select_diverse(ev, 5, emb)
+    assert keep == sorted(keep) and {30, 31} <= set(keep)
+    with pytest.raises(ValueError, match="k must be"): select_diverse(ev, 0, emb)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="distinct"): deduplicate([{"id": "a", "question": "x"}, {"id": "a", "question": "y"}], lambda t: np.ones((len(t), 2)))
+    with pytest.raises(ValueError, match="thresholds"): deduplicate([], lambda t: None, thresholds=(1.5,))

@@ -1,0 +1,121 @@
+"""Question generation through the real OpenAI client against the loopback server: official prompts sent verbatim,
+items with provenance, bad generator output rejected per item with its reason, reruns resume, bad inputs named by file:line."""
+import json
+from pathlib import Path
+
+import pytest
+
+from vlmlens.benchmarks import infinibench as ib
+from vlmlens.curation.generate import (EVENTS_SYSTEM, EVENTS_USER, SUMMARY_QUESTIONS, GenConfig, generate, load_sources,
+                                       write_demo_sources)
+from loopback import server_error
+
+DATA = Path(__file__).parent / "data" / "infinibench_curation"
+EVENTS = [f"{s[2]}, wearing a {s[3]}, {s[5]}" for s in ib.SYN_SCENES]
+
+
+def gpt4o_like(call, bad=()):
+    "Answers each official prompt the way GPT-4o would for the synthetic episode; `bad` names skills to answer badly."
+    system = call.json["messages"][0]["content"]
+    system = system if isinstance(system, str) else " ".join(p.get("text", "") for p in system)
+    if "extract the events" in system:
+        return "['this is', 'not closed" if "events" in bad else repr(EVENTS if "order" not in bad else EVENTS[::-1])
+    if "scene transitions" in system: return repr(["kitchen", "office", "laundry room", "park", "kitchen", "office"])
+    if "character actions" in system:
+        return repr([{"Q": "What did Sheldon do through this video?", "A": [s[5] for s in ib.SYN_SCENES if s[2] == "Sheldon"]},
+                     {"Q": "What did Penny do?", "A": [s[5] for s in ib.SYN_SCENES if s[2] == "Penny"]}])
+    if "deep context" in system:
+        qa = [{"Q": "Why does Penny bake a cake?", "A": "To thank Leonard for feeding the ducks."}]
+        return repr(qa + ([{"Q": "Why is Sheldon in the office?"}] if "context" in bad else []))
+    return json.dumps([{"Q": "How is the phone call related to the laundry?", "A": "It tells Sheldon the laundry room is free."}])
+
+
+@pytest.fixture
+def env(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test.not-a-real-key.0000000000")
+    kw = {"base_url": server.openai_base_url, "cache": str(tmp_path / "api.sqlite"), "max_attempts": 1}
+    sources, errors = load_sources(write_demo_sources(tmp_path / "src", real_root=DATA))
+    assert errors == [] and len(sources) == 3
+    return sources, kw
+
+
+def test_generation_with_gpt4o_over_the_wire(env, server, tmp_path):
+    sources, kw = env
+    server.responder = gpt4o_like
+    st = generate(sources, tmp_path / "build", "gpt-4o", generator_kwargs=kw)
+    s = st.summary()
+    assert s["n_failed"] == 0 and s["n_rejected"] == 0
+    items = [r["item"] for r in st.items()]
+    by = {}
+    for it in items: by.setdefault(it["skill_name"], []).append(it)
+    assert set(by) == {"chronological_understanding", "linking_multiple_events", "scene_transitions", "character_actions",
+                       "deep_context_understanding", "summarization", "spoiler_questions"}
+    calls = server.requests("openai")
+    ev_call = next(c for c in calls if "extract the events" in json.dumps(c.json))
+    msgs = ev_call.json["messages"]
+    text = lambda m: m["content"] if isinstance(m["content"], str) else "".join(p["text"] for p in m["content"])
+    assert text(msgs[0]) == EVENTS_SYSTEM.format()                                       # the official prompt, verbatim
+    assert text(msgs[1]) == EVENTS_USER.format(script=(tmp_path / "src" / "episode_script.txt").read_text())
+    whole = next(it for it in by["chronological_understanding"] if len(it["options"]) == 6)
+    assert whole["options"][whole["answer_idx"]] == EVENTS and ib.IDK_TEXT in whole["options"]
+    assert sum(o == EVENTS for o in whole["options"]) == 1                             # distractors are other orders
+    assert all(sorted(o) == sorted(EVENTS) for o in whole["options"] if o != ib.IDK_TEXT)
+    assert by["summarization"][0]["question"] in SUMMARY_QUESTIONS
+    real_faq = json.loads((DATA / "movienet_spoiler_faq.json").read_text())
+    movie = next(s for s in sources if s.kind == "movie")
+    assert [it["question"] for it in by["spoiler_questions"]] == [q["question"].strip() for q in real_faq[movie.video_id]["questions"][:5]]
+    prov = next(r["provenance"] for r in st.items() if r["item"]["skill_name"] == "scene_transitions")
+    assert prov["model"] == "gpt-4o" and prov["model_id"] == "gpt-4o" and prov["prompt_id"] == "infinibench/scene transitions extraction (user)"
+    assert len(prov["prompt_sha256"]) == 64 and prov["raw"].startswith("['kitchen'") and prov["seed"] == "72:synthetic_episode/scene_transitions"
+    assert prov["extra"]["n_anchored"] == 6
+    n = len(calls)
+    again = generate(sources, tmp_path / "build", "gpt-4o", generator_kwargs=kw)
+    assert again.dir == st.dir and len(server.requests("openai")) == n                # resumed: nothing re-asked
+    other = generate(sources, tmp_path / "build2", "gpt-4o", generator_kwargs=kw)       # another build, same seed: same items
+    assert [r["item"] for r in other.items()] == [r["item"] for r in st.items()]
+
+
+@pytest.mark.parametrize("bad,stage,reason", [("events", "parse", "not a JSON or Python literal"),
+                                              ("order", "order", "wrong order"),
+                                              ("context", "generate", "missing field(s) 'A'")])
+def test_bad_generator_output_is_rejected_per_item(env, server, tmp_path, bad, stage, reason):
+    sources, kw = env
+    server.responder = lambda call: gpt4o_like(call, bad=(bad,))
+    st = generate(sources, tmp_path / "build", "gpt-4o", generator_kwargs=kw)
+    rej = st.rejected()
+    assert len(rej) == 1 and rej[0]["stage"] == stage and reason in rej[0]["reason"]
+    assert rej[0]["item"] is not None and rej[0]["provenance"]["raw"]                   # kept for inspection
+    skills = {r["item"]["skill_name"] for r in st.items()}
+    assert {"scene_transitions", "character_actions", "summarization"} <= skills        # the rest of the video goes on
+    if bad == "context": assert any(r["item"]["skill_name"] == "deep_context_understanding" for r in st.items())
+
+
+def test_a_failed_call_is_retried_on_the_next_run(env, server, tmp_path):
+    sources, kw = env
+    server.responder = gpt4o_like
+    server.script(server_error(500))                                 # the first generator call fails
+    with pytest.warns(UserWarning, match="failed"):
+        st = generate(sources, tmp_path / "build", "gpt-4o", generator_kwargs=kw)
+    s = st.summary()
+    assert s["n_failed"] == 1 and len(s["failed_units"]) == 1
+    st = generate(sources, tmp_path / "build", "gpt-4o", generator_kwargs=kw)
+    s = st.summary()
+    assert s["n_failed"] == 0 and s["n_done"] == s["n_units"]
+    ids = [r["id"] for r in st.items()]
+    assert len(ids) == len(set(ids))
+
+
+def test_bad_source_files_are_named_by_line(tmp_path):
+    (tmp_path / "script.txt").write_bytes(b"INT. CAFE - DAY\nRoss orders a caf\xe9 latte.\n")
+    (tmp_path / "subs.srt").write_text("1\n00:00:01,000 --> 00:00:02,000\nHi.\n\n2\n00:00:03,000 -> 00:00:04\nBye.\n\n3\n00:01:75,000 --> 00:01:80,000\nx\n")
+    (tmp_path / "ok.txt").write_text("INT. CAFE - DAY\n")
+    (tmp_path / "m.jsonl").write_text("\n".join(json.dumps(r) for r in [
+        {"video_id": "a", "transcript": "script.txt"}, {"video_id": "b", "transcript": "ok.txt", "subtitles": "subs.srt"},
+        {"video_id": "c", "transcript": "missing.txt"}, {"video_id": "d", "kind": "film"}, {"video_id": "e", "transcript": "ok.txt"}]))
+    sources, errors = load_sources(tmp_path / "m.jsonl")
+    assert [s.video_id for s in sources] == ["e"]
+    msgs = [str(e) for e in errors]
+    assert f"{tmp_path / 'script.txt'}:2: cannot decode as utf-8" in msgs[0]
+    assert f"{tmp_path / 'subs.srt'}:10: broken timestamp line" in msgs[1]
+    assert "m.jsonl:3: transcript: file not found" in msgs[2] and "m.jsonl:4: kind" in msgs[3]
+    assert load_sources(tmp_path / "m.jsonl", encoding="cp1252")[0][0].video_id == "a"

@@ -1,0 +1,80 @@
+"""Temporal certificates, the verify step, and the release: rows the InfiniBench loader reads, the official per-skill
+files, splits, the dataset card; bad input named."""
+import json
+from collections import Counter
+
+import pytest
+
+import vlmlens.curation as curation
+from vlmlens.benchmarks import infinibench as ib
+from vlmlens.core import RunConfig
+from vlmlens.curation.release import release_row, write_release
+from vlmlens.curation.review import VerdictLog
+from vlmlens.curation.store import Step
+
+
+def test_temporal_certificate_exactly_as_specified():
+    tc = curation.temporal_certificate
+    assert tc([(10, 10.05), (20, 30), (34, 40), (45.01, 50)]) == [(20.0, 40.0), (45.01, 50.0)]   # <0.1 s dropped; gap 4 merged, 5.01 not
+    assert tc([(20, 30), (35, 36)]) == [(20.0, 36.0)]                                          # a gap of exactly 5 s merges
+    assert tc([(0, 0.1)]) == [(0.0, 0.1)] and tc([(0, 0.0999)]) == []                           # min_len_s inclusive
+    assert tc([(30, 40), (0, 10), (5, 12)]) == [(0.0, 12.0), (30.0, 40.0)]                     # unsorted, overlapping
+    assert tc([(0, 1), (3, 4)], merge_gap_s=1.0, min_len_s=0.5) == [(0.0, 1.0), (3.0, 4.0)]
+    with pytest.raises(ValueError, match="start <= end"): tc([(3, 1)])
+    with pytest.raises(ValueError, match="span"): tc([(1,)])
+    s = curation.certificate_stats({"a": [(0, 10), (100, 110)], "b": [(0, 1)]}, {"a": "x", "b": "y"})
+    assert s["overall"] == {"n_items": 2, "mean_count": 1.5, "mean_length_s": 10.5}
+
+
+def _step(tmp_path):
+    st = Step(tmp_path / "b", "filter", {})
+    def items(_, w):
+        for s in ("scene_transitions", "deep_context_understanding", "summarization"):
+            for k in range(10):
+                mcq = s == "scene_transitions"
+                w.accept(f"v/{s}/{k}", {"skill_name": s, "question": f"{s} question {k}?", "video_path_mp4": str(tmp_path / "v.mp4"),
+                                        "options": [["a", "b"], ["b", "a"], "I don't know"] if mcq else None, "answer_idx": 1 if mcq else None,
+                                        "answer": None if mcq else f"answer {k}", "events": ["a", "b"] if mcq else None, "title": "T"})
+    st.process([("v", None)], items)
+    return st
+
+
+def test_verify_then_release_round_trips_through_the_loader(tmp_path):
+    st = _step(tmp_path)
+    sample = curation.review_sample(st)
+    assert Counter(it["stratum"] for it in sample) == Counter({"scene_transitions": 2, "deep_context_understanding": 2})
+    log = VerdictLog(tmp_path / "v.jsonl")
+    for k, it in enumerate(sample):
+        log.append(it["id"], "alice", "absent" if k == 0 else "valid", note="not in the video" if k == 0 else "",
+                   edits={"answer": "a corrected answer"} if k == 1 else None,
+                   spans=[[10 * k, 10 * k + 4]], event_spans=[[[1, 2]], [[60, 61]]] if it["events"] else [])
+    vs = curation.verify_step(tmp_path / "b", st, log)
+    assert [r["id"] for r in vs.rejected()] == [sample[0]["id"]] and "absent" in vs.rejected()[0]["reason"]
+    ok = {r["id"]: r["item"] for r in vs.items() if r["item"]["verification"]["status"] == "verified"}
+    assert sample[1]["stratum"] == "deep_context_understanding"
+    assert len(ok) == 3 and ok[sample[1]["id"]]["answer"] == "a corrected answer"
+    assert ok[sample[1]["id"]]["verification"]["edits"] == {"answer": "a corrected answer"}
+    summ = vs.store.read_summary()
+    assert summ["validity"][-1]["validity"] == pytest.approx(3 / 4) and summ["n_pending"] == 0
+    assert summ["certificates"]["overall"]["n_items"] == 3
+    paths = write_release(vs, tmp_path / "rel", {"verify": vs})
+    rows = [json.loads(l) for l in paths["rows"].read_text().splitlines()]
+    assert len(rows) == 29 and Counter(r["split"] for r in rows)["train"] == 26
+    assert {r["split"] for r in rows if r["verified"]} <= {"test", "validation"}
+    assert all(r["certificate"]["n"] >= 1 for r in rows if r["verified"])
+    samples, errs = ib.load_release(RunConfig("infinibench", "x", data_path=str(paths["rows"]), split="train", modality="metadata"))
+    assert errs == [] and len(samples) == 26
+    mcq = next(s for s in samples if s.answer_type == "mcq")
+    assert mcq.options[mcq.answer] == ["b", "a"] and ib.is_idk(mcq.options[-1])
+    off = json.loads((tmp_path / "rel" / "official" / "scene_transitions.json").read_text())
+    assert len(off) == 10 and off[0]["options"][off[0]["answer_idx"]] == ["b", "a"]
+    assert (tmp_path / "rel" / "figures" / "figure3_question_lengths.png").stat().st_size > 0
+    card = paths["card"].read_text()
+    assert "| scene_transitions | train |" in card and "75.00%" in card
+
+
+def test_release_refuses_malformed_items(tmp_path):
+    with pytest.raises(ValueError, match="v/1: an MCQ skill needs options"):
+        release_row("v/1", {"skill_name": "global_appearance", "question": "Q?"}, "train")
+    with pytest.raises(ValueError, match="nothing to release"):
+        write_release(Step(tmp_path, "empty", {}), tmp_path / "rel")
