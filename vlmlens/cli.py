@@ -19,26 +19,11 @@ from .curation import cli as curation_cli
 from .evidence import isolate_run
 from .report import rates_table, render_table, run_header, summary_table
 from .runner import rescore, run
-from .store import RunSet, looks_secret
+from .store import RunSet, parse_kv
 from .sweep import run_sweep
 
 # %% auto #0
-__all__ = ['CURATE_EXTENSIONS', 'parse_kv', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'print_summary', 'report',
-           'main']
-
-# %% ../nbs/42_cli.ipynb #d1773b77
-def parse_kv(items, flag: str = "--model-kwarg") -> dict:
-    "`['k=v', …]` as a dict (JSON values where they parse); secret-looking keys refused."
-    out = {}
-    for it in items or []:
-        if "=" not in it: raise ValueError(f"{flag} expects KEY=VALUE, got {it!r}")
-        k, v = it.split("=", 1)
-        if looks_secret(k) and not k.endswith("_env"):  # api_key_env names a variable, it is not a key
-            raise ValueError(f"{flag} {k}=…: secrets are never options; set the provider's environment variable "
-                             f"(e.g. OPENAI_API_KEY) or name one with api_key_env=VAR")
-        try: out[k] = json.loads(v)
-        except json.JSONDecodeError: out[k] = v
-    return out
+__all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'print_summary', 'report', 'main']
 
 # %% ../nbs/42_cli.ipynb #6d2e3f40
 def _kind(f) -> str:

@@ -30,8 +30,9 @@ from .core import Judgment, Prediction, RunConfig, Sample, shard_of
 
 # %% auto #0
 __all__ = ['REDACTED', 'atomic_write', 'remove_stale_temps', 'looks_secret', 'remember_secret', 'secret_values', 'scrub_text',
-           'scrub_secrets', 'package_git_info', 'environment_info', 'utc_now', 'iter_jsonl', 'RunConflictError',
-           'RunLockedError', 'RunStore', 'open_run', 'shard_filter', 'Run', 'RunSet', 'run_settings']
+           'scrub_secrets', 'parse_kv', 'package_git_info', 'environment_info', 'utc_now', 'iter_jsonl',
+           'RunConflictError', 'RunLockedError', 'RunStore', 'open_run', 'shard_filter', 'Run', 'RunSet',
+           'run_settings']
 
 # %% ../nbs/02_store.ipynb #7725a7a7
 def _write_all(fd: int, data: bytes):
@@ -140,6 +141,20 @@ def scrub_secrets(x: Any, env=None) -> Any:
         if isinstance(v, str) and secrets: return scrub_text(v, secrets)
         return v
     return walk(x)
+
+# %% ../nbs/02_store.ipynb #d1773b77
+def parse_kv(items, flag: str = "--model-kwarg") -> dict:
+    "`['k=v', …]` as a dict (JSON values where they parse); secret-looking keys refused."
+    out = {}
+    for it in items or []:
+        if "=" not in it: raise ValueError(f"{flag} expects KEY=VALUE, got {it!r}")
+        k, v = it.split("=", 1)
+        if looks_secret(k) and not k.endswith("_env"):  # api_key_env names a variable, it is not a key
+            raise ValueError(f"{flag} {k}=…: secrets are never options; set the provider's environment variable "
+                             f"(e.g. OPENAI_API_KEY) or name one with api_key_env=VAR")
+        try: out[k] = json.loads(v)
+        except json.JSONDecodeError: out[k] = v
+    return out
 
 # %% ../nbs/02_store.ipynb #16353553
 def _git(args: list[str], cwd: Path) -> str | None:

@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..store import parse_kv
 from ..readers import read_records
 from . import align, calibration, captions, ocr, translate
 from .review import VerdictLog
@@ -19,15 +20,6 @@ from .store import Step, list_steps, open_step
 __all__ = ['COMMANDS', 'add_parsers', 'dispatch']
 
 # %% ../../nbs/79_curation_aligned_cli.ipynb #ee5453e5
-def _kv(items) -> dict:
-    out = {}
-    for it in items or []:
-        if "=" not in it: raise ValueError(f"expected KEY=VALUE, got {it!r}")
-        k, v = it.split("=", 1)
-        try: out[k.strip()] = json.loads(v)
-        except json.JSONDecodeError: out[k.strip()] = v
-    return out
-
 def _list(s) -> list[str]: return [x.strip() for x in str(s or "").split(",") if x.strip()]
 
 def _step(out, src: str) -> Step:
@@ -119,14 +111,14 @@ def _table(rows: list[dict]) -> None:
 def _translate(a) -> int:
     recs = [dict(r, subset=a.subset) if a.subset else r for r in _records(a.records)]
     return _report(translate.translate(recs, a.out, a.engine, a.target, source=a.source, fields=_list(a.fields),
-                                       protect_spans=not a.no_protect, engine_options=_kv(a.engine_option), where=str(a.records)))
+                                       protect_spans=not a.no_protect, engine_options=parse_kv(a.engine_option), where=str(a.records)))
 
 def _per_engine(items) -> dict:
     out: dict = {}
     for it in items or []:
         e, sep, kv = it.partition(":")
         if not sep or "=" not in kv: raise ValueError(f"--engine-option is ENGINE:KEY=VALUE here, got {it!r}")
-        out.setdefault(e, {}).update(_kv([kv]))
+        out.setdefault(e, {}).update(parse_kv([kv]))
     return out
 
 # %% ../../nbs/79_curation_aligned_cli.ipynb #4b9485be
@@ -146,7 +138,7 @@ def _compare(a) -> int:
     return 0
 
 def _release_aligned(a) -> int:
-    steps = {l: open_step(p) for l, p in _kv(_list(a.translations)).items()}
+    steps = {l: open_step(p) for l, p in parse_kv(_list(a.translations)).items()}
     rep = align.release(a.release, _records(a.records), steps, align.TranslationLog(a.verdicts), a.subset, images=a.images)
     print(f"{a.subset}: {rep['n_released']} of {rep['n_source']} items released in {', '.join(rep['languages'])} -> {a.release}")
     for k, why in rep["dropped"].items(): print(f"dropped {k}: {why}")
@@ -156,7 +148,7 @@ def _release_aligned(a) -> int:
 def _caption_mcq(a) -> int:
     caps, errs = captions.load_captions(a.captions)
     for e in errs: print(f"row error: {e}", file=sys.stderr)
-    return _report(captions.generate_mcqs(caps, a.out, a.generator, generator_kwargs=_kv(a.model_kwarg), shuffle_options=a.shuffle_options,
+    return _report(captions.generate_mcqs(caps, a.out, a.generator, generator_kwargs=parse_kv(a.model_kwarg), shuffle_options=a.shuffle_options,
                                           seed=a.seed, prompt_file=a.prompt_file))
 
 def _mcq_report(a) -> int:
@@ -171,12 +163,12 @@ def _ocr(a) -> int:
     p = Path(a.pages)
     pages = sorted(x for x in p.iterdir() if x.suffix.lower() in (".png", ".jpg", ".jpeg")) if p.is_dir() else [Path(x) for x in _list(a.pages)]
     if not pages: raise ValueError(f"--pages {a.pages}: no page images")
-    return _report(ocr.ocr_pages(pages, a.out, a.language, description=a.description, model=a.model, model_kwargs=_kv(a.model_kwarg),
+    return _report(ocr.ocr_pages(pages, a.out, a.language, description=a.description, model=a.model, model_kwargs=parse_kv(a.model_kwarg),
                                  answer_key=a.answer_key))
 
 def _release_exam(a) -> int:
-    steps = {l: open_step(p) for l, p in _kv(_list(a.src)).items()}
-    logs = {l: VerdictLog(p, ocr.FIX_LABELS) for l, p in _kv(_list(a.verdicts)).items()}
+    steps = {l: open_step(p) for l, p in parse_kv(_list(a.src)).items()}
+    logs = {l: VerdictLog(p, ocr.FIX_LABELS) for l, p in parse_kv(_list(a.verdicts)).items()}
     if set(logs) != set(steps): raise ValueError(f"--verdicts must name the languages of --from ({', '.join(steps)})")
     rep = ocr.release_exam(a.release, a.subset, steps, logs)
     print(f"{a.subset}: {rep['n_released']} questions in {', '.join(rep['languages'])} -> {a.release}")
@@ -191,13 +183,13 @@ def _calibrate(a) -> int:
     for b in bad: print(f"skills {b['key']}: {'; '.join(b['problems'])}", file=sys.stderr)
     if a.curate_command == "calibrate-difficulty":
         rep = calibration.difficulty_calibration(rows, a.out, a.model, video_root=a.video_root, judge=a.judge, baselines=_list(a.baselines),
-                                                 frac=a.frac, model_kwargs=_kv(a.model_kwarg), judge_kwargs=_kv(a.judge_kwarg))
+                                                 frac=a.frac, model_kwargs=parse_kv(a.model_kwarg), judge_kwargs=parse_kv(a.judge_kwarg))
         for b, r in rep["baselines"].items(): print(f"{b}: solved {r['n_solved']} of {r['n']} -> {r['run']}")
         for b, why in rep["skipped"].items(): print(f"{b}: skipped ({why})")
         print(f"flagged for revision: {', '.join(f['key'] + ' (' + '/'.join(f['solved_by']) + ')' for f in rep['flagged']) or 'none'}")
         return 0
     rep = calibration.correctness_calibration(rows, VerdictLog(a.verdicts, calibration.AUDIT_LABELS), a.out, judge=a.judge,
-                                              judge_kwargs=_kv(a.judge_kwarg), min_auditors=a.min_auditors)
+                                              judge_kwargs=parse_kv(a.judge_kwarg), min_auditors=a.min_auditors)
     hb = rep["human_baseline"]
     print(f"status: {rep['status']}; human baseline {hb['overall']} over {hb['n_answers']} answers (paper {hb['paper_overall']})")
     for loc, r in hb["by_locale"].items(): print(f"  {loc}: {r['accuracy']:.4f} ({r['n_answers']} answers)")
@@ -210,14 +202,14 @@ def _run(a) -> int:
     if c == "translate": return _translate(a)
     if c == "back-translate":
         st = _step(a.out, a.src)
-        return _report(translate.back_translate(st, a.out, a.engine, engine_options=_kv(a.engine_option)))
+        return _report(translate.back_translate(st, a.out, a.engine, engine_options=parse_kv(a.engine_option)))
     if c == "compare-engines": return _compare(a)
     if c == "translation-stats":
         items = [it for s in _list(a.src) for it in align.review_items(open_step(s))]
         _table(align.review_stats(align.TranslationLog(a.verdicts), items)); return 0
     if c == "release-aligned": return _release_aligned(a)
     if c == "caption-mcq": return _caption_mcq(a)
-    if c == "text-filter": return _report(captions.text_only_filter(_step(a.out, a.src), a.out, _list(a.models), model_kwargs=_kv(a.model_kwarg)))
+    if c == "text-filter": return _report(captions.text_only_filter(_step(a.out, a.src), a.out, _list(a.models), model_kwargs=parse_kv(a.model_kwarg)))
     if c == "mcq-report": return _mcq_report(a)
     if c == "release-mcq":
         rep = captions.release_mcqs(_step(None, a.src), VerdictLog(a.verdicts, captions.MCQ_LABELS), a.release, a.subset, images=a.images)

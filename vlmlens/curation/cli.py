@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from ..store import parse_kv
 from . import appearance, dedup, filters, generate, release, verify_step
 from .review import VerdictLog
 from .store import Step, combine, find_step, list_steps, open_step
@@ -19,15 +20,6 @@ from .store import Step, combine, find_step, list_steps, open_step
 __all__ = ['add_parser', 'resolve_steps', 'main']
 
 # %% ../../nbs/68_curation_cli.ipynb #00ab04c6
-def _kv(items) -> dict:
-    out = {}
-    for it in items or []:
-        if "=" not in it: raise ValueError(f"expected key=value, got {it!r}")
-        k, v = it.split("=", 1)
-        try: out[k] = json.loads(v)
-        except json.JSONDecodeError: out[k] = v
-    return out
-
 def _list(s: str | None) -> list[str]: return [x.strip() for x in (s or "").split(",") if x.strip()]
 
 # %% ../../nbs/68_curation_cli.ipynb #83672067
@@ -100,7 +92,7 @@ def _generate(a) -> int:
     srcs, errs = generate.load_sources(a.sources, a.encoding)
     for e in errs: print(f"row error: {e}", file=sys.stderr)
     cfg = generate.GenConfig(a.generator, a.seed, a.temperature, linking_input=a.linking_input, official_cleanup=a.official_cleanup, encoding=a.encoding)
-    return _report(generate.generate(srcs, a.out, a.generator, _list(a.skills), cfg, generator_kwargs=_kv(a.model_kwarg)))
+    return _report(generate.generate(srcs, a.out, a.generator, _list(a.skills), cfg, generator_kwargs=parse_kv(a.model_kwarg)))
 
 def _appearance(a) -> int:
     if a.outfits: return _report(appearance.appearance_questions(appearance.load_outfit_file(a.outfits, a.show), a.out, seed=a.seed))
@@ -112,7 +104,7 @@ def _appearance(a) -> int:
     det = appearance.HogPeopleDetector() if a.detector == "hog" else appearance.YoloPeopleDetector(a.detector.partition(":")[2] or "yolov8l.pt")
     match = appearance.InsightFaceMatcher(refs) if a.matcher == "insightface" else appearance.FeatureFaceMatcher(refs, appearance.ColourHistogram())
     crops = appearance.appearance_crops(srcs, a.out, det, match, feats, threshold=a.crop_threshold)
-    outfits = appearance.describe_outfits(crops, a.out, a.describer, describer_kwargs=_kv(a.model_kwarg))
+    outfits = appearance.describe_outfits(crops, a.out, a.describer, describer_kwargs=parse_kv(a.model_kwarg))
     return _report(appearance.appearance_questions(outfits, a.out, srcs, a.seed))
 
 # %% ../../nbs/68_curation_cli.ipynb #f0deeab6
@@ -122,7 +114,7 @@ def _model_kwargs(items) -> dict:
     for it in items or []:
         m, sep, kv = it.partition(":")
         if not sep or "=" not in kv: raise ValueError(f"--model-kwarg for filters is MODEL:KEY=VALUE, got {it!r}")
-        out.setdefault(m, {}).update(_kv([kv]))
+        out.setdefault(m, {}).update(parse_kv([kv]))
     return out
 
 def _filter(a) -> int:
