@@ -163,7 +163,7 @@ def test_loopback_sweep_exercises_every_scoring_path_and_the_report_renders(serv
     assert not [o for o in outputs if o.get("output_type") == "error"]
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 2               # Figure 4 + paired CI plots
     html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
-    for want in ("Ours-H", "Ours-T", "mcnemar_p", "gpt-4.1-2025-04-14", "Visual Grounding Error", "Gemma3-27B"):
+    for want in ("Ours-H", "Ours-T", "McNemar p", "gpt-4.1-2025-04-14", "Visual Grounding Error", "Gemma3-27B"):
         assert want in html, want
     assert (out / "failures.csv").exists()
     # the optional LLM pre-labelling pass fills the sheet for a person to correct; Table 6 reads it

@@ -537,12 +537,14 @@ def test_report_notebook_renders_tables_and_plots(runs, server, tmp_path, repo_r
     pm.execute_notebook(str(repo_root / "evalnb" / "report_infinibench.ipynb"), str(tmp_path / "report.ipynb"),
                         parameters={"runs_root": str(out), "report_dir": str(rep), "robustness_run": str(out / "syn-video")},
                         cwd=str(tmp_path), progress_bar=False)
-    t3 = pd.read_csv(rep / "table3.csv", index_col=0)
-    assert "Random" in t3.index and {"Acc", "Score", "Overall", "Global Appearance"} <= set(t3.columns)
-    assert not t3.index.duplicated().any() and len(t3) == len(ib.collect_runs(out)) + 1
-    assert (rep / "frames_curve.png").stat().st_size > 1000
-    mod = pd.read_csv(rep / "modality_table.csv")
-    assert set(MODES) <= set(mod.columns) and "idk_option" in mod.columns and "source" in mod.columns
-    idk = pd.read_csv(rep / "idk_table.csv")
-    assert set(idk.idk_option) == {True, False}
-    assert (rep / "judge_robustness.csv").exists() and (rep / "ledger.csv").exists()
+    t3 = (rep / "tables" / "table3.md").read_text(encoding="utf-8")
+    assert "| Random |" in t3 and all(c in t3 for c in ("Acc %", "Score /10", "Overall /100", "Global Appearance"))
+    body = [l for l in t3.splitlines() if l.startswith("| ") and not l.startswith("|  | run") and not l.startswith("| run")]
+    assert len(body) == len(ib.collect_runs(out)) + 1 and len(set(body)) == len(body)
+    assert (rep / "figures" / "frames_curve.png").stat().st_size > 1000 and (rep / "figures" / "frames_curve.pdf").exists()
+    mod = pd.read_csv(rep / "tables" / "modality_overall_0_100.csv")
+    assert {"metadata", "subtitles", "video (4 frames)", "video+subtitles (4 frames)"} <= set(mod.columns)
+    assert any("idk_option=False" in r for r in mod["run"]) and any("source=real_text" in r for r in mod["run"])
+    idk = (rep / "tables" / "idk_table.md").read_text(encoding="utf-8")
+    assert "with IDK" in idk and "without IDK" in idk
+    assert (rep / "tables" / "judge_robustness.csv").exists() and (rep / "tables" / "fidelity.csv").exists()

@@ -18,9 +18,9 @@ import re
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'MODALITIES', 'STRATEGIES', 'TRANSPORT_KWARGS', 'canonical_json', 'sha256_json',
-           'Record', 'Media', 'Sample', 'Request', 'Generation', 'text_part', 'message', 'Prediction', 'Judgment',
-           'RunConfig', 'slug', 'model_slug', 'cache_root', 'shard_of']
+__all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'MODALITIES', 'VIDEO_MODALITIES', 'STRATEGIES', 'TRANSPORT_KWARGS', 'canonical_json',
+           'sha256_json', 'Record', 'Media', 'Sample', 'Request', 'Generation', 'text_part', 'message', 'Prediction',
+           'Judgment', 'RunConfig', 'slug', 'model_slug', 'cache_root', 'shard_of']
 
 # %% ../nbs/00_core.ipynb #9be27329
 def _canon(x: Any) -> Any:
@@ -215,6 +215,8 @@ class Judgment(Record):
 
 # %% ../nbs/00_core.ipynb #8a384a6e
 MODALITIES = ("video", "subtitles", "video+subtitles", "video+transcript", "metadata", "text")
+#: the modalities in which the model sees frames (frame settings matter only for these)
+VIDEO_MODALITIES = ("video", "video+subtitles", "video+transcript")
 STRATEGIES = ("standard", "cot", "caption")
 #: backend options that change how requests are sent, never what is answered (one vocabulary for every backend)
 TRANSPORT_KWARGS = ("cache", "concurrency", "rpm", "progress", "timeout_s", "max_attempts", "retry", "keep_uploads",
@@ -320,7 +322,7 @@ def model_slug(model: str) -> str:
 def default_run_name(self: RunConfig) -> str:
     "A readable, unique folder name: `demo-tiny-qwen2.5-vl-hi-8frames-<hash8>`."
     frames = None
-    if self.modality in ("video", "video+subtitles", "video+transcript"):
+    if self.modality in VIDEO_MODALITIES:
         frames = f"{self.num_frames}frames" if self.num_frames else (f"{self.fps:g}fps" if self.fps else None)
     parts = [self.benchmark, self.subset, model_slug(self.model), self.language, frames,
              None if self.modality == "video" else self.modality, None if self.strategy == "standard" else self.strategy]

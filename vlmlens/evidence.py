@@ -771,10 +771,13 @@ def plot_error_bars(table, ax=None, title: str = "Errors by type", share: bool =
     "Grouped bars of an `error_table` / `mode_comparison` (rows = groups, bars = error types), counts or shares in %."
     cols = [c for c in ERROR_TYPES if c in table.columns]
     t = table[cols].astype(float) * (100 if share else 1)
-    t.index = [names(i) if names else str(i) for i in t.index]
+    from matplotlib.ticker import MaxNLocator
+    t.index = [names(i) if names else str(i).replace("_", "-") for i in t.index]
     t.columns = [c.replace("_", " ") for c in cols]
-    return bar_chart(t, ax=ax, title=title, ylabel="share of errors (%)" if share else "errors (count)",
-                     fmt="{:.0f}", annotate=t.size <= 24, legend_title="error type")
+    ax = bar_chart(t, ax=ax, title=title, ylabel="share of errors (%)" if share else "errors (count)",
+                   fmt="{:.0f}", annotate=t.size <= 24, legend_title="error type")
+    if not share: ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    return ax
 
 # %% ../nbs/51_evidence.ipynb #7e8f9a0b
 def paper_comparison(rounds, results, graphs=None):

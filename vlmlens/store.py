@@ -26,13 +26,13 @@ from typing import Any, Iterable
 from fastcore.basics import patch
 
 import vlmlens
-from .core import Judgment, Prediction, RunConfig, Sample, shard_of
+from .core import TRANSPORT_KWARGS, VIDEO_MODALITIES, Judgment, Prediction, RunConfig, Sample, shard_of
 
 # %% auto #0
 __all__ = ['REDACTED', 'atomic_write', 'remove_stale_temps', 'looks_secret', 'remember_secret', 'secret_values', 'scrub_text',
            'scrub_secrets', 'parse_kv', 'package_git_info', 'environment_info', 'utc_now', 'iter_jsonl',
            'RunConflictError', 'RunLockedError', 'RunStore', 'open_run', 'shard_filter', 'Run', 'RunSet',
-           'run_settings']
+           'config_columns']
 
 # %% ../nbs/02_store.ipynb #7725a7a7
 def _write_all(fd: int, data: bytes):
@@ -557,9 +557,23 @@ def scores(self: Run):
     try: return pd.read_csv(p, dtype=_ID_COLS, keep_default_na=True)
     except Exception as e: raise ValueError(f"{p}: cannot read ({type(e).__name__}: {e})") from None
 
-# %% ../nbs/02_store.ipynb #8f2d6b04
-_NOT_SETTINGS = ("run_name", "output_root", "progress", "overwrite", "limit", "shard", "batch_size", "device")
+# %% ../nbs/02_store.ipynb #3cef5822
+_NOT_RESULTS = ("run_name", "output_root", "progress", "overwrite", "limit", "shard", "batch_size", "device", "force",
+                "max_raw_chars", "allow_outside_media")
+_OPTIONS = ("model_kwargs", "benchmark_kwargs", "judge_kwargs")
 
+@patch
+def settings(self: Run) -> dict:
+    "The run's settings that can change its results, options flattened; `{}` for a broken run."
+    if self.config is None: return {}
+    d = {k: v for k, v in self.config.to_dict().items() if k not in _NOT_RESULTS}
+    for k in _OPTIONS:
+        for a, b in (d.pop(k, None) or {}).items():
+            if not (k != "benchmark_kwargs" and a in TRANSPORT_KWARGS + ("retries",)): d[f"{k}.{a}"] = b
+    if d.get("modality") not in VIDEO_MODALITIES: d.update(num_frames=None, fps=None, max_frames=None)
+    return d
+
+# %% ../nbs/02_store.ipynb #8f2d6b04
 class RunSet:
     "The runs below some folders: one discovery rule and one typed view for every reader of results."
     def __init__(self, runs): self.runs = list(runs)
@@ -596,8 +610,8 @@ def _setting(v):
     if isinstance(v, (dict, list)): return json.dumps(v, sort_keys=True, ensure_ascii=False) if v else None
     return v
 
-def run_settings(run: Run) -> dict:
-    "`{cfg_<field>: value}` of a run's config (empty for a broken run)."
+def config_columns(run: Run) -> dict:
+    "`{cfg_<field>: value}` of a run's config, for table columns (empty for a broken run)."
     if run.config is None: return {}
     return {f"cfg_{f.name}": _setting(getattr(run.config, f.name)) for f in fields(RunConfig)}
 
@@ -612,7 +626,7 @@ def table(self: RunSet):
     rows = []
     for r in self.runs:
         s = r.summary or {}
-        rows.append({"run": r.name, "run_dir": str(r.dir), "status": r.status, "problem": r.problem, **run_settings(r),
+        rows.append({"run": r.name, "run_dir": str(r.dir), "status": r.status, "problem": r.problem, **config_columns(r),
                      **{k: r.overall.get(k) for k in _HEADLINE}, "judge_id": s.get("judge_id"),
                      "model_id": r.info.get("model_id") or (r.info.get("model") or {}).get("model_id")})
     return pd.DataFrame(rows)
@@ -627,19 +641,16 @@ def scores(self: RunSet):
         if r.status == "broken": continue
         s = r.scores()
         if not len(s): continue
-        for k, v in {"run": r.name, "run_dir": str(r.dir), **run_settings(r)}.items(): s[k] = v
+        for k, v in {"run": r.name, "run_dir": str(r.dir), **config_columns(r)}.items(): s[k] = v
         frames.append(s)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "sample_id", "score"])
 
 @patch
-def varying(self: RunSet) -> list[str]:
-    "The config fields whose values differ between the (readable) runs, in RunConfig order."
-    rows = [run_settings(r) for r in self.runs if r.config is not None]
-    return [f.name for f in fields(RunConfig) if f.name not in _NOT_SETTINGS
-            and len({json.dumps(x.get(f"cfg_{f.name}"), default=str) for x in rows}) > 1]
-
-@patch
-def labels(self: RunSet) -> dict[str, str]:
-    "A short label per run naming only the settings that differ (`model=…, num_frames=8`)."
-    vary = self.varying()
-    return {r.name: (", ".join(f"{k}={getattr(r.config, k)}" for k in vary) or r.name) if r.config else r.name for r in self.runs}
+def varying(self: RunSet) -> dict[str, list]:
+    "`{setting: [its distinct values]}` for each setting (`Run.settings`) whose value differs between the runs."
+    confs = [r.settings() for r in self.runs if r.config is not None]
+    out = {}
+    for k in dict.fromkeys(k for c in confs for k in c):
+        vals = {json.dumps(c.get(k), sort_keys=True, default=str): c.get(k) for c in confs}
+        if len(vals) > 1: out[k] = list(vals.values())
+    return out

@@ -24,7 +24,7 @@ from .. import fidelity
 from .base import Benchmark
 from .demo import srt_time
 from .. import media, prompts
-from ..core import Judgment, Media, Prediction, Request, RunConfig, Sample, message, text_part
+from ..core import Judgment, Media, Prediction, Request, RunConfig, Sample, VIDEO_MODALITIES, message, text_part
 from ..fidelity import PaperPrompt
 from ..judges import Judge, JudgeItem, JudgeParseError, JudgeTemplate, render_messages
 from ..metrics import agreement_report, aggregate, round_half_up
@@ -36,7 +36,7 @@ from ..store import Run, RunSet, open_run
 
 # %% auto #0
 __all__ = ['MCQ_SKILLS', 'OPEN_SKILLS', 'SKILLS', 'OFFICIAL_FILES', 'SKILL_TITLES', 'TABLE3_SOURCE', 'TABLE3_PUBLISHED',
-           'QWEN_VIDEO_PIXELS', 'IDK_TEXT', 'MCQ_NUMBER_PROMPT', 'SUMMARY_QUESTIONS', 'SHOW_NAMES', 'VIDEO_MODALITIES',
+           'QWEN_VIDEO_PIXELS', 'IDK_TEXT', 'MCQ_NUMBER_PROMPT', 'SUMMARY_QUESTIONS', 'SHOW_NAMES',
            'SUBTITLE_MODALITIES', 'OFFICIAL_JUDGE_SYSTEM', 'OFFICIAL_JUDGE_USER', 'OFFICIAL_JUDGE',
            'OFFICIAL_JUDGE_FENCED', 'SYN_SCENES', 'SYN_TITLE', 'SETTINGS', 'normalize_skill', 'skill_from_filename',
            'official_format', 'grounding_accuracy', 'reasoning_score', 'overall_score', 'table3_from_cells',
@@ -353,7 +353,6 @@ def episode_metadata(rec: dict, video: str | None = None) -> dict:
     return meta
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #e8c20a27
-VIDEO_MODALITIES = ("video", "video+subtitles", "video+transcript")
 SUBTITLE_MODALITIES = ("subtitles", "video+subtitles", "video+transcript")
 
 def _kw(cfg: RunConfig) -> dict: return dict(cfg.benchmark_kwargs or {})

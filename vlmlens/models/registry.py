@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..core import Generation, Request, RunConfig
+from ..core import Generation, Request, RunConfig, VIDEO_MODALITIES
 from ..fidelity import record
 
 # %% auto #0
@@ -191,7 +191,6 @@ def apply_preset(cfg: RunConfig, spec: ModelSpec | None = None) -> tuple[RunConf
     return replace(cfg, **upd), {k: p[k] for k in PRESET_KEYS if k in p}
 
 # %% ../../nbs/10_models_registry.ipynb #fe067554
-_VIDEO_MODALITIES = ("video", "video+subtitles", "video+transcript")
 SERVE_HINT = ("it is not a transformers AutoModelForImageTextToText checkpoint; serve it behind an OpenAI-compatible "
               "server (vLLM, SGLang) and run --model openai-compatible:<model>@<url>")
 
@@ -204,7 +203,7 @@ def check(self: ModelSpec, cfg: RunConfig):
         if claimed and not cfg.force and not self.supports_language(lang, cfg.benchmark):
             raise ValueError(f"{self.name} is not run in {lang!r} on {cfg.benchmark} (the paper's languages for it: "
                              f"{', '.join(claimed)}); pass --force to run it anyway (the run records it)")
-    if cfg.modality not in _VIDEO_MODALITIES: return
+    if cfg.modality not in VIDEO_MODALITIES: return
     kw = dict(cfg.model_kwargs or {})
     if self.video == "frames" and str(kw.get("frames_as_images", True)).lower() in ("false", "0", "no"):
         raise ValueError(f"{self.name} has no video input and frames_as_images=False forbids sending frames as images; "

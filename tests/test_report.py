@@ -1,0 +1,156 @@
+"""The presentation layer (`vlmlens.report`, `vlmlens.analysis`): `vlmlens report` headers and formats on real runs,
+the pooling rule on a real RunSet, blanks with reasons instead of None/NaN/0.0, one name per model and language, and
+figures that render Indic, CJK and Arabic text and pass the reviewer's check."""
+import csv
+import io
+import os
+import re
+import warnings
+
+import pandas as pd
+import pytest
+
+from loopback import LoopbackServer
+from vlmlens import report as R
+from vlmlens.core import RunConfig
+from vlmlens.metrics import rates
+from vlmlens.runner import run
+from vlmlens.store import RunSet, RunStore
+
+
+@pytest.fixture(scope="module")
+def hintel_runs(tmp_path_factory):
+    "Two real HinTel runs (Hindi, Telugu) of a served model that always answers 'A' (judge off)."
+    from vlmlens.benchmarks import hintel as H
+    mp = pytest.MonkeyPatch()
+    mp.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    root = tmp_path_factory.mktemp("report-cli")
+    data = H.build_synthetic_hintel(root / "data", n_per_subset=2)
+    with LoopbackServer() as server:
+        for lang in ("hi", "te"):
+            run(RunConfig(benchmark="hintel", data_path=str(data), model=f"openai-compatible:Org/Served-VLM-7B@{server.openai_base_url}",
+                          language=lang, judge="none", output_root=str(root / "runs"), progress=False,
+                          model_kwargs={"cache": False, "progress": False}))
+    yield root / "runs"
+    mp.undo()
+
+
+@pytest.mark.parametrize("fmt", ["text", "md", "latex", "csv"])
+def test_cli_report_names_each_run_and_writes_each_format(hintel_runs, capsys, fmt):
+    from vlmlens.cli import main
+    assert main(["report", str(hintel_runs), "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    for lang in ("Hindi", "Telugu"):                                    # one header per run: benchmark, model, language, …, n
+        assert len(re.findall(rf"hintel · Served-VLM-7B · language {lang} · strategy standard · input video · .* · n \d+", out)) == 1
+    assert "http://" not in out and "openai-compatible" not in out
+    assert not re.search(r"\b(None|NaN|nan)\b", out) and not re.search(r"\d\.\d{4,}", out)
+    if fmt == "md": assert "|---|" in out and "| all items |" in out
+    if fmt == "latex": assert out.count(r"\begin{tabular}") == 2 and r"accuracy \%" in out
+    if fmt == "csv":
+        rows = list(csv.reader(io.StringIO("\n".join(l for l in out.splitlines() if l.count(",") >= 3))))
+        assert rows and "accuracy %" in rows[0]
+    if fmt == "text": assert "accuracy %" in out and "Rates in % (1 decimal)" in out
+
+
+def test_runs_are_labelled_by_what_differs_and_never_pooled_blindly(hintel_runs):
+    runs = RunSet.discover(hintel_runs)
+    assert list(R.differing_settings(runs)) == ["language"]
+    assert sorted(R.run_labels(runs).values()) == ["Hindi", "Telugu"]
+    g = R.grouped_rates(runs, ["language", "subset"])
+    assert set(g.language) == {"hi", "te"} and (g.n > 0).all() and g.accuracy.between(0, 1).all()
+    with pytest.raises(R.PoolingError, match=r"differ in language \(Hindi, Telugu\)"):
+        R.grouped_rates(runs, ["subset"], what="a per-subset table")
+    ov = R.runs_overview(runs)
+    assert ov.title == "2 runs (hintel, Served-VLM-7B)" and list(ov.frame()["language"]) == ["Hindi", "Telugu"]
+
+
+def _fake_run(root, name, rows, **cfg):
+    c = RunConfig(**{"benchmark": "infinibench", "model": "gpt-4.1", **cfg}, run_name=name, output_root=str(root))
+    st = RunStore(root / name, c.hash(), config=c.to_dict()).prepare()
+    st.write_run_json({"config": c.to_dict(), "config_hash": c.hash(), "model": {"model_id": c.model}})
+    st.write_scores_csv(rows); st.write_summary({"overall": rates(rows)}); st.close()
+
+
+def test_modality_idk_and_frames_are_never_pooled(tmp_path):
+    "The frame curve that pooled metadata, subtitles and no-IDK runs at '4 frames' cannot be built."
+    row = lambda i, s: {"sample_id": str(i), "skill": "global_appearance", "valid": True, "error": None, "score": s}
+    _fake_run(tmp_path, "v4", [row(0, 1), row(1, 0)], modality="video", num_frames=4)
+    _fake_run(tmp_path, "v8", [row(0, 1), row(1, 1)], modality="video", num_frames=8)
+    _fake_run(tmp_path, "meta", [row(0, 0), row(1, 0)], modality="metadata", num_frames=4)
+    _fake_run(tmp_path, "noidk", [row(0, 1), row(1, 0)], modality="video", num_frames=4, benchmark_kwargs={"idk_option": False})
+    runs = RunSet.discover(tmp_path)
+    assert R.run_settings(runs.where(modality="metadata")[0])["num_frames"] is None        # a metadata run saw no frames
+    with pytest.raises(R.PoolingError) as e: R.grouped_rates(runs, ["num_frames"], what="the frame curve")
+    assert "modality (metadata, video)" in str(e.value) and "benchmark_kwargs.idk_option (False, default)" in str(e.value)
+    video = runs.where(modality="video", benchmark_kwargs={})
+    curve = R.grouped_rates(video, ["num_frames"])
+    assert curve.num_frames.tolist() == [4, 8] and curve.accuracy.tolist() == [0.5, 1.0]
+    labels = R.run_labels(runs)
+    assert labels["meta"] == "modality metadata" and labels["v8"].startswith("8 frames")
+
+
+def test_blanks_carry_reasons_not_none_or_zero():
+    "A judge whose 4 judgments were all invalid leaves Score blank for that reason (it showed 0.0)."
+    s = {"benchmark": "infinibench", "overall": {"n": 8, "n_judged": 4, "judge_invalid_rate": 1.0, "accuracy": 0.5},
+         "groups": [{"skill": "global_appearance", "n": 4, "accuracy": 0.5, "accuracy_answered": 0.5, "invalid_rate": 0.0, "n_errors": 0},
+                    {"skill": "summarization", "n": 4, "n_judged": 4, "judge_invalid_rate": 1.0, "score_0_10": None}],
+         "benchmark_summary": {"acc": 0.5, "score_0_10": None, "overall_0_100": None}}
+    t = R.summary_table(s)
+    for fmt in R.FORMATS:
+        out = R.render_table(t, fmt)
+        assert not re.search(r"\b(None|NaN|nan)\b", out) and "0.0 /10" not in out
+    cell = t.frame().set_index("skill").loc["summarization", "score /10"]
+    assert cell.startswith("–") and any(n.startswith(cell + " ") and "no valid judgments" in n for n in t.all_notes())
+    assert "Paper metrics: Acc 50.0 % · Score –" in R.render_table(t)
+    grid = R.rate_grid(pd.DataFrame({"Hindi": [0.25, None]}, index=["a", "b"]), pd.DataFrame({"Hindi": [4, None]}, index=["a", "b"]))
+    assert grid.frame()["Hindi"].tolist() == ["25.0 (n=4)", "–"] and grid.all_notes()[-1] == "– not run"
+
+
+def test_one_name_per_model_and_language():
+    assert R.model_name("openai-compatible:Qwen/Qwen2.5-VL-7B-Instruct@http://10.0.0.1:8000/v1") == "Qwen2.5-VL-7B"
+    assert R.model_name("openai-compatible:my-org/My-VLM@http://h:1/v1") == "My-VLM"
+    assert R.model_name("gpt-4.1") == "GPT-4.1"
+    assert [R.language_name(c) for c in ("hi", "te", "ta-IN", "ko-KR", "ar-EG")] == \
+        ["Hindi", "Telugu", "Tamil (IN)", "Korean (KR)", "Arabic (EG)"]
+
+
+SCRIPTS = {"hi": "दिवाली का त्योहार", "te": "సంక్రాంతి పండుగ", "ta": "பொங்கல் உணவு", "ko": "김치를 만든다", "ar": "كرة القدم"}
+
+
+def test_indic_cjk_and_arabic_text_renders_or_the_missing_font_is_named(tmp_path):
+    import matplotlib; matplotlib.use("Agg")
+    from vlmlens import analysis as A
+    fonts = A.use_script_fonts()
+    data = pd.DataFrame({"accuracy": [40.0, 55.5, 61.0, 30.0, 47.5]}, index=[f"{v} ({k})" for k, v in SCRIPTS.items()])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        ax = A.bar_chart(data["accuracy"], ylabel="accuracy (%)", title="Accuracy per language (hi, te, ta, ko, ar)")
+        paths = A.save_figure(ax.figure, tmp_path, "scripts")
+    glyphs = [str(x.message) for x in w if "Glyph" in str(x.message)]
+    missing = {s: f for s, f in A.SCRIPT_FONTS.items() if s in ("Devanagari", "Telugu", "Tamil", "CJK") and f[1] not in fonts}
+    if not missing:
+        assert glyphs == [] and A.figure_problems(ax.figure) == []
+    else:                                        # no Noto fonts here: one warning names each missing font and the packages
+        assert not os.environ.get("CI"), f"CI must install the fonts ({A.FONT_PACKAGES}): missing {missing}"
+        named = " ".join(str(x.message) for x in w)
+        assert all(f[1] in named for f in missing.values()) and A.FONT_PACKAGES in named
+    assert [p.suffix for p in paths] == [".png", ".pdf"]
+
+
+def test_reviewer_check_finds_what_issue_17_lists():
+    import matplotlib; matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from vlmlens import analysis as A
+    fig, (a, b) = plt.subplots(1, 2, figsize=(6, 2.5))
+    a.bar([0, 1, 2], [30, 40, 50], yerr=[5, 5, 5], label="model")
+    for x, v in zip([0, 1, 2], [30, 40, 50]): a.annotate(f"{v}", (x, v), ha="center")      # labels on the error bars
+    a.legend(loc="center"); a.set_title("openai-compatible:Qwen/Qwen2.5-VL-7B-Instruct@http://127.0.0.1:8000/v1 accuracy")
+    b.plot([1, 2, 4, 8, 16], [1, 2, 3, 4, 5]); b.set_xscale("log", base=2)                  # 2⁰ … 2⁴ ticks, no labels
+    problems = " | ".join(A.figure_problems(fig))
+    for want in ("title wider than its axes", "legend covers data", "sits on an error bar", "the y axis has no label",
+                 "tick labels written as powers", "the x axis has no label"):
+        assert want in problems, want
+    ax = A.line_chart(pd.DataFrame({"frames": [1, 2, 4, 8, 16], "acc": [1, 2, 3, 4, 5], "n": [9] * 5}), "frames", "acc", n="n",
+                      log2=True, xlabel="frames", ylabel="accuracy (%)", title="openai-compatible:Qwen/Qwen2.5-VL-7B-Instruct@http://127.0.0.1:8000/v1 accuracy")
+    assert A.figure_problems(ax.figure) == [] and [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "4", "8", "16"]
+    plt.close("all")
