@@ -2,9 +2,17 @@
 PYTHON ?= python
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: install demo test export check-sync nbtest pytest bench
+.PHONY: install fonts demo test export check-sync nbtest pytest bench
 
-install:
+# Noto fonts draw Devanagari, Telugu, Tamil, Arabic and CJK text in figures (DejaVu alone draws boxes).
+SUDO ?= $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+fonts:
+	@if command -v apt-get >/dev/null 2>&1; then fc-list 2>/dev/null | grep -q "Noto Sans Devanagari" || \
+	  $(SUDO) apt-get install -y -q fonts-noto-core fonts-noto-cjk >/dev/null 2>&1 || \
+	  ($(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q fonts-noto-core fonts-noto-cjk >/dev/null); \
+	else echo "install the Noto fonts (Devanagari, Telugu, Tamil, Arabic, CJK) so that figures render those scripts"; fi
+
+install: fonts
 	$(PIP) install "torch==2.14.1" "torchvision==0.29.1"
 	$(PIP) install -e ".[dev]"
 

@@ -93,10 +93,11 @@ def parser() -> argparse.ArgumentParser:
 
 # %% ../nbs/42_cli.ipynb #ba03c699
 def print_summary(summary: dict, config: dict | None = None, fmt: str = "text"):
-    "Print a run's header line and table."
-    print(run_header(summary, config))
-    print(render_table(summary_table(summary), fmt))
-    if summary.get("run_dir"): print(f"results in {summary['run_dir']}")
+    "Print a run's table under a header line naming the run (a `#` comment line in CSV)."
+    header = run_header(summary, config)
+    if fmt == "csv": print(f"# {header}")
+    print(render_table(summary_table(summary, title=header), fmt))
+    if summary.get("run_dir") and fmt == "text": print(f"results in {summary['run_dir']}")
 
 def report(run_dirs, fmt: str = "text") -> int:
     "Print the table of every run below `run_dirs`; 1 if some run could not be read."
@@ -112,7 +113,9 @@ def report(run_dirs, fmt: str = "text") -> int:
 
 # %% ../nbs/42_cli.ipynb #bc738495
 def _dispatch(a) -> int:
-    if a.command == "run": print_summary(run(config_from_args(a)))
+    if a.command == "run":
+        cfg = config_from_args(a)
+        print_summary(run(cfg), cfg.to_dict())
     elif a.command == "demo":
         print(f"vlmlens demo: {a.model} on the shipped demo benchmark (videos, images, subtitles; en/hi/te)")
         print_summary(run(RunConfig(benchmark="demo", model=a.model, num_frames=a.num_frames, limit=a.limit, run_name=a.run_name,
@@ -123,7 +126,9 @@ def _dispatch(a) -> int:
         failed = table[table.status != "ok"]
         for _, r in failed.iterrows(): print(f"FAILED {r['run']}: {r['error']}", file=sys.stderr)
         return 1 if len(failed) else 0
-    elif a.command == "score": print_summary(rescore(a.run_dir))
+    elif a.command == "score":
+        s = rescore(a.run_dir)
+        print_summary(s, RunSet.discover(a.run_dir)[0].info.get("config"))
     elif a.command == "isolate":
         out = isolate_run(a.run_dir, compiler=a.compiler, labeller=a.labeller, model=a.model, max_rounds=a.max_rounds, graphs=a.graphs,
                           modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit)
