@@ -19,11 +19,11 @@ from ..fidelity import record
 
 # %% auto #0
 __all__ = ['RUN_HINT_KEYS', 'VIDEO_INPUTS', 'PRESET_KEYS', 'SERVE_HINT', 'BACKEND_MODULES', 'QWEN_MODEL_TYPES',
-           'TRANSFORMERS_MODEL_TYPES', 'HF_MODEL_TYPES', 'CURVE_LOCALES', 'QWEN2_VL_LANGUAGES', 'EN', 'EN_HI', 'EN_TE',
-           'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES', 'OPENAI_REASONING_PREFIXES', 'CURVE_REASONING_BUDGETS',
-           'TINY_MODELS', 'Backend', 'count_images', 'ModelSpec', 'apply_preset', 'register_backend', 'register',
-           'known_models', 'parse_api_name', 'get_spec', 'supports_language', 'load_backend', 'resolve_builder',
-           'roster', 'roster_markdown']
+           'TRANSFORMERS_MODEL_TYPES', 'HF_MODEL_TYPES', 'EXTRA_OF_BACKEND', 'CURVE_LOCALES', 'QWEN2_VL_LANGUAGES',
+           'EN', 'EN_HI', 'EN_TE', 'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES', 'OPENAI_REASONING_PREFIXES',
+           'CURVE_REASONING_BUDGETS', 'TINY_MODELS', 'Backend', 'count_images', 'ModelSpec', 'apply_preset',
+           'register_backend', 'register', 'known_models', 'parse_api_name', 'get_spec', 'supports_language',
+           'load_backend', 'resolve_builder', 'roster', 'roster_markdown']
 
 # %% ../../nbs/10_models_registry.ipynb #ce66540d
 class Backend:
@@ -323,11 +323,17 @@ def load_backend(name: str, **kwargs) -> Backend:
     if spec.backend not in BACKEND_MODULES:
         raise ValueError(f"model {spec.name!r}: unknown backend kind {spec.backend!r} (known: {sorted(BACKEND_MODULES)})")
     modname = BACKEND_MODULES[spec.backend]
-    try: mod = importlib.import_module(modname)
+    try:
+        mod = importlib.import_module(modname)
+        return mod.from_spec(spec, **kwargs)
     except ModuleNotFoundError as e:
         if e.name and modname.startswith(e.name): raise ImportError(f"model {spec.name!r} needs backend {spec.backend!r} ({modname}), which is not available") from e
+        extra = EXTRA_OF_BACKEND.get(spec.backend)
+        if extra: raise ValueError(f"{spec.name} needs {e.name}, which is not installed: pip install \"vlmlens[{extra}]\"") from None
         raise
-    return mod.from_spec(spec, **kwargs)
+
+#: the install extra each backend kind needs beyond `pip install vlmlens`
+EXTRA_OF_BACKEND = {"hf": "hf", "transformers": "hf"}
 
 def resolve_builder(spec: ModelSpec) -> str:
     "Run `spec.local_builder` ('module:function[:arg]') and return the local path it builds or finds."
