@@ -340,3 +340,73 @@ def test_large_images_are_downscaled_to_the_pixel_budget(tmp_path):
         small = materialize(msgs, max_pixels=250_000)[0]["content"][0]["image"]
         assert small.size[0] * small.size[1] <= 250_000 and small.getpixel((5, 5))[1] > 150
         assert materialize(msgs, max_pixels=None)[0]["content"][0]["image"].size == (4800, 3600)   # budget off
+
+
+# ---------------------------------------------------------------- past 256 frames, approximate frames, shared cache
+
+
+def test_768_frames_are_exact(tmp_path):
+    "InfiniBench's Qwen budget: 768 dense targets, each the frame shown at its time, every GOP decoded once per reader."
+    path = write_video(tmp_path / "long.mp4", (frame_code_image(i, W, H) for i in range(800)), fps=FPS, keyint=KEYINT)
+    ref = reference(path)
+    fr = sample_frames(path, num_frames=768)
+    assert len(fr) == 768 and codes(fr) == [shown(ref, t) for t in fr.timestamps_s]
+    assert fr.stats["decoded"] + fr.stats["skipped"] <= 800 + fr.stats["workers"] * KEYINT     # a GOP cut between readers
+
+
+def _keyframes(path):
+    "[(pts_s, code)] of the keyframes, by a plain sequential decode."
+    with av.open(str(path)) as c:
+        s = c.streams.video[0]
+        start, tb = s.start_time or 0, float(s.time_base)
+        return [((f.pts - start) * tb, read_frame_code(f.to_image())) for f in c.decode(s) if f.key_frame]
+
+
+@pytest.mark.parametrize("n", [3, 10, 40])
+def test_exact_false_returns_the_nearest_keyframes_and_their_own_times(video, n):
+    path, ref = video
+    keys = _keyframes(path)
+    fr = sample_frames(path, num_frames=n, exact=False)
+    wanted = [(i + 0.5) * N_FRAMES / FPS / n for i in range(n)]
+    key_codes = {c: t for t, c in keys}
+    assert all(c in key_codes for c in codes(fr)), (codes(fr), sorted(key_codes))
+    assert fr.timestamps_s == fr.frame_pts_s == pytest.approx([key_codes[c] for c in codes(fr)])   # the frames' own times
+    for t, got in zip(wanted, fr.timestamps_s):
+        nearest = min(abs(k - t) for k, _ in keys)
+        assert abs(got - t) <= nearest + 2 / FPS, (t, got, nearest)
+    assert fr.stats["decoded"] <= len({c for c in codes(fr)}) and fr.stats["exact"] is False
+
+
+def test_exact_false_is_a_separate_cache_entry_and_reaches_materialize(mp4):
+    cache = FrameCache()
+    exact, approx = cache.get(mp4, num_frames=5), cache.get(mp4, num_frames=5, exact=False)
+    assert cache.misses == 2 and codes(exact) != codes(approx)
+    part = materialize([message("user", {"type": "video", "path": str(mp4)})], num_frames=5, exact=False, cache=cache,
+                       max_pixels=None)[0]["content"][0]
+    assert part["timestamps"] == approx.timestamps_s and cache.hits == 1
+
+
+_DECODE = """
+import json, sys
+from vlmlens.media import DiskFrameStore, FrameCache
+c = FrameCache(disk=DiskFrameStore(sys.argv[1]))
+fr = c.get(sys.argv[2], num_frames=40)
+print(json.dumps({"from_disk": bool(fr.stats.get("from_disk")), "codes": __import__("vlmlens.media").media.read_frame_code(fr.images[7])}))
+"""
+
+
+def test_processes_on_one_host_decode_a_video_once(tmp_path, mp4):
+    "Two processes asking for the same frames at once: one decodes (holding the key's lock), the other reads its copy."
+    import json
+    import subprocess
+    import sys
+    store = tmp_path / "frames"
+    procs = [subprocess.Popen([sys.executable, "-c", _DECODE, str(store), str(mp4)], stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert sorted(o["from_disk"] for o in outs) == [False, True]
+    assert outs[0]["codes"] == outs[1]["codes"] == shown(reference(mp4), (7 + 0.5) * N_FRAMES / FPS / 40)
+    assert len(list(store.glob("*.npy"))) == 1
+    from vlmlens.media import DiskFrameStore
+    here = FrameCache(disk=DiskFrameStore(store)).get(mp4, num_frames=40)     # a third process: nothing to decode
+    assert here.stats["from_disk"] is True

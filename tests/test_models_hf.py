@@ -200,3 +200,44 @@ def test_language_claims():
         assert not registry.supports_language(m, "hi") and not registry.supports_language(m, "te")
     with pytest.raises(KeyError, match="known models"):
         registry.supports_language("no-such-model", "en")
+
+
+def _video_q(clip, q, start=0.0):
+    return Request("v", [message("system", "Answer briefly."),
+                         message("user", {"type": "video", "frames": clip, "timestamps": [start + 0.5 * i for i in range(len(clip))]}, q)])
+
+
+def test_prefix_reuse_gives_the_same_answers_and_encodes_each_video_once(tiny_path):
+    "Questions video first: the vision tower runs once per video, and greedy answers equal those without reuse."
+    a, b = frames(8), frames(8, w=96, h=72)[::-1]
+    qs = [(a, "What happens first?"), (a, "Who is in the room?"), (a, "What colour is the ball?"),
+          (b, "What happens first?"), (b, "Where are they?"), (a, "What happens first?")]
+    answers = {}
+    for reuse in (False, True):
+        be = HFBackend(str(tiny_path), name="tiny", reuse_prefix=reuse)
+        calls = []
+        hook = be.model.model.visual.register_forward_hook(lambda *_: calls.append(1))
+        answers[reuse] = [(g.text, g.usage, g.error) for g in be.generate([_video_q(c, q) for c, q in qs], max_new_tokens=8)]
+        hook.remove()
+        if reuse:
+            assert be.prefix_stats == {"hits": 3, "misses": 3}                # a, b, and a again after b
+            assert len(calls) == 3, "the vision tower ran more than once per video (in a row)"
+        else:
+            assert len(calls) == len(qs)
+        be.close()
+    assert all(e is None for _, _, e in answers[True])
+    assert answers[True] == answers[False]
+    assert len({t for t, _, _ in answers[False]}) > 1, "the tiny model must answer differently to make the test meaningful"
+
+
+def test_prefix_reuse_is_per_single_request_and_can_be_turned_off(tiny_path):
+    be = HFBackend(str(tiny_path), name="tiny", batch_size=2)
+    clip = frames(4)
+    be.generate([_video_q(clip, "One?"), _video_q(clip, "Two?")], max_new_tokens=4)   # one batch of two: computed in full
+    assert getattr(be, "prefix_stats", {"hits": 0})["hits"] == 0
+    be.close()
+    off = registry.load_backend("tiny-qwen2.5-vl", reuse_prefix="false")
+    assert off.reuse_prefix is False and off.info()["reuse_prefix"] is False
+    off.generate([_video_q(clip, "One?")], max_new_tokens=4)
+    assert off._prefix is None
+    off.close()

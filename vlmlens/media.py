@@ -6,7 +6,10 @@
 from __future__ import annotations
 
 import bisect
+import contextlib
+import hashlib
 import html
+import json
 import math
 import numbers
 import os
@@ -23,11 +26,14 @@ import numpy as np
 from fastcore.basics import patch
 from PIL import Image, ImageOps
 
+from .core import cache_root
+
 # %% auto #0
-__all__ = ['DEFAULT_MAX_PIXELS', 'DEFAULT_NUM_FRAMES', 'MediaError', 'inside_root', 'clip_args', 'frame_code_image',
-           'read_frame_code', 'write_video', 'shrink', 'load_image', 'Cue', 'decode_text', 'parse_srt', 'parse_vtt',
-           'read_subtitles', 'subtitles_between', 'subtitles_for_frames', 'transcript', 'frame_times', 'Frames',
-           'sample_frames', 'FrameCache', 'materialize']
+__all__ = ['DEFAULT_MAX_PIXELS', 'DEFAULT_NUM_FRAMES', 'FRAME_CACHE_ENV', 'MediaError', 'inside_root', 'clip_args',
+           'frame_code_image', 'read_frame_code', 'write_video', 'shrink', 'load_image', 'Cue', 'decode_text',
+           'parse_srt', 'parse_vtt', 'read_subtitles', 'subtitles_between', 'subtitles_for_frames', 'transcript',
+           'frame_times', 'Frames', 'sample_frames', 'FrameCache', 'DiskFrameStore', 'shared_frame_cache',
+           'materialize']
 
 # %% ../nbs/03_media.ipynb #de55d99f
 class MediaError(Exception):
@@ -594,12 +600,15 @@ def _plan(r: _VideoReader, a: dict) -> list[float]:
 # %% ../nbs/03_media.ipynb #3058baab
 def sample_frames(path, num_frames: int | None = None, fps: float | None = None, max_frames: int | None = None,
                   start_s: float | None = None, end_s: float | None = None, max_side: int | None = None,
-                  workers: int | None = None, max_pixels: int | None = None) -> Frames:
+                  workers: int | None = None, max_pixels: int | None = None, exact: bool = True) -> Frames:
     "Exact frames shown at the centres of `num_frames` equal segments of [start_s, end_s] (or every 1/`fps` s)."
     a = clip_args(path, num_frames, fps, max_frames, start_s, end_s, max_side, max_pixels)
     with _VideoReader(path) as r:
         times = _plan(r, a)
         size = _fit(r.display_width, r.height, a["max_side"], a["max_pixels"])
+        if not exact:                              # nearest keyframes; the times reported are theirs
+            images, pts = r.read_keyframes(times, size)
+            return Frames(images, list(pts), r.duration_s, r.fps, pts, {**r.stats, "workers": 1, "exact": False})
         cpus = _cpus()
         w = max(1, min(workers or min(cpus, 8), len(times)))
         per = max(1, cpus // w)
@@ -623,45 +632,185 @@ def sample_frames(path, num_frames: int | None = None, fps: float | None = None,
         stats["workers"] = w
         return Frames(images, times, r.duration_s, r.fps, pts, stats)
 
+# %% ../nbs/03_media.ipynb #9e1a0c02
+@patch
+def _key_after(self: _VideoReader, t_pts: float) -> _Key | None:
+    "The first keyframe at or after pts `t_pts` (None when there is none)."
+    import av
+    if self.probe is None: self.probe = av.open(str(self.path), metadata_errors="ignore")
+    ps = self.probe.streams.video[0]
+    try: self.probe.seek(int(math.ceil(t_pts)), stream=ps, backward=False)
+    except av.FFmpegError: return None
+    kp = next((p for p in self.probe.demux(ps) if p.size and p.is_keyframe), None)
+    if kp is None or kp.pts is None or kp.pts < t_pts: return None
+    return self._key_before(kp.pts)
+
+@patch
+def _decode_key(self: _VideoReader, key: _Key):
+    "The frame of keyframe `key`, decoded on its own."
+    self.c.seek(key.offset, stream=self.s, backward=True)
+    self.stats["seeks"] += 1
+    for pk in self.c.demux(self.s):
+        if not pk.size or _order(pk) < key.order: continue
+        self.stats["decoded"] += 1
+        frames = list(pk.decode()) + list(self.s.codec_context.decode(None))   # flush: the keyframe comes out now
+        f = next((f for f in frames if f.pts == pk.pts), frames[0] if frames else None)
+        if f is None: break
+        return f
+    raise MediaError(self.path, f"no frame could be decoded at the keyframe at {(key.pts - self.start_pts) * self.tb:.3f}s")
+
+# %% ../nbs/03_media.ipynb #9e1a0c04
+@patch
+def read_keyframes(self: _VideoReader, times_s: Sequence[float], size: tuple[int, int]) -> tuple[list, list[float]]:
+    "For each of `times_s`, the nearest keyframe as an RGB image at `size` (each decoded once), and its pts (s)."
+    from av.video.reformatter import VideoReformatter
+    rf, interp = VideoReformatter(), "AREA" if size[0] * size[1] < self.width * self.height else "BICUBIC"
+    images, pts, done = [], [], {}
+    for t in times_s:
+        tp = self.start_pts + t / self.tb
+        before, after = self._key_before(tp), self._key_after(tp)
+        key = after if after is not None and (before.pts is None or after.pts - tp < tp - before.pts) else before
+        if key.order not in done:
+            f = self._decode_key(key)
+            im = rf.reformat(f, width=size[0], height=size[1], format="rgb24", interpolation=interp).to_image()
+            done[key.order] = (im, (f.pts - self.start_pts) * self.tb)
+        images.append(done[key.order][0]); pts.append(done[key.order][1])
+    return images, pts
+
 # %% ../nbs/03_media.ipynb #cc5950c6
 class FrameCache:
-    "In-memory LRU cache of `sample_frames` results."
-    def __init__(self, max_entries: int = 4):
+    "LRU cache of `sample_frames` results in memory, optionally backed by a `DiskFrameStore` shared between processes."
+    def __init__(self, max_entries: int = 4, disk: DiskFrameStore | None = None):
         if max_entries < 1: raise ValueError(f"max_entries must be >= 1, got {max_entries}")
-        self.max_entries, self.hits, self.misses = max_entries, 0, 0
+        self.max_entries, self.disk, self.hits, self.misses, self.disk_hits = max_entries, disk, 0, 0, 0
         self._d: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
-    def key(path, num_frames=None, fps=None, max_frames=None, start_s=None, end_s=None, max_side=None, max_pixels=None) -> tuple:
-        "The cache key: resolved file, its mtime and size, and the checked sampling arguments."
+    def key(path, num_frames=None, fps=None, max_frames=None, start_s=None, end_s=None, max_side=None, max_pixels=None,
+            exact: bool = True) -> tuple:
+        "The cache key: resolved file, its mtime and size, the checked sampling arguments and `exact`."
         a = clip_args(path, num_frames, fps, max_frames, start_s, end_s, max_side, max_pixels)
         p = _check_file(path).resolve()
         st = p.stat()
-        return (str(p), st.st_mtime_ns, st.st_size, *a.values())
-
-    def get(self, path, num_frames=None, fps=None, max_frames=None, start_s=None, end_s=None, max_side=None,
-            max_pixels=None) -> Frames:
-        "`sample_frames(...)` with these arguments, decoded at most once while it stays cached."
-        k = self.key(path, num_frames, fps, max_frames, start_s, end_s, max_side, max_pixels)
-        with self._lock:
-            if k in self._d:
-                self.hits += 1
-                self._d.move_to_end(k)
-                return self._d[k]
-            self.misses += 1
-        fr = sample_frames(path, num_frames=num_frames, fps=fps, max_frames=max_frames, start_s=start_s, end_s=end_s,
-                           max_side=max_side, max_pixels=max_pixels)
-        with self._lock:
-            self._d[k] = fr
-            self._d.move_to_end(k)
-            while len(self._d) > self.max_entries: self._d.popitem(last=False)
-        return fr
+        return (str(p), st.st_mtime_ns, st.st_size, *a.values(), bool(exact))
 
     def __len__(self): return len(self._d)
     def clear(self):
         with self._lock: self._d.clear()
-    def __repr__(self): return f"FrameCache({len(self)}/{self.max_entries} entries, {self.hits} hits, {self.misses} misses)"
+    def __repr__(self):
+        return (f"FrameCache({len(self)}/{self.max_entries} entries, {self.hits} hits, {self.misses} misses"
+                + (f", {self.disk_hits} from {self.disk!r})" if self.disk is not None else ")"))
+
+# %% ../nbs/03_media.ipynb #9e1a0c11
+@patch
+def get(self: FrameCache, path, num_frames=None, fps=None, max_frames=None, start_s=None, end_s=None, max_side=None,
+        max_pixels=None, exact: bool = True) -> Frames:
+    "`sample_frames(...)` with these arguments, decoded at most once while it stays cached (here or on disk)."
+    args = dict(num_frames=num_frames, fps=fps, max_frames=max_frames, start_s=start_s, end_s=end_s, max_side=max_side,
+                max_pixels=max_pixels, exact=exact)
+    k = self.key(path, **args)
+    with self._lock:
+        if k in self._d:
+            self.hits += 1
+            self._d.move_to_end(k)
+            return self._d[k]
+        self.misses += 1
+    fr = self._fetch(k, path, args)
+    with self._lock:
+        self._d[k] = fr
+        self._d.move_to_end(k)
+        while len(self._d) > self.max_entries: self._d.popitem(last=False)
+    return fr
+
+@patch
+def _fetch(self: FrameCache, k: tuple, path, args: dict) -> Frames:
+    "A miss: the disk store's copy, else decode (holding the key's lock, so that one process on the host decodes it)."
+    if self.disk is None: return sample_frames(path, **args)
+    with self.disk.locked(k):
+        fr = self.disk.load(k)
+        if fr is not None:
+            with self._lock: self.disk_hits += 1
+            return fr
+        fr = sample_frames(path, **args)
+        self.disk.save(k, fr)
+    return fr
+
+# %% ../nbs/03_media.ipynb #9e1a0c13
+class DiskFrameStore:
+    "Decoded frames as files under `root` (default `<cache_root>/frames`), shared by a host's processes, LRU within `max_gb`."
+    def __init__(self, root=None, max_gb: float = 20.0):
+        if not max_gb > 0: raise ValueError(f"max_gb must be > 0, got {max_gb!r}")
+        self.root = Path(root) if root is not None else cache_root() / "frames"
+        self.max_bytes = int(max_gb * 2**30)
+
+    def __repr__(self): return f"DiskFrameStore({str(self.root)!r}, max {self.max_bytes / 2**30:g} GB)"
+    def name(self, key: tuple) -> str: return hashlib.sha256(repr(key).encode("utf-8")).hexdigest()[:32]
+
+    @contextlib.contextmanager
+    def locked(self, key: tuple):
+        "Hold `key`'s lock: other processes asking for it wait here."
+        import fcntl
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / f"{self.name(key)}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally: os.close(fd)
+
+# %% ../nbs/03_media.ipynb #9e1a0c15
+_FRAME_META = ("timestamps_s", "duration_s", "source_fps", "frame_pts_s", "stats")
+
+@patch
+def save(self: DiskFrameStore, key: tuple, fr: Frames):
+    "Store `fr` under `key`: the frames as one uint8 array, then the record that marks the entry complete."
+    n = self.name(key)
+    self.root.mkdir(parents=True, exist_ok=True)
+    tmp, tmp_json = self.root / f".{n}.{os.getpid()}.npy", self.root / f".{n}.{os.getpid()}.json"
+    np.save(tmp, np.stack([np.asarray(im.convert("RGB")) for im in fr.images]), allow_pickle=False)
+    os.replace(tmp, self.root / f"{n}.npy")
+    tmp_json.write_text(json.dumps({k: getattr(fr, k) for k in _FRAME_META}), encoding="utf-8")
+    os.replace(tmp_json, self.root / f"{n}.json")
+    self.prune()
+
+@patch
+def load(self: DiskFrameStore, key: tuple) -> Frames | None:
+    "The `Frames` stored under `key`, or None (absent, incomplete or unreadable)."
+    n = self.name(key)
+    try:
+        meta = json.loads((self.root / f"{n}.json").read_text(encoding="utf-8"))
+        arr = np.load(self.root / f"{n}.npy", mmap_mode="r", allow_pickle=False)
+        if arr.ndim != 4 or len(arr) != len(meta["timestamps_s"]): return None
+        os.utime(self.root / f"{n}.json")                       # recently used
+    except (OSError, ValueError, KeyError, TypeError): return None
+    images = [Image.fromarray(np.ascontiguousarray(a)) for a in arr]
+    return Frames(images, meta["timestamps_s"], meta["duration_s"], meta["source_fps"], meta["frame_pts_s"],
+                  {**meta["stats"], "from_disk": True})
+
+# %% ../nbs/03_media.ipynb #9e1a0c21
+@patch
+def prune(self: DiskFrameStore):
+    "Delete the least recently used entries until the store fits in `max_gb`."
+    entries = []
+    for j in self.root.glob("*.json"):
+        try: entries.append((j.stat().st_mtime, j, j.with_suffix(".npy").stat().st_size))
+        except OSError: continue
+    total = sum(e[2] for e in entries)
+    for _, j, size in sorted(entries):
+        if total <= self.max_bytes: break
+        for f in (j, j.with_suffix(".npy"), j.with_suffix(".lock")):
+            with contextlib.suppress(OSError): f.unlink()
+        total -= size
+
+# %% ../nbs/03_media.ipynb #9e1a0c18
+FRAME_CACHE_ENV = "VLMLENS_FRAME_CACHE_GB"
+
+def shared_frame_cache(max_entries: int = 4) -> FrameCache:
+    "A `FrameCache` backed by the host's `DiskFrameStore` (`$VLMLENS_FRAME_CACHE_GB`, default 20; 0 = memory only)."
+    raw = os.environ.get(FRAME_CACHE_ENV, "").strip() or "20"
+    try: gb = float(raw)
+    except ValueError: raise ValueError(f"{FRAME_CACHE_ENV}={raw!r} must be a number of GB (0 turns the disk cache off)") from None
+    return FrameCache(max_entries, disk=DiskFrameStore(max_gb=gb) if gb > 0 else None)
 
 # %% ../nbs/03_media.ipynb #bfdd275b
 def _frame_subs(spec, part, root, allow_outside) -> list[Cue] | None:
@@ -696,9 +845,9 @@ def _fill(part, opts: dict, cache, subs, root, allow_outside):
 # %% ../nbs/03_media.ipynb #6dc59247
 def materialize(messages: list, num_frames: int | None = None, fps: float | None = None, max_frames: int | None = None,
                 max_side: int | None = None, cache: FrameCache | None = None, subtitles_per_frame=None,
-                max_pixels: int | None = DEFAULT_MAX_PIXELS, root=None, allow_outside: bool = False) -> list:
+                max_pixels: int | None = DEFAULT_MAX_PIXELS, root=None, allow_outside: bool = False, exact: bool = True) -> list:
     "A copy of neutral `messages` whose video parts gain `frames`/`timestamps`/`duration_s` and image parts `image`."
-    opts = dict(num_frames=num_frames, fps=fps, max_frames=max_frames, max_side=max_side, max_pixels=max_pixels)
+    opts = dict(num_frames=num_frames, fps=fps, max_frames=max_frames, max_side=max_side, max_pixels=max_pixels, exact=exact)
     out = []
     for m in messages:
         m2 = dict(m)

@@ -23,10 +23,12 @@ from .store import RunStore, open_run, shard_filter
 log = logging.getLogger("vlmlens")
 
 # %% auto #0
-__all__ = ['log', 'select_samples', 'languages_of', 'check_selection', 'prepare', 'gold_text', 'needs_judge', 'finish_prediction',
-           'run_batch', 'latest_judgments', 'make_judge', 'judge_items', 'judge_run', 'score_row', 'score_rows',
-           'summarize', 'write_summary', 'reopen', 'rescore', 'rejudge', 'score_files', 'load_run_samples',
-           'generate_pending', 'judge_pending', 'run']
+__all__ = ['log', 'LOCAL_BACKENDS', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_selection', 'prepare',
+           'gold_text', 'needs_judge', 'finish_prediction', 'run_batch', 'latest_judgments', 'make_judge',
+           'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize', 'write_summary', 'reopen', 'rescore',
+           'rejudge', 'score_files', 'launch_env', 'apply_launch', 'launch_barrier', 'write_launch_summary',
+           'load_run_samples', 'video_key', 'video_first', 'warms_server_prefix', 'batches', 'generate_pending',
+           'judge_pending', 'run']
 
 # %% ../nbs/40_runner.ipynb #66ec6bad
 def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | None = None) -> tuple[list[Sample], dict]:
@@ -60,7 +62,8 @@ def check_selection(all_samples: list[Sample], selected: list[Sample], cfg: RunC
 
 # %% ../nbs/40_runner.ipynb #975c9b6f
 def _frame_args(cfg: RunConfig) -> dict:
-    return dict(num_frames=cfg.num_frames, fps=cfg.fps, max_frames=cfg.max_frames, max_side=cfg.max_side)
+    return dict(num_frames=cfg.num_frames, fps=cfg.fps, max_frames=cfg.max_frames, max_side=cfg.max_side,
+                exact=bool(getattr(cfg, "exact_frames", True)))
 
 def prepare(bench: Benchmark, sample: Sample, cfg: RunConfig, cache=None, stage: int = 0, previous: list | None = None):
     "Return `(request, None)` or `(None, error_message)` for one sample (at one stage)."
@@ -281,6 +284,60 @@ def score_files(benchmark: str, folder, judge=None, **kw) -> dict:
     judgments = judge_items(judge, items, progress=kw.pop("progress", False)) if judge is not None and items else []
     return bench.official_summary(rows, judgments, row_errors=errors, **kw)
 
+# %% ../nbs/40_runner.ipynb #7b2d0f02
+LOCAL_BACKENDS = ("hf", "transformers")
+
+def launch_env(env=None) -> dict | None:
+    "`{rank, world_size, local_rank}` under a multi-process launch (RANK, WORLD_SIZE set by torchrun/accelerate), else None."
+    env = os.environ if env is None else env
+    if "RANK" not in env or "WORLD_SIZE" not in env: return None
+    try: rank, world, local = int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", env["RANK"]))
+    except ValueError:
+        raise ValueError(f"RANK={env['RANK']!r}, WORLD_SIZE={env['WORLD_SIZE']!r}, LOCAL_RANK={env.get('LOCAL_RANK')!r} must be integers") from None
+    if not 0 <= rank < world: raise ValueError(f"RANK={rank} must be in [0, WORLD_SIZE={world})")
+    return None if world == 1 else {"rank": rank, "world_size": world, "local_rank": local}
+
+def _cuda_devices() -> int:
+    import importlib.util
+    if importlib.util.find_spec("torch") is None: return 0
+    import torch
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+def apply_launch(cfg: RunConfig, local_model: bool, env=None) -> RunConfig:
+    "`cfg` with the launch's shard and, for a local model on a CUDA host, device `cuda:LOCAL_RANK`; unchanged outside a launch."
+    le = launch_env(env)
+    if le is None: return cfg
+    if cfg.shard not in (None, ""):
+        raise ValueError(f"--shard {cfg.shard} under a {le['world_size']}-process launch: the launcher's RANK/WORLD_SIZE "
+                         "already shard the run; drop --shard")
+    upd = {"shard": f"{le['rank']}/{le['world_size']}"}
+    n = _cuda_devices() if local_model and cfg.device is None and "device_map" not in (cfg.model_kwargs or {}) else 0
+    if n: upd["device"] = f"cuda:{le['local_rank'] % n}"
+    return dataclasses.replace(cfg, **upd)
+
+# %% ../nbs/40_runner.ipynb #7b2d0f05
+BARRIER_TIMEOUT_S = 7 * 24 * 3600
+
+def launch_barrier() -> bool:
+    "Wait for every process of the launch; True when this call created the process group (gloo)."
+    import datetime
+    import torch.distributed as dist
+    if not dist.is_available(): raise RuntimeError("this torch build has no torch.distributed; run the shards as --shard i/n processes")
+    created = not dist.is_initialized()
+    if created: dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=BARRIER_TIMEOUT_S))
+    dist.barrier()
+    return created
+
+def write_launch_summary(launch: dict, store: RunStore, bench: Benchmark, samples: list[Sample], cfg: RunConfig,
+                         notes: dict, judge_id: str | None) -> dict:
+    "After every rank has finished its items, rank 0 writes the merged summary; every rank returns it."
+    import torch.distributed as dist
+    created = launch_barrier()
+    summary = write_summary(store, bench, samples, cfg, notes, judge_id=judge_id) if launch["rank"] == 0 else None
+    launch_barrier()
+    if created: dist.destroy_process_group()
+    return summary if summary is not None else store.read_summary()
+
 # %% ../nbs/40_runner.ipynb #8f90a1fd
 def load_run_samples(bench: Benchmark, cfg: RunConfig, languages: tuple, samples: list[Sample] | None = None):
     "The run's item set (benchmark filters, language gating, limit) and notes for run.json (row errors, skips)."
@@ -296,17 +353,51 @@ def load_run_samples(bench: Benchmark, cfg: RunConfig, languages: tuple, samples
     if cfg.allow_outside_media: notes["allow_outside_media"] = True
     return samples, notes
 
+# %% ../nbs/40_runner.ipynb #7a1c0e02
+def video_key(sample: Sample) -> tuple | None:
+    "The videos a sample shows, as `(path, start, end)` triples; None for a sample without video."
+    return tuple((str(m.path), m.start, m.end) for m in sample.media if m.kind == "video") or None
+
+def video_first(samples: list[Sample]) -> list[Sample]:
+    "`samples` reordered so that the questions on one video are adjacent (videos in order of first appearance)."
+    groups: dict = {}
+    for i, s in enumerate(samples): groups.setdefault(video_key(s) or ("no video", i), []).append(s)
+    return [s for g in groups.values() for s in g]
+
+# %% ../nbs/40_runner.ipynb #7a1c0e05
+def warms_server_prefix(backend) -> bool:
+    "Whether `backend` talks to a server whose prefix cache a first request per video fills."
+    kind = getattr(backend, "prefix_cache", None)
+    if kind is not None: return kind == "server"
+    return getattr(backend, "concurrency", None) is not None
+
+def batches(items: list[Sample], step: int, warm: bool = False) -> Iterable[list[Sample]]:
+    "Batches of at most `step` items in order; with `warm`, a video's first question goes in a batch before its others."
+    seen: set = set()
+    for i in range(0, len(items), step):
+        window = items[i:i + step]
+        if not warm:
+            yield window; continue
+        lead, rest, new = [], {}, set()
+        for s in window:
+            k = video_key(s)
+            if k in new: rest.setdefault(k, []).append(s)
+            else: lead.append(s)
+            if k is not None and k not in seen: seen.add(k); new.add(k)
+        rest = [s for g in reversed(rest.values()) for s in g]    # the videos just decoded last go first (frame cache hits)
+        yield from (b for b in (lead, rest) if b)
+
 # %% ../nbs/40_runner.ipynb #a1b2c31f
 def generate_pending(bench: Benchmark, backend, pending: list[Sample], cfg: RunConfig, store: RunStore):
-    "Run the pending items batch by batch, appending each prediction as its batch finishes."
+    "Run the pending items video first, batch by batch, appending each prediction as its batch finishes."
     from tqdm.auto import tqdm
-    cache = media.FrameCache()
+    cache = media.shared_frame_cache()
     step = max(1, cfg.batch_size, int(getattr(backend, "preferred_batch_size", 1) or 1))
     n_err = 0
     with tqdm(total=len(pending), desc=f"{cfg.benchmark}:{cfg.model}"[:60], disable=not cfg.progress, unit="item") as bar:
         try:
-            for i in range(0, len(pending), step):
-                preds = run_batch(bench, backend, pending[i:i + step], cfg, cache)
+            for batch in batches(video_first(pending), step, warms_server_prefix(backend)):
+                preds = run_batch(bench, backend, batch, cfg, cache)
                 for pred in preds: store.append_prediction(pred)
                 n_err += sum(p.error is not None for p in preds)
                 bar.update(len(preds)); bar.set_postfix(errors=n_err)
@@ -330,6 +421,7 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     "Run one configuration end to end; return its summary (also written to `summary.json`)."
     cfg = (config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))).validate()
     spec, preset = None if backend is not None else registry.get_spec(cfg.model), None
+    launch, cfg = launch_env(), apply_launch(cfg, spec is not None and spec.backend in LOCAL_BACKENDS)
     if spec is not None:
         spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
         cfg, preset = registry.apply_preset(cfg, spec)    # the paper's frames for this model when none are given
@@ -352,5 +444,6 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
             finally:
                 if own: backend.close()
         judge_id = judge_pending(bench, judge, store, samples, mine, cfg)
-        return write_summary(store, bench, samples, cfg, notes, judge_id=judge_id)
+        if launch is None: return write_summary(store, bench, samples, cfg, notes, judge_id=judge_id)
     finally: store.close()
+    return write_launch_summary(launch, store, bench, samples, cfg, notes, judge_id)

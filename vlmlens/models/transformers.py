@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import gc
 import hashlib
+import inspect
 import json
 import math
 import os
@@ -26,10 +27,11 @@ from .registry import Backend, ModelSpec, QWEN_MODEL_TYPES, count_images, resolv
 
 # %% auto #0
 __all__ = ['DEFAULT_VIDEO_FPS', 'METADATA_CLOCK_HZ', 'ARCHITECTURES', 'TINY_CORPUS', 'TINY_RECIPES', 'TINY_VERSION',
-           'EXACT_FRAMES', 'BACKEND_KWARGS', 'content_hash', 'cached_content_hash', 'resolve_hub_revision',
-           'torch_dtype', 'sampling_fps', 'video_metadata', 'arch_inputs', 'expand_frames', 'to_hf_conversation',
-           'build_tiny_tokenizer', 'chat_template', 'build_tiny', 'tiny_checkpoint', 'load_pretrained',
-           'TransformersBackend', 'trim_row', 'check_kwargs', 'from_spec']
+           'NO_PREFIX_REUSE', 'EXACT_FRAMES', 'BACKEND_KWARGS', 'content_hash', 'cached_content_hash',
+           'resolve_hub_revision', 'torch_dtype', 'sampling_fps', 'video_metadata', 'arch_inputs', 'expand_frames',
+           'to_hf_conversation', 'build_tiny_tokenizer', 'chat_template', 'build_tiny', 'tiny_checkpoint',
+           'load_pretrained', 'TransformersBackend', 'MediaMemo', 'memoize_media', 'trim_row', 'prefix_end',
+           'prefix_key', 'check_kwargs', 'from_spec']
 
 # %% ../../nbs/15_models_transformers.ipynb #03b06424
 def _weight_files(path: Path) -> list[Path]:
@@ -395,20 +397,20 @@ def _as_bool(v) -> bool | None:
 
 class TransformersBackend(Backend):
     "Any AutoModelForImageTextToText checkpoint with its own processor and chat template, batched with left padding."
-    kind = "transformers"
+    kind, prefix_cache = "transformers", "local"
 
     def __init__(self, model_id_or_path: str, name: str | None = None, *, dtype="auto", device: str | None = None,
                  device_map=None, attn_implementation: str | None = None, batch_size: int = 1, revision: str | None = None,
                  trust_remote_code: bool = False, languages=(), paper_languages: dict | None = None,
                  context_tokens: int | None = None, max_images: int | None = None, frames_as_images=None,
                  frame_labels=True, processor_kwargs: dict | None = None, generation_kwargs: dict | None = None,
-                 progress: bool = False):
+                 progress: bool = False, reuse_prefix=True):
         if int(batch_size) < 1: raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.model_id, self.name = str(model_id_or_path), name or str(model_id_or_path)
         self.languages, self.paper_languages = tuple(languages), dict(paper_languages or {})
         self.batch_size, self.progress, self.frame_labels = int(batch_size), progress, _as_bool(frame_labels)
         self.generation_kwargs, self.processor_kwargs = dict(generation_kwargs or {}), dict(processor_kwargs or {})
-        self._measured: dict = {}
+        self._measured, self._prefix, self.reuse_prefix = {}, None, _as_bool(reuse_prefix)
         for k, v in load_pretrained(self.model_id, dtype=dtype, device=device, device_map=device_map, revision=revision,
                                     attn_implementation=attn_implementation, trust_remote_code=trust_remote_code).items():
             setattr(self, k, v)
@@ -436,11 +438,45 @@ def check_request(self: TransformersBackend, request: Request):
         raise ValueError(f"{self.name} takes at most {self.max_images} image(s) per request, this one has {n_img} "
                          f"(video frames count as images); use fewer frames (--frames) or --model-kwarg max_images={n_img}")
 
+# %% ../../nbs/15_models_transformers.ipynb #5a7e0c11
+def _leaves(x, out: list) -> list:
+    "The leaves of nested dicts/lists/tuples (keys and lengths included), in a fixed order."
+    if isinstance(x, dict):
+        for k in sorted(x, key=str): out.append(k); _leaves(x[k], out)
+    elif isinstance(x, (list, tuple)):
+        out.append(len(x))
+        for v in x: _leaves(v, out)
+    else: out.append(x)
+    return out
+
+def _same(a: list, b: list) -> bool:
+    "Leaf by leaf: the same object, or equal plain values (str, numbers, None)."
+    return len(a) == len(b) and all(x is y or (type(x) is type(y) and isinstance(x, (str, int, float, bool)) and x == y)
+                                    for x, y in zip(a, b))
+
+class MediaMemo:
+    "A one-entry memo in front of a processor step: the same media objects with equal settings give the last result."
+    def __init__(self, fn): self.fn, self.last, self.hits = fn, None, 0
+    def __getattr__(self, name): return getattr(self.__dict__["fn"], name)
+    def __call__(self, *args, **kw):
+        key = _leaves([args, kw], [])
+        if self.last is None or not _same(self.last[0], key): self.last = (key, self.fn(*args, **kw))
+        else: self.hits += 1
+        return copy.copy(self.last[1])
+
+def memoize_media(processor):
+    "Put a `MediaMemo` in front of `processor`'s image and video processors (once); returns the processor."
+    for name in ("image_processor", "video_processor"):
+        step = getattr(processor, name, None)
+        if step is not None and not isinstance(step, MediaMemo): setattr(processor, name, MediaMemo(step))
+    return processor
+
 # %% ../../nbs/15_models_transformers.ipynb #bc6e5587
 @patch
 def prepare_inputs(self: TransformersBackend, requests: list[Request]):
     "Processor inputs (a `BatchFeature`) for `requests`, left-padded."
     for r in requests: self.check_request(r)
+    memoize_media(self.processor)
     convs = [to_hf_conversation(r.messages, video_input=self.video_input, frame_labels=self.frame_labels, sample_id=r.sample_id)
              for r in requests]
     texts = [self.processor.apply_chat_template(c["conversation"], tokenize=False, add_generation_prompt=True) for c in convs]
@@ -453,7 +489,7 @@ def prepare_inputs(self: TransformersBackend, requests: list[Request]):
     if videos:
         kw["videos"], kw["do_sample_frames"] = [f for f, _, _ in videos], False
         if self.timestamps: kw["video_metadata"] = [video_metadata(ts, len(f), sampling_fps(ts, len(f), d)) for f, ts, d in videos]
-        if hasattr(type(self.processor.video_processor), "cap_pixels_per_frame"): kw.setdefault("cap_pixels_per_frame", True)
+        if hasattr(type(self.processor.video_processor.fn), "cap_pixels_per_frame"): kw.setdefault("cap_pixels_per_frame", True)
     return self.processor(**kw)
 
 # %% ../../nbs/15_models_transformers.ipynb #9e20bb64
@@ -472,6 +508,70 @@ def _generation_config(self: TransformersBackend, max_new_tokens: int, temperatu
     gc_.update(**self.generation_kwargs)
     return gc_
 
+# %% ../../nbs/15_models_transformers.ipynb #5a7e0c02
+def prefix_end(inputs, config) -> int:
+    "Length of the prompt up to and including its last image/video token (0 without one); batch row 0."
+    import torch
+    ids = inputs["input_ids"][0]
+    if inputs.get("mm_token_type_ids") is not None: mask = inputs["mm_token_type_ids"][0] != 0
+    else:
+        media = [getattr(config, k, None) for k in ("image_token_id", "image_token_index", "video_token_id", "video_token_index")]
+        mask = torch.isin(ids, torch.tensor([m for m in media if isinstance(m, int)], dtype=ids.dtype))
+    hits = mask.nonzero()
+    return int(hits.max()) + 1 if len(hits) else 0
+
+_TEXT_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids", "token_type_ids")
+NO_PREFIX_REUSE = ("mllama",)   # cross-attention to the image: its states live outside the self-attention cache
+
+def _digest(v, memo: dict | None) -> str:
+    "sha256 of a tensor's bytes, remembered per tensor object in `memo` (a memoised processor returns the same tensors)."
+    hit = (memo or {}).get(id(v))
+    if hit is not None and hit[0] is v: return hit[1]
+    d = hashlib.sha256(v.detach().cpu().contiguous().numpy().tobytes()).hexdigest()
+    if memo is not None:
+        if len(memo) > 16: memo.clear()
+        memo[id(v)] = (v, d)
+    return d
+
+def prefix_key(inputs, p: int, memo: dict | None = None) -> str:
+    "A hash of the prefix's token ids and of every media tensor (pixels, grids, sizes) the processor produced."
+    h = hashlib.sha256(inputs["input_ids"][0, :p].cpu().numpy().tobytes())
+    for k in sorted(inputs.keys()):
+        v = inputs[k]
+        if k in _TEXT_KEYS or not hasattr(v, "numpy"): continue
+        h.update(f"{k}{tuple(v.shape)}{_digest(v, memo)}".encode())
+    return h.hexdigest()
+
+# %% ../../nbs/15_models_transformers.ipynb #5a7e0c04
+@patch
+def _with_prefix(self: TransformersBackend, inputs) -> tuple:
+    "`(inputs to generate with, cache to continue or None, prefix length)` for a one-request batch."
+    from transformers import BatchFeature, DynamicCache
+    p = prefix_end(inputs, self.model.config) if self.reuse_prefix and self.model.config.model_type not in NO_PREFIX_REUSE else 0
+    if p == 0: return inputs, None, 0
+    key = prefix_key(inputs, p, self.__dict__.setdefault("_digests", {}))
+    stats = self.__dict__.setdefault("prefix_stats", {"hits": 0, "misses": 0})
+    if self._prefix is not None and self._prefix[0] == key:
+        stats["hits"] += 1
+        inner = getattr(self.model, "model", None)
+        if hasattr(inner, "rope_deltas"): inner.rope_deltas = None          # positions recomputed from the whole prompt
+        return BatchFeature({k: v for k, v in inputs.items() if not k.startswith("pixel_values")}), self._prefix[1], p
+    stats["misses"] += 1
+    self._prefix = None                                                       # free the previous prefix first
+    try: cache = DynamicCache(config=self.model.config)
+    except TypeError: cache = DynamicCache()
+    self._prefix = (key, cache, p)
+    return inputs, cache, p
+
+@patch
+def _keep_prefix(self: TransformersBackend, cache, p: int):
+    "Cut the cache back to the prefix (drop the question's and the answer's tokens)."
+    n = cache.get_seq_length()
+    try:
+        if n > p: cache.crop(p - n)                                           # a negative count removes that many tokens
+    except (RuntimeError, ValueError): pass                                   # sliding-window layers cannot be cut back
+    if cache.get_seq_length() != p: self._prefix = None                      # a cache that cannot be cut is not reused
+
 # %% ../../nbs/15_models_transformers.ipynb #30bec3be
 @patch
 def _run_batch(self: TransformersBackend, batch: list[Request], max_new_tokens: int, temperature: float, seed: int) -> list[Generation]:
@@ -479,10 +579,17 @@ def _run_batch(self: TransformersBackend, batch: list[Request], max_new_tokens: 
     if self.model is None: raise RuntimeError(f"{self.name}: backend is closed")
     t0 = time.perf_counter()
     limits = [int(r.max_new_tokens or max_new_tokens) for r in batch]
-    inputs = self.prepare_inputs(batch).to(self.model.device, dtype=self.model.dtype)
+    inputs = self.prepare_inputs(batch)
+    inputs, cache, p = self._with_prefix(inputs) if len(batch) == 1 else (inputs, None, 0)
+    inputs = inputs.to(self.model.device, dtype=self.model.dtype)
     if temperature and temperature > 0: torch.manual_seed(seed)
-    with torch.inference_mode():
-        out = self.model.generate(**inputs, generation_config=self._generation_config(max(limits), temperature))
+    kw = {} if cache is None else {"cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values": cache}
+    try:
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, **kw, generation_config=self._generation_config(max(limits), temperature))
+    except BaseException:
+        self._prefix = None; raise
+    if cache is not None: self._keep_prefix(cache, p)
     new = out[:, inputs["input_ids"].shape[1]:].tolist()
     n_in = inputs["attention_mask"].sum(dim=1).tolist()
     dt = (time.perf_counter() - t0) / len(batch)
@@ -580,7 +687,7 @@ def info(self: TransformersBackend) -> dict:
              attn_implementation=getattr(self.model.config, "_attn_implementation", None), batch_size=self.batch_size,
              model_type=self.model.config.model_type, parameters=sum(p.numel() for p in self.model.parameters()),
              video_input=self.video_input, frames_as_images=self.allow_frames, frame_labels=self.frame_labels,
-             max_images=self.max_images, processor_kwargs=self.processor_kwargs,
+             max_images=self.max_images, processor_kwargs=self.processor_kwargs, reuse_prefix=self.reuse_prefix,
              generation={"repetition_penalty": gcfg.repetition_penalty, **self.generation_kwargs},
              versions={"transformers": transformers.__version__, "torch": torch.__version__})
     return d
@@ -589,14 +696,14 @@ def info(self: TransformersBackend) -> dict:
 def close(self: TransformersBackend):
     "Free the model (and GPU memory). Safe to call twice."
     import torch
-    self.model = None
+    self.model, self._prefix = None, None
     gc.collect()
     if torch.cuda.is_available(): torch.cuda.empty_cache()
 
 # %% ../../nbs/15_models_transformers.ipynb #7a712b64
 BACKEND_KWARGS = ("dtype", "device", "device_map", "attn_implementation", "batch_size", "revision", "trust_remote_code",
                   "context_tokens", "max_images", "frames_as_images", "frame_labels", "processor_kwargs", "generation_kwargs",
-                  "progress")
+                  "progress", "reuse_prefix")
 
 def check_kwargs(spec: ModelSpec, kwargs: dict, known) -> dict:
     "The spec's backend defaults under `kwargs`, refusing unknown options with one line."
