@@ -496,7 +496,8 @@ def test_prompt_modes_and_frame_cache(data):
 
 def test_context_check_refuses_before_running(data):
     cfg = RunConfig(benchmark="infinibench", model="tiny-qwen2.5-vl", data_path=str(data["episode"]["rows"]), progress=False,
-                    modality="video", num_frames=300, model_kwargs={"video_min_pixels": 64 * 28 * 28, "video_max_pixels": 64 * 28 * 28})
+                    modality="video", num_frames=300, model_kwargs={"video_min_pixels": 64 * 28 * 28, "video_max_pixels": 64 * 28 * 28},
+                    benchmark_kwargs={"check_fits": True})
     samples, errors = ib.InfiniBenchBenchmark().load(cfg)
     assert not samples and len(errors) == 10
     assert all("context of 4096" in str(e) and "300 frames" in str(e) for e in errors)

@@ -170,3 +170,17 @@ def test_score_command_rescores_a_finished_run_without_the_model(reference, monk
     assert json.loads((run_dir / "summary.json").read_text())["overall"] == summary["overall"]
     assert main(["score", str(run_dir.parent / "no-such-run")]) == 2
     assert "not a run folder (no run.json)" in capsys.readouterr().err
+
+
+def test_frames_that_overflow_the_context_are_reduced_with_the_reason_recorded(tmp_path):
+    "The generic context check: a preset or --frames the model cannot hold is reduced, logged and recorded, never silently cut."
+    big = {"video_min_pixels": 64 * 28 * 28, "video_max_pixels": 64 * 28 * 28}      # 32 visual tokens per frame
+    s = run(_cfg(tmp_path, num_frames=300, subset="video_color", language="en", limit=1, run_name="fit", model_kwargs=big))
+    fit = s["frames_fit"]
+    assert fit["requested"] == 300 and 1 <= fit["used"] < 300 and "context of 4096" in fit["reason"], fit
+    assert json.loads((tmp_path / "fit" / "run.json").read_text())["frames_fit"] == fit
+    out = subprocess.run([sys.executable, "-c", "from vlmlens.cli import main; raise SystemExit(main())", "run", "--benchmark", "demo",
+                          "--model", MODEL, "--subset", "video_color", "--language", "en", "--limit", "1", "--frames", "8",
+                          "--max-new-tokens", "5000", "--output-root", str(tmp_path), "--no-progress"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and "exceeds the context of 4096" in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from dataclasses import MISSING, fields
 from pathlib import Path
@@ -60,6 +61,8 @@ def _add_subcommands(sub):
     s = sub.add_parser("sweep", help="run a papermill sweep from a grid YAML file")
     s.add_argument("grid", help="the sweep file"); s.add_argument("--output-root", help="folder for the sweep's runs")
     s.add_argument("--notebook", help="the notebook each run executes (default: evalnb/evaluate.ipynb)")
+    s.add_argument("--executor", choices=("local", "ray", "slurm"),
+                   help="where the runs execute (default: the sweep file's executor.kind, else local); options in the file")
     s = sub.add_parser("score", help="re-score a run folder from its stored predictions (no model calls)")
     s.add_argument("run_dir")
     s = sub.add_parser("report", help="print the tables of finished runs (any folder holding runs)")
@@ -115,15 +118,17 @@ def report(run_dirs, fmt: str = "text") -> int:
 def _dispatch(a) -> int:
     if a.command == "run":
         cfg = config_from_args(a)
-        print_summary(run(cfg), cfg.to_dict())
+        summary = run(cfg)
+        if int(os.environ.get("RANK", "0") or 0) == 0: print_summary(summary, cfg.to_dict())   # one table under torchrun
     elif a.command == "demo":
         print(f"vlmlens demo: {a.model} on the shipped demo benchmark (videos, images, subtitles; en/hi/te)")
         print_summary(run(RunConfig(benchmark="demo", model=a.model, num_frames=a.num_frames, limit=a.limit, run_name=a.run_name,
                                     output_root=a.output_root, overwrite=a.overwrite, progress=a.progress)))
     elif a.command == "sweep":
-        table = run_sweep(a.grid, output_root=a.output_root, notebook=a.notebook)
+        table = run_sweep(a.grid, output_root=a.output_root, notebook=a.notebook, executor=a.executor)
         print(rates_table(table.drop(columns=["error"])).to_string(index=False))
-        failed = table[table.status != "ok"]
+        for _, r in table[table.status == "skipped"].iterrows(): print(f"skipped {r['run']}: {r['error']}", file=sys.stderr)
+        failed = table[table.status == "failed"]
         for _, r in failed.iterrows(): print(f"FAILED {r['run']}: {r['error']}", file=sys.stderr)
         return 1 if len(failed) else 0
     elif a.command == "score":

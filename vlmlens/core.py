@@ -223,9 +223,10 @@ TRANSPORT_KWARGS = ("cache", "concurrency", "rpm", "progress", "timeout_s", "max
                     "poll_interval_s", "upload_timeout_s", "prices", "device", "device_map", "max_retry_after_s", "window",
                     "jitter_seed")
 
-def _f(default=None, help: str = "", *, flag: str | None = None, choices=None, hashed: bool = True, factory=None):
-    "A RunConfig field with its documentation in `metadata`."
-    meta = {"help": help, "flag": flag, "choices": choices, "hashed": hashed}
+def _f(default=None, help: str = "", *, flag: str | None = None, choices=None, hashed: bool = True, factory=None,
+       elide_default: bool = False):
+    "A RunConfig field with its documentation in `metadata` (`elide_default`: hashed only when not at its default)."
+    meta = {"help": help, "flag": flag, "choices": choices, "hashed": hashed, "elide_default": elide_default}
     return field(default_factory=factory, metadata=meta) if factory else field(default=default, metadata=meta)
 
 # %% ../nbs/00_core.ipynb #a7d2c9e4
@@ -262,6 +263,8 @@ class RunConfig(Record):
     overwrite: bool = _f(False, "move an existing run of another configuration aside", hashed=False)
     allow_outside_media: bool = _f(False, "read media outside the data folder (recorded in the run)", hashed=False)
     max_raw_chars: int = _f(65536, "cap on the stored text of each answer (the cut is recorded)", hashed=False)
+    exact_frames: bool = _f(True, "the exact frame shown at each sample time (--approximate-frames: nearest keyframes, faster)",
+                            flag="--approximate-frames", elide_default=True)
 
 _FIELDS = {f.name: f for f in fields(RunConfig)}
 def _flag(f) -> str: return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
@@ -270,7 +273,8 @@ def _flag(f) -> str: return f.metadata.get("flag") or "--" + f.name.replace("_",
 @patch
 def hashed_fields(self: RunConfig) -> dict:
     "The fields that define the predictions (transport options in `model_kwargs` left out)."
-    d = {k: v for k, v in self.to_dict().items() if _FIELDS[k].metadata["hashed"]}
+    d = {k: v for k, v in self.to_dict().items() if _FIELDS[k].metadata["hashed"]
+         and not (_FIELDS[k].metadata.get("elide_default") and v == _FIELDS[k].default)}
     d["model_kwargs"] = {k: v for k, v in d["model_kwargs"].items() if k not in TRANSPORT_KWARGS}
     return d
 

@@ -30,10 +30,10 @@ from .core import cache_root
 
 # %% auto #0
 __all__ = ['DEFAULT_MAX_PIXELS', 'DEFAULT_NUM_FRAMES', 'FRAME_CACHE_ENV', 'MediaError', 'inside_root', 'clip_args',
-           'frame_code_image', 'read_frame_code', 'write_video', 'shrink', 'load_image', 'Cue', 'decode_text',
-           'parse_srt', 'parse_vtt', 'read_subtitles', 'subtitles_between', 'subtitles_for_frames', 'transcript',
-           'frame_times', 'Frames', 'sample_frames', 'FrameCache', 'DiskFrameStore', 'shared_frame_cache',
-           'materialize']
+           'frame_code_image', 'read_frame_code', 'write_video', 'fit_size', 'shrink', 'load_image', 'Cue',
+           'decode_text', 'parse_srt', 'parse_vtt', 'read_subtitles', 'subtitles_between', 'subtitles_for_frames',
+           'transcript', 'frame_times', 'probe', 'Frames', 'sample_frames', 'FrameCache', 'DiskFrameStore',
+           'shared_frame_cache', 'materialize']
 
 # %% ../nbs/03_media.ipynb #de55d99f
 class MediaError(Exception):
@@ -175,7 +175,7 @@ def write_video(path, frames: Iterable, fps=8, keyint: int | None = None, codec:
 # %% ../nbs/03_media.ipynb #97b2f104
 DEFAULT_MAX_PIXELS = 16384 * 28 * 28     # 12,845,056: Qwen2.5-VL's processor default `max_pixels`
 
-def _fit(w: int, h: int, max_side: int | None, max_pixels: int | None = None) -> tuple[int, int]:
+def fit_size(w: int, h: int, max_side: int | None = None, max_pixels: int | None = None) -> tuple[int, int]:
     "Size (w, h) scaled down so that max(w, h) <= max_side and w * h <= max_pixels, keeping the aspect ratio (never enlarged)."
     if max_side is not None and max_side < 1: raise ValueError(f"max_side must be >= 1, got {max_side}")
     if max_pixels is not None and max_pixels < 1: raise ValueError(f"max_pixels must be >= 1, got {max_pixels}")
@@ -189,7 +189,7 @@ def _fit(w: int, h: int, max_side: int | None, max_pixels: int | None = None) ->
 
 def shrink(im: Image.Image, max_side: int | None = None, max_pixels: int | None = None) -> Image.Image:
     "`im` resized (bicubic, antialiased) to fit `max_side` and `max_pixels`; the same object when it already fits."
-    size = _fit(*im.size, max_side, max_pixels)
+    size = fit_size(*im.size, max_side, max_pixels)
     return im if size == im.size else im.resize(size, Image.Resampling.BICUBIC, reducing_gap=3.0)
 
 # %% ../nbs/03_media.ipynb #ffba6e97
@@ -198,7 +198,7 @@ def load_image(path, max_side: int | None = None, max_pixels: int | None = None)
     p = _check_file(path)
     try:
         with Image.open(p) as im:
-            target = _fit(*im.size, max_side, max_pixels)
+            target = fit_size(*im.size, max_side, max_pixels)
             if im.format == "JPEG" and target != im.size: im.draft("RGB", target)   # decode at 1/2, 1/4 or 1/8 scale
             im = ImageOps.exif_transpose(im)
             im.load()
@@ -568,6 +568,12 @@ def read(self: _VideoReader, times_s: Sequence[float], size: tuple[int, int]) ->
         raise MediaError(self.path, f"decoding failed; the file may be truncated or corrupt ({type(e).__name__}: {e})") from None
     return tg.images, tg.pts_s
 
+# %% ../nbs/03_media.ipynb #9bc3111c
+def probe(path) -> dict:
+    "`{width, height, duration_s, fps}` of a video (display width for anamorphic video); `MediaError` when unreadable."
+    with _VideoReader(path) as r:
+        return {"width": r.display_width, "height": r.height, "duration_s": r.duration_s, "fps": r.fps}
+
 # %% ../nbs/03_media.ipynb #b8769336
 @dataclass
 class Frames:
@@ -605,7 +611,7 @@ def sample_frames(path, num_frames: int | None = None, fps: float | None = None,
     a = clip_args(path, num_frames, fps, max_frames, start_s, end_s, max_side, max_pixels)
     with _VideoReader(path) as r:
         times = _plan(r, a)
-        size = _fit(r.display_width, r.height, a["max_side"], a["max_pixels"])
+        size = fit_size(r.display_width, r.height, a["max_side"], a["max_pixels"])
         if not exact:                              # nearest keyframes; the times reported are theirs
             images, pts = r.read_keyframes(times, size)
             return Frames(images, list(pts), r.duration_s, r.fps, pts, {**r.stats, "workers": 1, "exact": False})

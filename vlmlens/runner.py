@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 
 from . import media, prompts
 from .benchmarks.base import Benchmark, get_benchmark
-from .core import Generation, Judgment, Prediction, RunConfig, Sample
+from .core import VIDEO_MODALITIES, Generation, Judgment, Prediction, RunConfig, Sample
 from .judges import JudgeItem, reference_text
 from .metrics import aggregate, rates
 from .models import registry
@@ -23,12 +23,12 @@ from .store import RunStore, open_run, shard_filter
 log = logging.getLogger("vlmlens")
 
 # %% auto #0
-__all__ = ['log', 'LOCAL_BACKENDS', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_selection', 'prepare',
-           'gold_text', 'needs_judge', 'finish_prediction', 'run_batch', 'latest_judgments', 'make_judge',
-           'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize', 'write_summary', 'reopen', 'rescore',
-           'rejudge', 'score_files', 'launch_env', 'apply_launch', 'launch_barrier', 'write_launch_summary',
-           'load_run_samples', 'video_key', 'video_first', 'warms_server_prefix', 'batches', 'generate_pending',
-           'judge_pending', 'run']
+__all__ = ['log', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_selection', 'prepare', 'gold_text', 'needs_judge',
+           'finish_prediction', 'prediction_of', 'run_batch', 'latest_judgments', 'make_judge', 'judge_items',
+           'judge_run', 'score_row', 'score_rows', 'summarize', 'write_summary', 'reopen', 'rescore', 'rejudge',
+           'score_files', 'launch_env', 'apply_launch', 'launch_barrier', 'write_launch_summary', 'load_run_samples',
+           'video_key', 'video_first', 'warms_server_prefix', 'batches', 'streams', 'stream_pending',
+           'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'run']
 
 # %% ../nbs/40_runner.ipynb #66ec6bad
 def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | None = None) -> tuple[list[Sample], dict]:
@@ -61,16 +61,19 @@ def check_selection(all_samples: list[Sample], selected: list[Sample], cfg: RunC
                      f"subsets: {', '.join(subsets) or '-'}; languages: {', '.join(langs) or '-'}")
 
 # %% ../nbs/40_runner.ipynb #975c9b6f
-def _frame_args(cfg: RunConfig) -> dict:
-    return dict(num_frames=cfg.num_frames, fps=cfg.fps, max_frames=cfg.max_frames, max_side=cfg.max_side,
-                exact=bool(getattr(cfg, "exact_frames", True)))
+def _frame_args(cfg: RunConfig, frames: int | None = None) -> dict:
+    return dict(num_frames=frames or cfg.num_frames, fps=None if frames else cfg.fps, max_frames=cfg.max_frames,
+                max_side=cfg.max_side, exact=cfg.exact_frames)
 
-def prepare(bench: Benchmark, sample: Sample, cfg: RunConfig, cache=None, stage: int = 0, previous: list | None = None):
-    "Return `(request, None)` or `(None, error_message)` for one sample (at one stage)."
+def prepare(bench: Benchmark, sample: Sample, cfg: RunConfig, cache=None, stage: int = 0, previous: list | None = None,
+            frames: int | None = None):
+    "Return `(request, None)` or `(None, error_message)` for one sample (at one stage); `frames` overrides the config's."
+    root = None if cfg.allow_outside_media else bench.media_roots(cfg)
     try:
         req = bench.build_request(sample, cfg, stage, previous) if stage else bench.build_request(sample, cfg)
-        req.messages = media.materialize(req.messages, cache=cache, **_frame_args(cfg))
-        req.messages = prompts.render_subtitles(req.messages, lang=sample.language)
+        req.messages = media.materialize(req.messages, cache=cache, root=root, allow_outside=cfg.allow_outside_media,
+                                         **_frame_args(cfg, frames))
+        req.messages = prompts.render_subtitles(req.messages, lang=sample.language, root=root, allow_outside=cfg.allow_outside_media)
         return req, None
     except media.MediaError as e:
         return None, f"MediaError: {e}"
@@ -126,17 +129,27 @@ def _generate(backend, reqs, cfg) -> tuple[list[Generation], float]:
     return gens, time.perf_counter() - t0
 
 # %% ../nbs/40_runner.ipynb #9d3e4f75
-def run_batch(bench: Benchmark, backend, batch: list[Sample], cfg: RunConfig, cache=None) -> list[Prediction]:
+def prediction_of(bench: Benchmark, s: Sample, cfg: RunConfig, backend, texts: list, usages: list, latency: float,
+                  finish: str | None, error: str | None = None) -> Prediction:
+    "One sample's finished Prediction from its stages' texts (the last is the answer), or its error."
+    common = dict(usage=_sum_usage(usages), latency_s=latency or None, model_id=backend.model_id,
+                  model_revision=backend.revision, finish_reason=finish)
+    if error is not None: p = Prediction(s.id, cfg.hash(), raw=(texts or [None])[-1], error=error, **common)
+    else:
+        parsed, valid = bench.parse(s, texts[-1])
+        p = Prediction(s.id, cfg.hash(), raw=texts[-1], parsed=parsed, valid=bool(valid),
+                       extra={"stages": texts[:-1]} if len(texts) > 1 else {}, **common)
+    return finish_prediction(bench, s, p, cfg.max_raw_chars)
+
+def run_batch(bench: Benchmark, backend, batch: list[Sample], cfg: RunConfig, cache=None, frames: int | None = None) -> list[Prediction]:
     "Generate (all stages), parse and finish one batch; one Prediction per sample, errors included."
-    h, mid, rev = cfg.hash(), backend.model_id, backend.revision
     errors: dict[str, str] = {}
     texts, usages = {s.id: [] for s in batch}, {s.id: [] for s in batch}
     lat, finish = {s.id: 0.0 for s in batch}, {s.id: None for s in batch}
-    n_stages = max(1, int(bench.num_stages(cfg)))
-    for stage in range(n_stages):
+    for stage in range(max(1, int(bench.num_stages(cfg)))):
         ready, reqs = [], []
         for s in (s for s in batch if s.id not in errors):
-            req, err = prepare(bench, s, cfg, cache, stage, texts[s.id])
+            req, err = prepare(bench, s, cfg, cache, stage, texts[s.id], frames)
             if err is not None: errors[s.id] = err
             else: ready.append(s); reqs.append(req)
         if not reqs: break
@@ -144,19 +157,10 @@ def run_batch(bench: Benchmark, backend, batch: list[Sample], cfg: RunConfig, ca
         for s, g in zip(ready, gens):
             usages[s.id].append(g.usage); finish[s.id] = g.finish_reason
             lat[s.id] += g.latency_s if g.latency_s is not None else dt / len(reqs)
-            if g.error is not None: errors[s.id], texts[s.id] = g.error, texts[s.id] + [g.text]
-            else: texts[s.id].append(g.text)
-    out = []
-    for s in batch:
-        common = dict(usage=_sum_usage(usages[s.id]), latency_s=lat[s.id] or None, model_id=mid, model_revision=rev,
-                      finish_reason=finish[s.id])
-        if s.id in errors: p = Prediction(s.id, h, raw=(texts[s.id] or [None])[-1], error=errors[s.id], **common)
-        else:
-            parsed, valid = bench.parse(s, texts[s.id][-1])
-            p = Prediction(s.id, h, raw=texts[s.id][-1], parsed=parsed, valid=bool(valid),
-                           extra={"stages": texts[s.id][:-1]} if n_stages > 1 else {}, **common)
-        out.append(finish_prediction(bench, s, p, cfg.max_raw_chars))
-    return out
+            texts[s.id].append(g.text)
+            if g.error is not None: errors[s.id] = g.error
+    return [prediction_of(bench, s, cfg, backend, texts[s.id], usages[s.id], lat[s.id], finish[s.id], errors.get(s.id))
+            for s in batch]
 
 # %% ../nbs/40_runner.ipynb #0138901b
 def latest_judgments(judgments: Iterable[Judgment], judge_id: str | None = None) -> dict:
@@ -285,8 +289,6 @@ def score_files(benchmark: str, folder, judge=None, **kw) -> dict:
     return bench.official_summary(rows, judgments, row_errors=errors, **kw)
 
 # %% ../nbs/40_runner.ipynb #7b2d0f02
-LOCAL_BACKENDS = ("hf", "transformers")
-
 def launch_env(env=None) -> dict | None:
     "`{rank, world_size, local_rank}` under a multi-process launch (RANK, WORLD_SIZE set by torchrun/accelerate), else None."
     env = os.environ if env is None else env
@@ -345,7 +347,8 @@ def load_run_samples(bench: Benchmark, cfg: RunConfig, languages: tuple, samples
     if samples is None:
         loaded, row_errors = bench.load(cfg)
         samples = bench.filter(loaded, cfg)
-        check_selection(loaded, samples, cfg)
+        if not samples and (cfg.subset or cfg.language):      # say what exists (a benchmark's load may filter already)
+            check_selection(bench.load(dataclasses.replace(cfg, subset=None, language=None))[0], samples, cfg)
         for e in row_errors: log.warning("row error: %s", e)
     samples, notes = select_samples(samples, cfg, languages)
     notes["row_errors"] = [str(e) for e in row_errors]
@@ -388,22 +391,60 @@ def batches(items: list[Sample], step: int, warm: bool = False) -> Iterable[list
         yield from (b for b in (lead, rest) if b)
 
 # %% ../nbs/40_runner.ipynb #a1b2c31f
-def generate_pending(bench: Benchmark, backend, pending: list[Sample], cfg: RunConfig, store: RunStore):
-    "Run the pending items video first, batch by batch, appending each prediction as its batch finishes."
+def streams(bench: Benchmark, backend, cfg: RunConfig) -> bool:
+    "Whether items go through `backend.generate_iter` one by one (single-stage benchmarks on API backends)."
+    return int(bench.num_stages(cfg)) == 1 and callable(getattr(backend, "generate_iter", None))
+
+def stream_pending(bench: Benchmark, backend, items: list[Sample], cfg: RunConfig, cache, frames, done):
+    "Send `items` through `generate_iter` (no batch barrier); `done([prediction])` as each one finishes."
+    sent = []
+    def requests():                               # consumed lazily: only the requests in flight hold their frames
+        for s in items:
+            req, err = prepare(bench, s, cfg, cache, frames=frames)
+            if err is not None: done([prediction_of(bench, s, cfg, backend, [], [], 0.0, None, err)]); continue
+            sent.append(s); yield req
+    for i, g in backend.generate_iter(requests(), max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
+                                      seed=cfg.seed, progress=False):
+        done([prediction_of(bench, sent[i], cfg, backend, [g.text], [g.usage], g.latency_s or 0.0, g.finish_reason, g.error)])
+
+# %% ../nbs/40_runner.ipynb #cbf3fa6d
+def generate_pending(bench: Benchmark, backend, pending: list[Sample], cfg: RunConfig, store: RunStore, frames: int | None = None):
+    "Run the pending items video first — streamed on API backends, batch by batch otherwise — appending each prediction."
     from tqdm.auto import tqdm
-    cache = media.shared_frame_cache()
+    cache, n_err = media.shared_frame_cache(), 0
     step = max(1, cfg.batch_size, int(getattr(backend, "preferred_batch_size", 1) or 1))
-    n_err = 0
     with tqdm(total=len(pending), desc=f"{cfg.benchmark}:{cfg.model}"[:60], disable=not cfg.progress, unit="item") as bar:
+        def done(preds):
+            nonlocal n_err
+            for p in preds: store.append_prediction(p)
+            n_err += sum(p.error is not None for p in preds)
+            bar.update(len(preds)); bar.set_postfix(errors=n_err)
         try:
-            for batch in batches(video_first(pending), step, warms_server_prefix(backend)):
-                preds = run_batch(bench, backend, batch, cfg, cache)
-                for pred in preds: store.append_prediction(pred)
-                n_err += sum(p.error is not None for p in preds)
-                bar.update(len(preds)); bar.set_postfix(errors=n_err)
+            order = batches(video_first(pending), step, warms_server_prefix(backend))
+            if streams(bench, backend, cfg): stream_pending(bench, backend, [s for b in order for s in b], cfg, cache, frames, done)
+            else:
+                for batch in order: done(run_batch(bench, backend, batch, cfg, cache, frames))
         except KeyboardInterrupt:
             log.warning("interrupted: finished items are saved in %s; rerun the same command to resume", store.run_dir)
             raise
+
+# %% ../nbs/40_runner.ipynb #f399ed7d
+def fit_context(bench: Benchmark, backend, pending: list[Sample], cfg: RunConfig) -> tuple[int | None, dict | None]:
+    "(frames to use, note) when fewer than `cfg.num_frames` fit the model's context; (None, None) otherwise."
+    fit = getattr(backend, "fit_frames", None)
+    if not callable(fit) or cfg.modality not in VIDEO_MODALITIES or not cfg.num_frames: return None, None
+    first = next((s for s in pending if s.media_of("video")), None)
+    if first is None: return None, None
+    try: info = media.probe(first.media_of("video")[0].path)
+    except media.MediaError: return None, None                   # that item records its own error
+    w, h = media.fit_size(info["width"], info["height"], cfg.max_side)
+    try: req = bench.build_request(first, cfg)
+    except (ValueError, KeyError, OSError): return None, None
+    text = " ".join(p.get("text", "") for m in req.messages for p in m.get("content", []) if isinstance(p, dict))
+    n, reason = fit(cfg.num_frames, w, h, text_tokens=len(text) // 2 + 64, new_tokens=cfg.max_new_tokens)
+    if reason is None or n >= cfg.num_frames: return None, None
+    log.warning(reason)
+    return n, {"requested": cfg.num_frames, "used": n, "reason": reason}
 
 # %% ../nbs/40_runner.ipynb #c3d4e531
 def judge_pending(bench: Benchmark, judge, store: RunStore, samples: list[Sample], mine: list[Sample], cfg: RunConfig) -> str | None:
@@ -416,15 +457,23 @@ def judge_pending(bench: Benchmark, judge, store: RunStore, samples: list[Sample
     finally: judge.close()
     return judge.judge_id
 
+# %% ../nbs/40_runner.ipynb #fe21206e
+def backend_options(cfg: RunConfig, spec) -> dict:
+    "The backend constructor's options for a run: its device, progress bars, local batch size, then `model_kwargs`."
+    opts = {"progress": cfg.progress}
+    if cfg.device: opts["device"] = cfg.device
+    if spec is not None and spec.backend in registry.LOCAL_BACKENDS and cfg.batch_size > 1: opts["batch_size"] = cfg.batch_size
+    return {**opts, **cfg.model_kwargs}
+
 # %% ../nbs/40_runner.ipynb #db0975e2
 def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     "Run one configuration end to end; return its summary (also written to `summary.json`)."
     cfg = (config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))).validate()
     spec, preset = None if backend is not None else registry.get_spec(cfg.model), None
-    launch, cfg = launch_env(), apply_launch(cfg, spec is not None and spec.backend in LOCAL_BACKENDS)
+    launch, cfg = launch_env(), apply_launch(cfg, spec is not None and spec.backend in registry.LOCAL_BACKENDS)
     if spec is not None:
-        spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
         cfg, preset = registry.apply_preset(cfg, spec)    # the paper's frames for this model when none are given
+        spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
     bench = get_benchmark(cfg.benchmark)
     samples, notes = load_run_samples(bench, cfg, languages_of(backend or spec, cfg.benchmark), samples)
     if preset: notes["preset"] = preset
@@ -436,11 +485,13 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
         judge = make_judge(bench, cfg, mine)  # before any item runs: a missing judge API key fails here
         if pending:
             own = backend is None
-            if own: backend = registry.load_backend(cfg.model, **({"device": cfg.device} if cfg.device else {}), **cfg.model_kwargs)
+            if own: backend = registry.load_backend(cfg.model, **backend_options(cfg, spec))
             try:
+                frames, notes["frames_fit"] = fit_context(bench, backend, pending, cfg)
+                if notes["frames_fit"] is None: notes.pop("frames_fit")
                 store.write_run_json({"config": cfg.to_dict(), "config_hash": cfg.hash(), "model": backend.info(),
                                       "model_id": backend.model_id, "model_revision": backend.revision, **notes})
-                generate_pending(bench, backend, pending, cfg, store)
+                generate_pending(bench, backend, pending, cfg, store, frames)
             finally:
                 if own: backend.close()
         judge_id = judge_pending(bench, judge, store, samples, mine, cfg)

@@ -17,14 +17,15 @@ from pathlib import Path
 from .core import RunConfig, sha256_json, slug
 from .models import registry
 from .store import Run, atomic_write, looks_secret, scrub_secrets
+from .report import kernel_manager
 
 log = logging.getLogger("vlmlens")
 
 # %% auto #0
-__all__ = ['log', 'RUN_CELL', 'EXECUTORS', 'EXECUTOR_OPTIONS', 'LOCAL_BACKENDS', 'GPU_MEMORY_GB', 'LOST', 'EXECUTOR_ROWS',
-           'expand_grid', 'parameters_cell', 'build_notebook', 'make_evaluate_notebook', 'find_notebook', 'sweep_row',
-           'execute_run', 'slurm_minutes', 'executor_options', 'default_gpus', 'run_resources', 'SweepJob',
-           'finished_row', 'lost_row', 'local_rows', 'ray_rows', 'slurm_rows', 'load_sweep', 'write_table', 'run_sweep']
+__all__ = ['log', 'RUN_CELL', 'EXECUTORS', 'EXECUTOR_OPTIONS', 'GPU_MEMORY_GB', 'LOST', 'EXECUTOR_ROWS', 'expand_grid',
+           'parameters_cell', 'build_notebook', 'make_evaluate_notebook', 'find_notebook', 'sweep_row', 'execute_run',
+           'slurm_minutes', 'executor_options', 'default_gpus', 'run_resources', 'SweepJob', 'finished_row', 'lost_row',
+           'local_rows', 'ray_rows', 'slurm_rows', 'load_sweep', 'write_table', 'run_sweep']
 
 # %% ../nbs/41_sweep.ipynb #abfc5fc5
 _FIELDS = {f.name for f in fields(RunConfig)}
@@ -127,11 +128,14 @@ def execute_run(run: dict, root: Path, nb_path: Path, kernel_name: str | None = 
     params = {**run["params"], "run_name": run["run_name"], "output_root": str(root), "progress": False}
     try:
         pm.execute_notebook(str(nb_path), str(run_dir / "evaluate.ipynb"), parameters=params, cwd=str(root),
-                            kernel_name=kernel_name, progress_bar=False, log_output=False)
+                            kernel_name=kernel_name, progress_bar=False, log_output=False,
+                            kernel_manager_class=kernel_manager(), language="python")
         return sweep_row(run, "ok", run_dir, None)
     except Exception as e:
         msg = str(getattr(e, "evalue", "") or e).strip().splitlines()
-        return sweep_row(run, "failed", None, f"{getattr(e, 'ename', type(e).__name__)}: {msg[-1] if msg else ''}")
+        name = getattr(e, "ename", type(e).__name__)
+        status = "skipped" if name == "LanguageNotClaimed" else "failed"   # the paper does not run this model in this language
+        return sweep_row(run, status, None, f"{name}: {msg[-1] if msg else ''}")
     finally: _scrub_notebook(run_dir / "evaluate.ipynb")
 
 # %% ../nbs/41_sweep.ipynb #5c1e0a02
@@ -195,7 +199,6 @@ def executor_options(spec: dict, kind: str | None = None, models=()) -> dict:
             "ray": _check_section("executor.ray", e.get("ray")), "slurm": slurm}
 
 # %% ../nbs/41_sweep.ipynb #5c1e0a11
-LOCAL_BACKENDS = ("hf", "transformers")
 GPU_MEMORY_GB = 80
 
 def default_gpus(model: str) -> int:
@@ -203,7 +206,7 @@ def default_gpus(model: str) -> int:
     try: spec = registry.get_spec(model)
     except (KeyError, ValueError): return 0
     if getattr(spec, "gpus", None) is not None: return int(spec.gpus)
-    if spec.backend not in LOCAL_BACKENDS or spec.local_builder: return 0
+    if spec.backend not in registry.LOCAL_BACKENDS or spec.local_builder: return 0
     m = re.search(r"(\d+(?:\.\d+)?)B(?![a-z])", spec.model_id, re.I)
     return max(1, math.ceil(float(m.group(1)) * 2 * 1.2 / GPU_MEMORY_GB)) if m else 1
 

@@ -585,7 +585,7 @@ class InfiniBenchBenchmark(Benchmark):
         else:
             root = _kw(cfg).get("real_root") or (cfg.data_path if cfg.data_path and Path(cfg.data_path).is_dir() else None)
             samples, errors = real_text_samples(real_text_data(root), cfg)
-        if cfg.modality in VIDEO_MODALITIES and _kw(cfg).get("check_fits", True):
+        if cfg.modality in VIDEO_MODALITIES and _kw(cfg).get("check_fits", False):
             samples, errors = self._fit_filter(samples, errors, cfg)
         return samples, errors
 

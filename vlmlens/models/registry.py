@@ -18,12 +18,12 @@ from ..core import Generation, Request, RunConfig, VIDEO_MODALITIES
 from ..fidelity import record
 
 # %% auto #0
-__all__ = ['RUN_HINT_KEYS', 'VIDEO_INPUTS', 'PRESET_KEYS', 'SERVE_HINT', 'BACKEND_MODULES', 'QWEN_MODEL_TYPES',
+__all__ = ['RUN_HINT_KEYS', 'VIDEO_INPUTS', 'PRESET_KEYS', 'SERVE_HINT', 'LOCAL_BACKENDS', 'BACKEND_MODULES', 'QWEN_MODEL_TYPES',
            'TRANSFORMERS_MODEL_TYPES', 'HF_MODEL_TYPES', 'EXTRA_OF_BACKEND', 'CURVE_LOCALES', 'QWEN2_VL_LANGUAGES',
            'EN', 'EN_HI', 'EN_TE', 'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES', 'OPENAI_REASONING_PREFIXES',
            'CURVE_REASONING_BUDGETS', 'TINY_MODELS', 'Backend', 'count_images', 'ModelSpec', 'apply_preset',
-           'register_backend', 'register', 'known_models', 'parse_api_name', 'get_spec', 'supports_language',
-           'load_backend', 'resolve_builder', 'roster', 'roster_markdown']
+           'LanguageNotClaimed', 'register_backend', 'register', 'known_models', 'parse_api_name', 'get_spec',
+           'supports_language', 'load_backend', 'resolve_builder', 'roster', 'roster_markdown']
 
 # %% ../../nbs/10_models_registry.ipynb #ce66540d
 class Backend:
@@ -139,6 +139,7 @@ class ModelSpec:
     paper_languages: dict = field(default_factory=dict)
     presets: dict = field(default_factory=dict)
     unavailable: str = ""
+    gpus: int | None = None
 
     def __post_init__(self):
         if not self.name or not isinstance(self.name, str): raise ValueError(f"ModelSpec.name must be a non-empty string, got {self.name!r}")
@@ -194,6 +195,9 @@ def apply_preset(cfg: RunConfig, spec: ModelSpec | None = None) -> tuple[RunConf
 SERVE_HINT = ("it is not a transformers AutoModelForImageTextToText checkpoint; serve it behind an OpenAI-compatible "
               "server (vLLM, SGLang) and run --model openai-compatible:<model>@<url>")
 
+class LanguageNotClaimed(ValueError):
+    "A run asks a model for a language its paper does not evaluate it in (a sweep records such a run as skipped)."
+
 @patch
 def check(self: ModelSpec, cfg: RunConfig):
     "Raise ValueError (one line) when `cfg` asks this model for input it cannot take; return None otherwise."
@@ -201,7 +205,7 @@ def check(self: ModelSpec, cfg: RunConfig):
     claimed = self.languages_for(cfg.benchmark)
     for lang in [l.strip() for l in str(cfg.language or "").split(",") if l.strip()]:
         if claimed and not cfg.force and not self.supports_language(lang, cfg.benchmark):
-            raise ValueError(f"{self.name} is not run in {lang!r} on {cfg.benchmark} (the paper's languages for it: "
+            raise LanguageNotClaimed(f"{self.name} is not run in {lang!r} on {cfg.benchmark} (the paper's languages for it: "
                              f"{', '.join(claimed)}); pass --force to run it anyway (the run records it)")
     if cfg.modality not in VIDEO_MODALITIES: return
     kw = dict(cfg.model_kwargs or {})
@@ -216,6 +220,9 @@ def check(self: ModelSpec, cfg: RunConfig):
                          f"--frames {frames} exceeds it: use --frames {limit} (or --model-kwarg max_images={frames})")
 
 # %% ../../nbs/10_models_registry.ipynb #345de8f8
+#: backend kinds that run the model in this process (the others call an API or a server)
+LOCAL_BACKENDS = ("hf", "transformers")
+
 BACKEND_MODULES: dict[str, str] = {"hf": "vlmlens.models.hf", "transformers": "vlmlens.models.transformers",
                                     "openai": "vlmlens.models.openai", "gemini": "vlmlens.models.gemini",
                                     "anthropic": "vlmlens.models.anthropic"}

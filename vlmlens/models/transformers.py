@@ -371,8 +371,15 @@ def tiny_checkpoint(model_type: str) -> Path:
 
 # %% ../../nbs/15_models_transformers.ipynb #7dbeb46d
 def load_pretrained(model_id: str, *, dtype="auto", device: str | None = None, device_map=None, revision: str | None = None,
-                    attn_implementation: str | None = None, trust_remote_code: bool = False) -> dict:
+                    attn_implementation: str | None = None, trust_remote_code: bool = False, progress: bool = True) -> dict:
     "{'processor', 'model', 'revision', 'local', 'device', 'device_map'} for a local directory or hub id, at a pinned revision."
+    from transformers.utils import logging as hf_logging
+    if progress: return _load_pretrained(model_id, dtype, device, device_map, revision, attn_implementation, trust_remote_code)
+    hf_logging.disable_progress_bar()                  # no "Loading weights" bar when the run asks for none
+    try: return _load_pretrained(model_id, dtype, device, device_map, revision, attn_implementation, trust_remote_code)
+    finally: hf_logging.enable_progress_bar()
+
+def _load_pretrained(model_id, dtype, device, device_map, revision, attn_implementation, trust_remote_code) -> dict:
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
     local = os.path.isdir(model_id)
@@ -412,7 +419,8 @@ class TransformersBackend(Backend):
         self.generation_kwargs, self.processor_kwargs = dict(generation_kwargs or {}), dict(processor_kwargs or {})
         self._measured, self._prefix, self.reuse_prefix = {}, None, _as_bool(reuse_prefix)
         for k, v in load_pretrained(self.model_id, dtype=dtype, device=device, device_map=device_map, revision=revision,
-                                    attn_implementation=attn_implementation, trust_remote_code=trust_remote_code).items():
+                                    attn_implementation=attn_implementation, trust_remote_code=trust_remote_code,
+                                    progress=bool(progress)).items():
             setattr(self, k, v)
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         self.tokenizer.padding_side = "left"
