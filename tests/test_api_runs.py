@@ -85,14 +85,14 @@ def _run_in_a_terminal(cmd, env, timeout=300):
     return p.wait(timeout=30), b"".join(chunks).decode("utf-8", "replace")
 
 
-def test_no_progress_silences_the_api_progress_bar(server, tmp_path):
+def test_no_progress_silences_every_progress_bar(server, tmp_path):
     server.default_text = "B"
     env = _env(OPENAI_API_KEY="sk-test.not-a-real-key.000000000000")
     args = ["run", "--benchmark", "demo", "--model", "gpt-4o", "--language", "en", "--frames", "2", "--limit", "6",
             "--output-root", str(tmp_path), "--model-kwarg", f"base_url={server.openai_base_url}",
             "--model-kwarg", f"cache={tmp_path / 'cache.sqlite'}", "--model-kwarg", "concurrency=2"]
     rc, err = _run_in_a_terminal(_cli(*args, "--run-name", "bars"), env)
-    assert rc == 0 and "req" in err, err[-2000:]                           # on a terminal the API bar is drawn
+    assert rc == 0 and "demo:gpt-4o" in err and "%|" in err, err[-2000:]   # on a terminal the run's bar is drawn
     rc, err = _run_in_a_terminal(_cli(*args, "--run-name", "quiet", "--no-progress"), env)
     assert rc == 0, err[-2000:]
     assert "req" not in err and "%|" not in err, err[-2000:]               # --no-progress: no bar at all

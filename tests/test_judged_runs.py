@@ -55,12 +55,13 @@ def test_open_answers_are_judged_and_summarised(server, faq_file, tmp_path, monk
     assert o["accuracy"] == pytest.approx((n - 1) * 0.7 / n)     # the invalid judgment scores 0
     assert o["judge_mean_native"] == 7
     judgments = [json.loads(l) for l in (tmp_path / "judged" / "judgments.jsonl").read_text().splitlines()]
-    assert len(judgments) == n and all(j["judge_id"].startswith("infinibench-open-0-10/") for j in judgments)
+    assert len(judgments) == n and all(j["judge_id"].startswith("open-0-10/") for j in judgments)
     n_calls = server.count("openai")
     again = run(cfg)                                             # resumable: nothing is generated or judged twice
     assert server.count("openai") == n_calls and again["overall"] == o
-    from vlmlens.runner import summary_table
-    assert "judge_invalid_%" in summary_table(s).columns
+    from vlmlens.report import summary_table
+    cols = list(summary_table(s).data.columns)
+    assert any("judge invalid" in c.lower() or "judge_invalid" in c for c in cols), cols
 
 
 def test_missing_judge_key_fails_before_any_item_runs(server, faq_file, tmp_path, monkeypatch):

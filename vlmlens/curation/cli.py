@@ -58,6 +58,7 @@ def _refinement_commands(sub):
     c = _cmd(sub, "release", "write the release rows, official files and dataset card"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--release", required=True, help="release folder"); c.add_argument("--split-rule", default="paper")
     c.add_argument("--name", default="InfiniBench-style benchmark")
+    c.add_argument("--media-root", help="folder the rows' video/subtitle paths are written from (default: the one holding them all)")
     c = _cmd(sub, "status", "list the steps of a build", out=False); c.add_argument("build")
 
 # %% ../../nbs/68_curation_cli.ipynb #3e8be21c
@@ -132,8 +133,10 @@ def _filter(a) -> int:
 def _release(a) -> int:
     (up,) = resolve_steps(a.out, a.src)
     steps = {r["step"]: open_step(r["dir"]) for r in list_steps(a.out) if r.get("step") in ("generate", "appearance_qa", "dedup", "filter", "verify")}
-    paths = release.write_release(up, a.release, steps, a.name, a.split_rule)
+    paths = release.write_release(up, a.release, steps, a.name, a.split_rule, media_root=a.media_root)
     print(f"release: {paths['rows']} ({sum(1 for _ in open(paths['rows']))} rows), card {paths['card']}")
+    root = json.loads(Path(paths["stats"]).read_text())["stats"].get("media_root")
+    if root: print(f"media paths are written from {root}: evaluate with --benchmark-kwarg video_root={root}")
     return 0
 
 # %% ../../nbs/68_curation_cli.ipynb #8e41e557

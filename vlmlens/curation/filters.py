@@ -16,8 +16,8 @@ from ..core import Generation, Request, RunConfig, message
 from ..fidelity import PaperPrompt
 from ..metrics import round_half_up
 from ..models.registry import Backend, load_backend
-from ..store import RunSet
-from .release import release_row, write_rows
+from ..store import RunSet, iter_jsonl
+from .release import media_folder, release_row, write_rows
 from .store import Step
 
 # %% auto #0
@@ -60,15 +60,18 @@ def _safe(name: str) -> str: return re.sub(r"[^\w.-]+", "_", name)
 
 def run_filter_models(kind: str, rows, models: Sequence[str] = PAPER_FILTER_MODELS, out="outputs/filters", judge: str = "none",
                       model_kwargs: dict | None = None, judge_kwargs: dict | None = None, backends: dict | None = None,
-                      max_new_tokens: int = 256) -> RunSet:
-    "Run each model on `rows` with `kind='knowledge'` (metadata only) or `'vision'` (subtitles only + instruction); returns the runs."
+                      max_new_tokens: int = 256, media_root=None) -> RunSet:
+    """Run each model on `rows` with `kind='knowledge'` (metadata only) or `'vision'` (subtitles only + instruction); returns the runs.
+    Media are read from `media_root` (default: the folder holding the media the rows name)."""
     if kind not in ("knowledge", "vision"): raise ValueError(f"kind must be 'knowledge' or 'vision', got {kind!r}")
     if not Path(rows).is_file(): raise FileNotFoundError(f"candidate rows not found: {rows}")
+    bkw = {"source": "release", "filter": kind}
+    if (root := media_root or media_folder([r for _, r in iter_jsonl(rows)])): bkw["media_root"] = str(root)
     dirs = []
     for m in models:
         kw = dict((model_kwargs or {}).get(m, {}))
         cfg = RunConfig("infinibench", m, data_path=str(rows), modality="metadata" if kind == "knowledge" else "subtitles",
-                        benchmark_kwargs={"source": "release", "filter": kind}, judge=judge, judge_kwargs=dict(judge_kwargs or {}),
+                        benchmark_kwargs=bkw, judge=judge, judge_kwargs=dict(judge_kwargs or {}),
                         model_kwargs=kw, max_new_tokens=max_new_tokens, run_name=f"{kind}-{_safe(m)}", output_root=str(Path(out) / kind),
                         progress=False)
         backend = (backends or {}).get(m)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Sequence
@@ -19,8 +20,8 @@ from ..readers import parse_literal_list
 from ..store import atomic_write
 
 # %% auto #0
-__all__ = ['META', 'assign_split', 'release_row', 'write_rows', 'write_official', 'video_duration_s', 'release_stats',
-           'length_figure', 'dataset_card', 'write_release']
+__all__ = ['META', 'MEDIA_FIELDS', 'assign_split', 'release_row', 'write_rows', 'write_official', 'media_folder', 'rebase_media',
+           'video_duration_s', 'release_stats', 'length_figure', 'dataset_card', 'write_release']
 
 # %% ../../nbs/67_curation_release.ipynb #eb92bbc4
 META = ("title", "show", "season", "episode", "imdb_id", "year", "kind", "video_id")
@@ -66,6 +67,25 @@ def write_official(rows: Sequence[dict], folder) -> dict[str, Path]:
         atomic_write(out[skill], json.dumps(recs, ensure_ascii=False, indent=1))
     return out
 
+# %% ../../nbs/67_curation_release.ipynb #66de1294
+MEDIA_FIELDS = ("video_path_mp4", "video_subtitles")
+
+def media_folder(rows: Sequence[dict]) -> str | None:
+    "The folder holding every existing absolute video/subtitle file `rows` name, or None."
+    dirs = {str(Path(v).parent) for r in rows for k in MEDIA_FIELDS
+            if isinstance(v := r.get(k), str) and Path(v).is_absolute() and Path(v).is_file()}
+    return os.path.commonpath(sorted(dirs)) if dirs else None
+
+def rebase_media(rows: Sequence[dict], root) -> list[dict]:
+    "`rows` with media paths under `root` written from it, the official way (`/show/episode.mp4`)."
+    if root is None: return list(rows)
+    root = Path(root).resolve()
+    def one(v):
+        if not (isinstance(v, str) and Path(v).is_absolute() and Path(v).is_file()): return v
+        p = Path(v).resolve()
+        return "/" + p.relative_to(root).as_posix() if p.is_relative_to(root) else v
+    return [{**r, **{k: one(r.get(k)) for k in MEDIA_FIELDS if k in r}} for r in rows]
+
 # %% ../../nbs/67_curation_release.ipynb #a4d1383b
 def video_duration_s(path) -> float | None:
     "Duration of a video file in seconds (None when it cannot be read)."
@@ -85,7 +105,8 @@ def release_stats(rows: Sequence[dict], base=None) -> dict:
     for r in rows:
         v = r.get("video_path_mp4")
         if v and v not in vids:
-            p = Path(v) if Path(v).is_absolute() or base is None else Path(base) / v
+            rel = Path(base) / v.lstrip("/") if base is not None else None       # relative, or written from the media root
+            p = rel if rel is not None and (rel.is_file() or not Path(v).is_absolute()) else Path(v)
             vids[v] = video_duration_s(p) if p.is_file() else None
     lengths = {}
     for r in rows:
@@ -125,7 +146,11 @@ def dataset_card(name: str, stats: dict, steps: dict) -> str:
            f"{stats['n']} questions on {stats['n_videos']} videos.\n", "## Questions per skill and split\n",
            _md(stats["counts"], ["skill", "split", "n"]), "\n## Videos\n",
            _md([{k: stats["duration_s"][k] for k in ("mean", "min", "max")}], ["mean", "min", "max"]).replace("| mean", "| mean (s)"),
-           f"\nMissing or unreadable video files: {len(stats['videos_missing'])}.\n", "\n## Question and answer lengths (words)\n",
+           f"\nMissing or unreadable video files: {len(stats['videos_missing'])}.\n",
+           *([f"\nThe videos and subtitles are not copied into the release: their paths are written from the media root "
+              f"`{stats['media_root']}` (the official form, `/show/season_1/episode_1.mp4`). Evaluate with "
+              f"`--benchmark-kwarg video_root=<your copy of that folder>`.\n"] if stats.get("media_root") else []),
+           "\n## Question and answer lengths (words)\n",
            _md([{"skill": s, "n": len(d["question"]), "question_mean": sum(d["question"]) / len(d["question"]),
                  "answer_mean": sum(d["answer"]) / len(d["answer"])} for s, d in stats["lengths"].items()], ["skill", "n", "question_mean", "answer_mean"]),
            "\n![question lengths](figures/figure3_question_lengths.png) ![answer lengths](figures/figure4_answer_lengths.png)\n"]
@@ -151,14 +176,17 @@ def _summary(s) -> dict:
     return dict(s)
 
 def write_release(items: Step | Sequence[dict], out, steps: dict | None = None, name: str = "InfiniBench-style benchmark",
-                  split_rule: str = "paper", seed: int = 0) -> dict:
-    "Write `rows.jsonl`, `official/`, `figures/`, `stats.json` and the card `README.md` into `out`; returns their paths."
+                  split_rule: str = "paper", seed: int = 0, media_root=None) -> dict:
+    """Write `rows.jsonl`, `official/`, `figures/`, `stats.json` and the card `README.md` into `out`; returns their paths.
+    Media paths are written from `media_root` (default: the folder holding them all), recorded in the card."""
     out = Path(out)
     recs = items.items() if isinstance(items, Step) else [{"id": r.get("question_id") or r["id"], "item": r} for r in items]
     if not recs: raise ValueError("nothing to release: the step has no accepted items")
     rows = [release_row(r["id"], r["item"], assign_split(r["id"], r["item"], split_rule, seed)) for r in recs]
+    root = str(Path(media_root).resolve()) if media_root else media_folder(rows)
+    rows = rebase_media(rows, root)
     paths = {"rows": write_rows(rows, out / "rows.jsonl"), "official": write_official(rows, out / "official")}
-    stats = release_stats(rows, out)
+    stats = {**release_stats(rows, root if root else out), "media_root": root}
     (out / "figures").mkdir(parents=True, exist_ok=True)
     for k, which in ((3, "question"), (4, "answer")):
         p = out / "figures" / f"figure{k}_{which}_lengths.png"
