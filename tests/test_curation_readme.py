@@ -90,7 +90,7 @@ def test_readme_walkthrough(server, tmp_path, monkeypatch):
             exec(code, ns)
             _review(ns, tmp_path); ran.append("review"); continue
         for cmd in _commands(code):
-            cmd = cmd.replace("../shared/data/infinibench/", f"{DATA}/")
+            cmd = cmd.replace("--outfits global_appreance.json", f"--outfits {DATA}/bbt_global_appearance_gpt4o.json")  # a slice of it
             argv = shlex.split(cmd)
             if argv[0] == "python":
                 exec(argv[2], {}); ran.append("python"); continue

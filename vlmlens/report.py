@@ -405,14 +405,21 @@ def runs_overview(runs, digits: int = 1) -> Table:
 _KM: dict = {}
 
 def kernel_manager():
-    "A jupyter KernelManager class that uses IPC transport on POSIX (no unencrypted-TCP warning), TCP elsewhere."
+    """A jupyter kernel manager class that uses IPC transport on POSIX (no unencrypted-TCP warning), TCP elsewhere.
+    Each kernel's sockets get their own name in the temp folder (kernels started at once in one folder, as a sweep
+    does, would otherwise race for the same socket files); asynchronous, as nbclient expects, so that a kernel that
+    died fails its cell instead of being waited for forever."""
     if "cls" not in _KM:
-        import os
-        from jupyter_client.manager import KernelManager
+        import os, tempfile, uuid
+        from jupyter_client.manager import AsyncKernelManager
         from traitlets import default
-        class QuietKernelManager(KernelManager):
+        class QuietKernelManager(AsyncKernelManager):
             @default("transport")
             def _default_transport(self): return "ipc" if os.name == "posix" else "tcp"
+            @default("ip")
+            def _default_ip(self):
+                if self.transport != "ipc": return "127.0.0.1"
+                return os.path.join(tempfile.gettempdir(), f"vlmlens-kernel-{uuid.uuid4().hex[:12]}")
         _KM["cls"] = QuietKernelManager
     return _KM["cls"]
 

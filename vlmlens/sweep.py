@@ -64,7 +64,8 @@ def parameters_cell() -> str:
         default = f.default if f.default is not MISSING else f.default_factory() if f.default_factory is not MISSING else None
         if f.name == "benchmark": default = "demo"
         if f.name == "model": default = "tiny-qwen2.5-vl"
-        lines.append(f"{f.name} = {default!r}  # {f.metadata.get('help', '')}")
+        help_ = re.sub(r"\s*=\s*", ": ", f.metadata.get("help", ""))   # papermill cannot parse a line with a second '='
+        lines.append(f"{f.name} = {default!r}  # {help_}")
     return "\n".join(lines)
 
 RUN_CELL = """from vlmlens.core import RunConfig
