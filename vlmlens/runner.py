@@ -27,7 +27,7 @@ __all__ = ['log', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_
            'finish_prediction', 'prediction_of', 'run_batch', 'latest_judgments', 'make_judge', 'judge_items',
            'judge_run', 'score_row', 'score_rows', 'summarize', 'write_summary', 'reopen', 'rescore', 'rejudge',
            'score_files', 'launch_env', 'apply_launch', 'launch_barrier', 'write_launch_summary', 'load_run_samples',
-           'video_key', 'video_first', 'warms_server_prefix', 'batches', 'streams', 'stream_pending',
+           'video_key', 'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams', 'stream_pending',
            'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'run']
 
 # %% ../nbs/40_runner.ipynb #66ec6bad
@@ -390,6 +390,16 @@ def batches(items: list[Sample], step: int, warm: bool = False) -> Iterable[list
         rest = [s for g in reversed(rest.values()) for s in g]    # the videos just decoded last go first (frame cache hits)
         yield from (b for b in (lead, rest) if b)
 
+# %% ../nbs/40_runner.ipynb #01d2c66e
+def stream_parts(order: Iterable[list[Sample]]) -> Iterable[list[Sample]]:
+    "Consecutive `batches` joined into streams; a new stream starts where a batch shows a video of the current one."
+    part, keys = [], set()
+    for b in order:
+        bk = {video_key(s) for s in b} - {None}
+        if part and bk & keys: yield part; part, keys = [], set()
+        part, keys = part + list(b), keys | bk
+    if part: yield part
+
 # %% ../nbs/40_runner.ipynb #a1b2c31f
 def streams(bench: Benchmark, backend, cfg: RunConfig) -> bool:
     "Whether items go through `backend.generate_iter` one by one (single-stage benchmarks on API backends)."
@@ -421,7 +431,8 @@ def generate_pending(bench: Benchmark, backend, pending: list[Sample], cfg: RunC
             bar.update(len(preds)); bar.set_postfix(errors=n_err)
         try:
             order = batches(video_first(pending), step, warms_server_prefix(backend))
-            if streams(bench, backend, cfg): stream_pending(bench, backend, [s for b in order for s in b], cfg, cache, frames, done)
+            if streams(bench, backend, cfg):
+                for part in stream_parts(order): stream_pending(bench, backend, part, cfg, cache, frames, done)
             else:
                 for batch in order: done(run_batch(bench, backend, batch, cfg, cache, frames))
         except KeyboardInterrupt:
