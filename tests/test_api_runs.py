@@ -12,7 +12,7 @@ import pytest
 def test_demo_benchmark_on_api_models_via_the_cli(server, model, tmp_path, monkeypatch):
     server.reset(); server.default_text = "The answer is B."
     env = {k: v for k, v in __import__("os").environ.items()}
-    env.update(OPENAI_API_KEY="sk-test.not-a-real-key.000000000000", GEMINI_API_KEY="test-gemini-key-0000")
+    env.update(OPENAI_API_KEY="test-openai-key.not-real.000000000000", GEMINI_API_KEY="test-gemini-key-0000")
     base = server.openai_base_url if model.startswith("gpt") else server.gemini_base_url
     cmd = [sys.executable, "-c", "from vlmlens.cli import main; raise SystemExit(main())", "run", "--benchmark", "demo",
            "--model", model, "--language", "en", "--frames", "4", "--limit", "6", "--output-root", str(tmp_path),
@@ -32,7 +32,7 @@ def test_demo_benchmark_on_api_models_via_the_cli(server, model, tmp_path, monke
     # video items reached the API as frames (images) — four per video question
     assert any(json.dumps(c.json).count("image/jpeg") >= 4 for c in calls)
     info = (tmp_path / "api" / "run.json").read_text()
-    assert "sk-test.not-a-real-key" not in info and "test-gemini-key" not in info
+    assert "test-openai-key.not-real" not in info and "test-gemini-key" not in info
 
 
 def _cli(*args):
@@ -58,10 +58,10 @@ def test_a_missing_api_key_is_one_line_and_exit_2(tmp_path, model, var):
 
 def test_a_key_typed_as_a_model_option_is_refused_in_one_line(tmp_path):
     out = subprocess.run(_cli("run", "--benchmark", "demo", "--model", "gpt-4o", "--limit", "2", "--output-root", str(tmp_path),
-                              "--no-progress", "--model-kwarg", "api_key=sk-typed-secret-000"),
-                         capture_output=True, text=True, env=_env(OPENAI_API_KEY="sk-test.not-a-real-key.000000000000"), timeout=300)
+                              "--no-progress", "--model-kwarg", "api_key=key-typed-secret-000"),
+                         capture_output=True, text=True, env=_env(OPENAI_API_KEY="test-openai-key.not-real.000000000000"), timeout=300)
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
-    assert "sk-typed-secret-000" not in out.stderr + out.stdout
+    assert "key-typed-secret-000" not in out.stderr + out.stdout
     assert not list(tmp_path.rglob("run.json"))                            # refused before a run folder is written
 
 
@@ -87,7 +87,7 @@ def _run_in_a_terminal(cmd, env, timeout=300):
 
 def test_no_progress_silences_every_progress_bar(server, tmp_path):
     server.default_text = "B"
-    env = _env(OPENAI_API_KEY="sk-test.not-a-real-key.000000000000")
+    env = _env(OPENAI_API_KEY="test-openai-key.not-real.000000000000")
     args = ["run", "--benchmark", "demo", "--model", "gpt-4o", "--language", "en", "--frames", "2", "--limit", "6",
             "--output-root", str(tmp_path), "--model-kwarg", f"base_url={server.openai_base_url}",
             "--model-kwarg", f"cache={tmp_path / 'cache.sqlite'}", "--model-kwarg", "concurrency=2"]
@@ -109,7 +109,7 @@ def test_truncated_answers_are_counted_recorded_and_asked_again_on_rerun(server,
         if len(calls) == 2: return openai_chat("The answer is", finish_reason="length", completion_tokens=8)  # cut short
         return "The answer is B."
     server.responder = reply
-    env = _env(OPENAI_API_KEY="sk-test.not-a-real-key.000000000000")
+    env = _env(OPENAI_API_KEY="test-openai-key.not-real.000000000000")
     args = _cli("run", "--benchmark", "demo", "--model", "gpt-4o", "--language", "en", "--frames", "2", "--limit", "4",
                 "--output-root", str(tmp_path), "--run-name", "trunc", "--no-progress", "--model-kwarg", "concurrency=1",
                 "--model-kwarg", f"base_url={server.openai_base_url}", "--model-kwarg", f"cache={tmp_path / 'cache.sqlite'}")

@@ -30,7 +30,7 @@ import test_curation_calibration as cal_t
 import test_curation_ocr as ocr_t
 
 KEYS = {"AWS_ACCESS_KEY_ID": "AKIALOOPBACK00000000", "AWS_SECRET_ACCESS_KEY": "loopback/aws/secret/00000000000000000000",
-        "AZURE_TRANSLATOR_KEY": "loopback0azure0key0000000000000000", "OPENAI_API_KEY": "sk-test.not-a-real-key.0000000000",
+        "AZURE_TRANSLATOR_KEY": "loopback0azure0key0000000000000000", "OPENAI_API_KEY": "test-openai-key.not-real.0000000000",
         "GEMINI_API_KEY": "loopback-gemini-key-0000000000", "OPENAI_COMPATIBLE_API_KEY": "EMPTY"}
 
 

@@ -67,7 +67,7 @@ def _describer(call):
 
 def test_outfits_described_over_the_api_then_questions(crops, server, monkeypatch):
     tmp, src, st = crops
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test.not-a-real-key.0000000000")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
     server.responder = _describer
     kw = {"base_url": server.openai_base_url, "cache": str(tmp / "api.sqlite")}
     ost = describe_outfits(st, tmp / "build", "gpt-4o", describer_kwargs=kw)
@@ -84,7 +84,7 @@ def test_outfits_described_over_the_api_then_questions(crops, server, monkeypatc
 
 def test_bad_describer_output_is_rejected(crops, server, monkeypatch):
     tmp, _, st = crops
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test.not-a-real-key.0000000000")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
     server.responder = lambda call: json.dumps({"outfits": ["a", "b", "c"], "indices": [0]})
     ost = describe_outfits(st, tmp / "build_bad", "gpt-4o", describer_kwargs={"base_url": server.openai_base_url, "cache": str(tmp / "api2.sqlite")})
     rej = ost.rejected()

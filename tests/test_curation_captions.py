@@ -55,7 +55,7 @@ def data(tmp_path):
 
 
 def test_caption_mcqs_filter_review_and_release(server, data, tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test.not-a-real-key.0000000000")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
     monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
     server.responder = generator
     kw = {"base_url": server.openai_base_url, "cache": False, "max_attempts": 1}

@@ -24,7 +24,7 @@ def build(tmp_path):
 
 def test_filters_send_metadata_or_subtitles_with_the_instruction(build, server, monkeypatch):
     tmp, up = build
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test.not-a-real-key.0000000000")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
     gold = {f"Scene order question {k}?": k % 2 for k in range(8)}
     def answer(call):
         q = next(q for q in gold if q in call.text)

@@ -32,7 +32,7 @@ def gpt4o_like(call, bad=()):
 
 @pytest.fixture
 def env(server, tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test.not-a-real-key.0000000000")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
     kw = {"base_url": server.openai_base_url, "cache": str(tmp_path / "api.sqlite"), "max_attempts": 1}
     sources, errors = load_sources(write_demo_sources(tmp_path / "src", real_root=DATA))
     assert errors == [] and len(sources) == 3

@@ -76,7 +76,7 @@ class Answers:
 
 def test_readme_walkthrough(server, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test.not-a-real-key.0000000000")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
     monkeypatch.setenv("GEMINI_API_KEY", "test-gemini-key-0000000000")
     server.responder = Answers(tmp_path / "demo_build")
     api = ["--model-kwarg", f"base_url={server.openai_base_url}", "--model-kwarg", f"cache={tmp_path / 'gen.sqlite'}"]

@@ -74,8 +74,8 @@ def test_a_failing_unit_is_recorded_and_retried(tmp_path):
 
 
 def test_no_secret_reaches_a_step_file(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value-123456789")
-    st = Step(tmp_path, "generate", {"model_kwargs": {"api_key": "sk-secret-value-123456789"}})
-    st.process([("u", 0)], lambda _, w: w.accept("q", {"raw": "echo sk-secret-value-123456789"}))
+    monkeypatch.setenv("OPENAI_API_KEY", "openai-secret-value-123456789")
+    st = Step(tmp_path, "generate", {"model_kwargs": {"api_key": "openai-secret-value-123456789"}})
+    st.process([("u", 0)], lambda _, w: w.accept("q", {"raw": "echo openai-secret-value-123456789"}))
     for p in st.dir.iterdir():
-        assert "sk-secret-value" not in p.read_text(), p.name
+        assert "openai-secret-value" not in p.read_text(), p.name

@@ -16,7 +16,7 @@ from loopback_mt import MTLoopback, cipher, decipher, mt_texts
 
 KEYS = {"AWS_ACCESS_KEY_ID": "AKIALOOPBACK00000000", "AWS_SECRET_ACCESS_KEY": "loopback/aws/secret/00000000000000000000",
         "AZURE_TRANSLATOR_KEY": "loopback0azure0key0000000000000000", "GOOGLE_TRANSLATE_API_KEY": "loopback-google-key-000000000000",
-        "OPENAI_API_KEY": "sk-test.not-a-real-key.0000000000", "GOOGLE_CLOUD_PROJECT": "vlmlens-test"}
+        "OPENAI_API_KEY": "test-openai-key.not-real.0000000000", "GOOGLE_CLOUD_PROJECT": "vlmlens-test"}
 
 
 @pytest.fixture(scope="module")

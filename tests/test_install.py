@@ -25,7 +25,7 @@ def test_an_api_evaluation_runs_without_any_extra(server, tmp_path):
     ensure_demo_data(progress=False)
     server.reset(); server.default_text = "The answer is B."
     import os
-    env = {**os.environ, "OPENAI_API_KEY": "sk-test.not-a-real-key.000000000000"}
+    env = {**os.environ, "OPENAI_API_KEY": "test-openai-key.not-real.000000000000"}
     out = subprocess.run([sys.executable, "-c", BLOCK, "run", "--benchmark", "demo", "--model", "gpt-4o", "--language", "en",
                           "--frames", "2", "--limit", "4", "--output-root", str(tmp_path), "--run-name", "core", "--no-progress",
                           "--model-kwarg", f"base_url={server.openai_base_url}", "--model-kwarg", f"cache={tmp_path / 'c.sqlite'}"],

@@ -52,8 +52,8 @@ def gullible(call):
 
 @pytest.fixture
 def keys(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test.openai.0123456789")
-    monkeypatch.setenv("GEMINI_API_KEY", "AIza-test-gemini-0123456789")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.0123456789")
+    monkeypatch.setenv("GEMINI_API_KEY", "test-gemini-key-0123456789")
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
 
 

@@ -126,6 +126,6 @@ def test_key_from_the_environment_only(monkeypatch):
         load_backend("claude-sonnet-4", cache=False)
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     with pytest.raises(ValueError, match="looks like a secret"):
-        load_backend("claude-sonnet-4", api_key="sk-ant-0000", cache=False)
+        load_backend("claude-sonnet-4", api_key="anthropic-key-0000", cache=False)
     with pytest.raises(ValueError, match="at least 1024"):
         AnthropicBackend("claude-sonnet-4-20250514", thinking_budget=512, cache=False)

@@ -37,8 +37,8 @@ FAST = dict(timeout_s=2.0, max_attempts=3, retry={"base_delay": 0.05, "max_delay
 
 @pytest.fixture
 def keys(monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test.openai.0123456789")
-    monkeypatch.setenv("GEMINI_API_KEY", "AIza-test-gemini-0123456789")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.0123456789")
+    monkeypatch.setenv("GEMINI_API_KEY", "test-gemini-key-0123456789")
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
 
 
@@ -95,7 +95,7 @@ def test_openai_text_image_and_timestamped_frames(server, keys, tmp_path):
     assert g.error is None and g.text == "B"
     assert g.usage == {"input_tokens": 321, "output_tokens": 2, "cached": False}
     [call] = server.requests("openai")
-    assert call.headers["Authorization"] == "Bearer sk-test.openai.0123456789"
+    assert call.headers["Authorization"] == "Bearer test-openai-key.0123456789"
     body = call.json
     assert (body["model"], body["max_tokens"], body["temperature"], body["seed"]) == ("gpt-4o", 7, 0.0, 5)
     assert "max_completion_tokens" not in body
@@ -134,7 +134,7 @@ def test_gemini_text_image_frames_and_thinking_budget(server, keys, tmp_path):
     assert g.usage == {"input_tokens": 400, "output_tokens": 78, "reasoning_tokens": 77, "cached": False}
     [call] = server.requests("gemini")
     assert call.path.endswith("/models/gemini-2.5-flash:generateContent")
-    assert call.headers["x-goog-api-key"] == "AIza-test-gemini-0123456789"
+    assert call.headers["x-goog-api-key"] == "test-gemini-key-0123456789"
     gc = call.json["generationConfig"]
     assert (gc["temperature"], gc["seed"], gc["maxOutputTokens"]) == (0.0, 9, 32 + 512)
     think = gc.get("thinkingConfig")
@@ -363,9 +363,9 @@ def test_missing_keys_fail_at_construction_naming_the_variable(monkeypatch, tmp_
         load_backend("gemini-2.5-flash", cache=False)
     with pytest.raises(MissingAPIKey, match="MY_SERVER_KEY"):
         OpenAIBackend("m", compatible=True, base_url="http://127.0.0.1:9/v1", api_key_env="MY_SERVER_KEY", cache=False)
-    monkeypatch.setenv("GOOGLE_API_KEY", "AIza-alt")
+    monkeypatch.setenv("GOOGLE_API_KEY", "gemini-alt-key")
     b = load_backend("gemini-2.5-flash", cache=False)                # either Gemini variable works
-    assert b._api_key == "AIza-alt"
+    assert b._api_key == "gemini-alt-key"
     b.close()
     local = OpenAIBackend("m", compatible=True, base_url="http://127.0.0.1:9/v1", cache=False)
     assert local._api_key == "EMPTY"                                  # a local server needs no real key
@@ -621,12 +621,12 @@ def test_a_key_echoed_back_in_a_200_answer_is_scrubbed(server, keys, tmp_path, m
 @pytest.mark.parametrize("model", ["gpt-4o", "gemini-2.5-flash", "openai-compatible:m@http://127.0.0.1:9/v1"])
 def test_secret_looking_model_options_are_refused_with_one_line(keys, model):
     from vlmlens.models.registry import load_backend
-    for opt in ({"api_key": "sk-typed-on-the-command-line"}, {"extra_body": {"access_token": "x"}}, {"password": "x"}):
+    for opt in ({"api_key": "key-typed-on-the-command-line"}, {"extra_body": {"access_token": "x"}}, {"password": "x"}):
         with pytest.raises(ValueError) as ei:
             load_backend(model, cache=False, **opt)
         msg = str(ei.value)
         assert "looks like a secret and is refused" in msg and "environment" in msg and "\n" not in msg
-        assert "sk-typed" not in msg
+        assert "key-typed" not in msg
     load_backend(model, cache=False, api_key_env="OPENAI_API_KEY" if "gemini" not in model else "GEMINI_API_KEY").close()
 
 

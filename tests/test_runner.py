@@ -84,7 +84,7 @@ def test_sigkill_mid_run_then_resume_matches_uninterrupted(reference, tmp_path):
 
 
 def test_no_secret_anywhere_in_the_run_dir(tmp_path, monkeypatch):
-    secret = "sk-test.THIS-IS-NOT-A-REAL-KEY.0123456789abcdef"
+    secret = "test-key.THIS-IS-NOT-A-REAL-KEY.0123456789abcdef"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     monkeypatch.setenv("GEMINI_API_KEY", secret + "-gemini")
     run(_cfg(tmp_path, limit=2, run_name="secret"))

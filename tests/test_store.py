@@ -190,7 +190,7 @@ def test_run_json_contents(tmp_path):
 
 
 def test_no_secret_reaches_disk(tmp_path, monkeypatch):
-    env_secret = "sk-test.4f9c2a7d1e8b6035"
+    env_secret = "test-key.4f9c2a7d1e8b6035"
     cfg_secret = "tok-zzzz-9876543210"
     only_in_config = "only-in-config-5d1c0b"       # in no environment variable: caught by its key alone
     monkeypatch.setenv("OPENAI_API_KEY", env_secret)
