@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 from dataclasses import MISSING, fields
 from pathlib import Path
@@ -19,7 +18,7 @@ from .curation import aligned_cli
 from .curation import cli as curation_cli
 from .evidence import isolate_run
 from .report import rates_table, render_table, run_header, summary_table
-from .runner import rescore, run
+from .runner import launch_env, rescore, run
 from .store import RunSet, parse_kv
 from .sweep import run_sweep
 
@@ -119,7 +118,7 @@ def _dispatch(a) -> int:
     if a.command == "run":
         cfg = config_from_args(a)
         summary = run(cfg)
-        if int(os.environ.get("RANK", "0") or 0) == 0: print_summary(summary, cfg.to_dict())   # one table under torchrun
+        if (launch_env() or {"rank": 0})["rank"] == 0: print_summary(summary, cfg.to_dict())   # one table under torchrun
     elif a.command == "demo":
         print(f"vlmlens demo: {a.model} on the shipped demo benchmark (videos, images, subtitles; en/hi/te)")
         print_summary(run(RunConfig(benchmark="demo", model=a.model, num_frames=a.num_frames, limit=a.limit, run_name=a.run_name,

@@ -65,10 +65,16 @@ def _frame_args(cfg: RunConfig, frames: int | None = None) -> dict:
     return dict(num_frames=frames or cfg.num_frames, fps=None if frames else cfg.fps, max_frames=cfg.max_frames,
                 max_side=cfg.max_side, exact=cfg.exact_frames)
 
+_RUN_ROOTS = object()   # "the run's media roots": computed here unless the caller computed them once for the run
+
+def _media_root(bench: Benchmark, cfg: RunConfig):
+    "The folders a run's media may be read from (None when `allow_outside_media`)."
+    return None if cfg.allow_outside_media else bench.media_roots(cfg)
+
 def prepare(bench: Benchmark, sample: Sample, cfg: RunConfig, cache=None, stage: int = 0, previous: list | None = None,
-            frames: int | None = None):
+            frames: int | None = None, root=_RUN_ROOTS):
     "Return `(request, None)` or `(None, error_message)` for one sample (at one stage); `frames` overrides the config's."
-    root = None if cfg.allow_outside_media else bench.media_roots(cfg)
+    if root is _RUN_ROOTS: root = _media_root(bench, cfg)
     try:
         req = bench.build_request(sample, cfg, stage, previous) if stage else bench.build_request(sample, cfg)
         req.messages = media.materialize(req.messages, cache=cache, root=root, allow_outside=cfg.allow_outside_media,
@@ -141,7 +147,8 @@ def prediction_of(bench: Benchmark, s: Sample, cfg: RunConfig, backend, texts: l
                        extra={"stages": texts[:-1]} if len(texts) > 1 else {}, **common)
     return finish_prediction(bench, s, p, cfg.max_raw_chars)
 
-def run_batch(bench: Benchmark, backend, batch: list[Sample], cfg: RunConfig, cache=None, frames: int | None = None) -> list[Prediction]:
+def run_batch(bench: Benchmark, backend, batch: list[Sample], cfg: RunConfig, cache=None, frames: int | None = None,
+              root=_RUN_ROOTS) -> list[Prediction]:
     "Generate (all stages), parse and finish one batch; one Prediction per sample, errors included."
     errors: dict[str, str] = {}
     texts, usages = {s.id: [] for s in batch}, {s.id: [] for s in batch}
@@ -149,7 +156,7 @@ def run_batch(bench: Benchmark, backend, batch: list[Sample], cfg: RunConfig, ca
     for stage in range(max(1, int(bench.num_stages(cfg)))):
         ready, reqs = [], []
         for s in (s for s in batch if s.id not in errors):
-            req, err = prepare(bench, s, cfg, cache, stage, texts[s.id], frames)
+            req, err = prepare(bench, s, cfg, cache, stage, texts[s.id], frames, root)
             if err is not None: errors[s.id] = err
             else: ready.append(s); reqs.append(req)
         if not reqs: break
@@ -405,12 +412,12 @@ def streams(bench: Benchmark, backend, cfg: RunConfig) -> bool:
     "Whether items go through `backend.generate_iter` one by one (single-stage benchmarks on API backends)."
     return int(bench.num_stages(cfg)) == 1 and callable(getattr(backend, "generate_iter", None))
 
-def stream_pending(bench: Benchmark, backend, items: list[Sample], cfg: RunConfig, cache, frames, done):
+def stream_pending(bench: Benchmark, backend, items: list[Sample], cfg: RunConfig, cache, frames, done, root=_RUN_ROOTS):
     "Send `items` through `generate_iter` (no batch barrier); `done([prediction])` as each one finishes."
     sent = []
     def requests():                               # consumed lazily: only the requests in flight hold their frames
         for s in items:
-            req, err = prepare(bench, s, cfg, cache, frames=frames)
+            req, err = prepare(bench, s, cfg, cache, frames=frames, root=root)
             if err is not None: done([prediction_of(bench, s, cfg, backend, [], [], 0.0, None, err)]); continue
             sent.append(s); yield req
     for i, g in backend.generate_iter(requests(), max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
@@ -421,7 +428,7 @@ def stream_pending(bench: Benchmark, backend, items: list[Sample], cfg: RunConfi
 def generate_pending(bench: Benchmark, backend, pending: list[Sample], cfg: RunConfig, store: RunStore, frames: int | None = None):
     "Run the pending items video first — streamed on API backends, batch by batch otherwise — appending each prediction."
     from tqdm.auto import tqdm
-    cache, n_err = media.shared_frame_cache(), 0
+    cache, n_err, root = media.shared_frame_cache(), 0, _media_root(bench, cfg)    # the roots once per run, not per item
     step = max(1, cfg.batch_size, int(getattr(backend, "preferred_batch_size", 1) or 1))
     with tqdm(total=len(pending), desc=f"{cfg.benchmark}:{cfg.model}"[:60], disable=not cfg.progress, unit="item") as bar:
         def done(preds):
@@ -432,9 +439,9 @@ def generate_pending(bench: Benchmark, backend, pending: list[Sample], cfg: RunC
         try:
             order = batches(video_first(pending), step, warms_server_prefix(backend))
             if streams(bench, backend, cfg):
-                for part in stream_parts(order): stream_pending(bench, backend, part, cfg, cache, frames, done)
+                for part in stream_parts(order): stream_pending(bench, backend, part, cfg, cache, frames, done, root)
             else:
-                for batch in order: done(run_batch(bench, backend, batch, cfg, cache, frames))
+                for batch in order: done(run_batch(bench, backend, batch, cfg, cache, frames, root))
         except KeyboardInterrupt:
             log.warning("interrupted: finished items are saved in %s; rerun the same command to resume", store.run_dir)
             raise
@@ -498,8 +505,8 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
             own = backend is None
             if own: backend = registry.load_backend(cfg.model, **backend_options(cfg, spec))
             try:
-                frames, notes["frames_fit"] = fit_context(bench, backend, pending, cfg)
-                if notes["frames_fit"] is None: notes.pop("frames_fit")
+                frames, fit = fit_context(bench, backend, pending, cfg)
+                if fit: notes["frames_fit"] = fit
                 store.write_run_json({"config": cfg.to_dict(), "config_hash": cfg.hash(), "model": backend.info(),
                                       "model_id": backend.model_id, "model_revision": backend.revision, **notes})
                 generate_pending(bench, backend, pending, cfg, store, frames)

@@ -135,8 +135,7 @@ def _release(a) -> int:
     steps = {r["step"]: open_step(r["dir"]) for r in list_steps(a.out) if r.get("step") in ("generate", "appearance_qa", "dedup", "filter", "verify")}
     paths = release.write_release(up, a.release, steps, a.name, a.split_rule, media_root=a.media_root)
     print(f"release: {paths['rows']} ({sum(1 for _ in open(paths['rows']))} rows), card {paths['card']}")
-    root = json.loads(Path(paths["stats"]).read_text())["stats"].get("media_root")
-    if root: print(f"media paths are written from {root}: evaluate with --benchmark-kwarg video_root={root}")
+    if paths["media_root"]: print(f"media paths are written from {paths['media_root']}: evaluate with --benchmark-kwarg video_root={paths['media_root']}")
     return 0
 
 # %% ../../nbs/68_curation_cli.ipynb #8e41e557

@@ -177,8 +177,8 @@ def _summary(s) -> dict:
 
 def write_release(items: Step | Sequence[dict], out, steps: dict | None = None, name: str = "InfiniBench-style benchmark",
                   split_rule: str = "paper", seed: int = 0, media_root=None) -> dict:
-    """Write `rows.jsonl`, `official/`, `figures/`, `stats.json` and the card `README.md` into `out`; returns their paths.
-    Media paths are written from `media_root` (default: the folder holding them all), recorded in the card."""
+    """Write `rows.jsonl`, `official/`, `figures/`, `stats.json` and the card `README.md` into `out`; returns their paths
+    and `media_root`, the folder the media paths are written from (`media_root`, default: the one holding them all)."""
     out = Path(out)
     recs = items.items() if isinstance(items, Step) else [{"id": r.get("question_id") or r["id"], "item": r} for r in items]
     if not recs: raise ValueError("nothing to release: the step has no accepted items")
@@ -194,7 +194,7 @@ def write_release(items: Step | Sequence[dict], out, steps: dict | None = None, 
     summaries = {k: _summary(s) for k, s in (steps or {}).items()}
     atomic_write(out / "stats.json", json.dumps({"stats": stats, "steps": summaries}, indent=1, default=str))
     atomic_write(out / "README.md", dataset_card(name, stats, summaries))
-    paths.update(stats=out / "stats.json", card=out / "README.md")
+    paths.update(stats=out / "stats.json", card=out / "README.md", media_root=root)
     return paths
 
 fidelity.record("infinibench", "release splits", "rule", "InfiniBench §3.3", "reading",
