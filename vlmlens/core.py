@@ -25,12 +25,17 @@ __all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'MODALITIES', 'VIDEO_MODALITIES', 'STR
 # %% ../nbs/00_core.ipynb #9be27329
 def _canon(x: Any) -> Any:
     "Normalise `x` into plain JSON types so that equal values serialise identically."
-    if dataclasses.is_dataclass(x) and not isinstance(x, type): return _canon(asdict(x))
+    t = type(x)                                          # exact types first: this runs for every value of every record
+    if t is str or t is int or t is bool or x is None: return x
+    if t is float or isinstance(x, float):
+        if not math.isfinite(x): raise ValueError(f"non-finite float {x!r} cannot be hashed")
+        return x
     if isinstance(x, dict): return {str(k): _canon(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)): return [_canon(v) for v in x]
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return {f.name: _canon(getattr(x, f.name)) for f in dataclasses.fields(x)}
     if isinstance(x, (set, frozenset)): return sorted(_canon(v) for v in x)
-    if isinstance(x, float) and not math.isfinite(x): raise ValueError(f"non-finite float {x!r} cannot be hashed")
-    if x is None or isinstance(x, (str, int, float, bool)): return x
+    if isinstance(x, (str, int)): return x
     if hasattr(x, "__fspath__"): return str(x)
     raise TypeError(f"{type(x).__name__} is not JSON-serialisable: {x!r:.80}")
 
@@ -45,7 +50,7 @@ def sha256_json(x: Any) -> str:
 # %% ../nbs/00_core.ipynb #17505f68
 class Record:
     "Mixin for dataclass records: JSON round trip."
-    def to_dict(self) -> dict: return _canon(asdict(self))
+    def to_dict(self) -> dict: return _canon(self)
     def to_json(self) -> str: return json.dumps(self.to_dict(), ensure_ascii=False)
 
     @classmethod

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import errno
+import functools
 import io
 import json
 import math
@@ -93,6 +94,7 @@ _SECRET_WORDS = {"token", "auth", "authorization", "bearer", "cookie", "apikey"}
 _ORDINARY_ENV = {"PWD", "OLDPWD", "HOME", "PATH", "SHELL", "USER", "LOGNAME", "TMPDIR", "LANG", "TERM", "HOSTNAME",
                  "VIRTUAL_ENV", "PYTHONPATH", "XDG_CACHE_HOME", "VLMLENS_CACHE", "MPLBACKEND", "SSH_AUTH_SOCK"}
 
+@functools.lru_cache(maxsize=8192)                          # asked for every key of every line a run writes
 def looks_secret(name: str, env: bool = False) -> bool:
     "Does a key (or, with `env=True`, an environment variable name) look like it holds a secret?"
     if env and str(name).upper() in _ORDINARY_ENV: return False

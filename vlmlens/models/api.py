@@ -226,6 +226,19 @@ class ResponseCache:
 
 # %% ../../nbs/12_models_api.ipynb #5e6f7a8b
 @patch
+def put_many(self: ResponseCache, rows, backend: str = "", model: str = ""):
+    "Store `(key, text, usage)` rows in one transaction."
+    now = time.time()
+    with self._lock:
+        self._con.execute("BEGIN")
+        try:
+            self._con.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
+                                  [(k, backend, model, t, json.dumps(u, sort_keys=True), now) for k, t, u in rows])
+        except BaseException:
+            self._con.execute("ROLLBACK"); raise
+        self._con.execute("COMMIT")
+
+@patch
 def get_upload(self: ResponseCache, key: str) -> dict | None:
     "A remembered media upload (e.g. a Gemini file name) for a content key."
     with self._lock: row = self._con.execute("SELECT record FROM uploads WHERE key = ?", (key,)).fetchone()
@@ -284,7 +297,8 @@ class CallProgress:
         self.bar = tqdm(total=total, desc=desc, unit="req", disable=not enabled, leave=False, dynamic_ncols=True)
         self._show()
 
-    def _show(self): self.bar.set_postfix(done=self.done, failed=self.failed, retrying=self.retrying, refresh=False)
+    def _show(self):
+        if not self.bar.disable: self.bar.set_postfix(done=self.done, failed=self.failed, retrying=self.retrying, refresh=False)
     def finished(self, ok: bool):
         self.done += 1; self.failed += (not ok); self.bar.update(1); self._show()
     def retry(self, delta: int): self.retrying += delta; self._show()
@@ -380,6 +394,7 @@ class APIBackend(Backend):
         self._rng, self._loop, self._closed = random.Random(jitter_seed), LoopThread(f"vlmlens-{name}"), False
         self._sem, self._limiter, self._secrets, self._known = None, None, set(), (-1e9, [])
         self.stats = {"requests": 0, "cache_hits": 0, "retries": 0, "failures": 0, "refusals": 0, "empty": 0, "truncated": 0}
+        self._to_cache = queue.SimpleQueue()       # answers to cache, written by the consuming thread (`_flush_cache`)
 
 # %% ../../nbs/12_models_api.ipynb #d6e7f809
 @patch
@@ -472,11 +487,24 @@ def _finish(self: APIBackend, reply: Reply, key: str | None, latency: float, bar
     if fr == "length": self.stats["truncated"] += 1
     elif key is not None and self.cache is not None:
         cached = {**{k: v for k, v in usage.items() if k != "cost_usd"}, "finish_reason": fr}
-        self.cache.put(key, text, cached, self.scrub(self.cache_namespace), self.model_id)
+        self._to_cache.put((key, text, cached))                    # (SQLite writes stay off the event loop)
     bar.finished(True)
     return Generation(text, usage, latency, finish_reason=fr)
 
+# %% ../../nbs/12_models_api.ipynb #327b283f
+@patch
+def _flush_cache(self: APIBackend) -> int:
+    "Write the answers `_finish` set aside to the cache, in one transaction; how many."
+    rows = []
+    while True:
+        try: rows.append(self._to_cache.get_nowait())
+        except queue.Empty: break
+    if rows and self.cache is not None: self.cache.put_many(rows, self.scrub(self.cache_namespace), self.model_id)
+    return len(rows)
+
 # %% ../../nbs/12_models_api.ipynb #d3e4f506
+_timeout = getattr(asyncio, "timeout", None)                 # Python 3.11+; 3.10 falls back to `wait_for`
+
 @patch
 async def _attempt(self: APIBackend, payload: dict, limiter) -> tuple[Reply | None, CallError | None]:
     "One try in a pool slot: `_prepare`, then `_call` under the overall deadline `timeout_s`."
@@ -485,7 +513,8 @@ async def _attempt(self: APIBackend, payload: dict, limiter) -> tuple[Reply | No
             prepared = await self._prepare(payload)
             if limiter is not None: await limiter.acquire()
             self.stats["requests"] += 1
-            return await asyncio.wait_for(self._call(prepared), self.retry.timeout_s), None
+            if _timeout is None: return await asyncio.wait_for(self._call(prepared), self.retry.timeout_s), None
+            async with _timeout(self.retry.timeout_s): return await self._call(prepared), None   # (no extra task per call)
         except asyncio.CancelledError: raise
         except Exception as e: return None, self._classify(e)
 
@@ -583,15 +612,19 @@ def generate_iter(self: APIBackend, requests, *, max_new_tokens: int = 64, tempe
                 except queue.Empty:
                     if full: continue
                     break
-                yield j, self._outcome(live.pop(j))
+                g = self._outcome(live.pop(j)); self._flush_cache()
+                yield j, g
         while live:
             try: j = done.get(timeout=0.25)
             except queue.Empty: continue
-            yield j, self._outcome(live.pop(j))
+            g = self._outcome(live.pop(j)); self._flush_cache()
+            yield j, g
     finally:
         for f in live.values(): f.cancel()
+        self._flush_cache()
         bar.close()
 
+# %% ../../nbs/12_models_api.ipynb #9e91160b
 @patch
 def generate(self: APIBackend, requests: list[Request], *, max_new_tokens: int = 64, temperature: float = 0.0,
              seed: int = 0) -> list[Generation]:
