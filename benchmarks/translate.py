@@ -12,6 +12,8 @@ fsync) and every response is cached.
 
 1. **first run** — wall time against the ideal ``calls × latency / concurrency``, where ``calls`` is what the server
    counted (one per item for Azure and Google, one per distinct text for AWS); target within 1.3× of it.
+   A bare aiohttp client sending the same requests is timed in the same run: its ratio is the floor that the server,
+   the loopback network and the timers set without any client work.
 2. **rerun, same build** — the step resumes: nothing pending, zero engine calls.
 3. **rerun, new build folder** — a new step over the same records: every answer comes from the response cache,
    zero engine calls.
@@ -54,6 +56,25 @@ def run(server, recs, root, engine: str, concurrency: int | None) -> tuple[float
     return time.perf_counter() - t0, server.count() - before, st.summary()
 
 
+def bare_client(url: str, n: int, concurrency: int, latency: float) -> float:
+    "Wall time / ideal of a bare aiohttp client sending the same Azure requests: what the server and the OS add alone."
+    import asyncio
+    import aiohttp
+
+    async def go():
+        sem = asyncio.Semaphore(concurrency)
+        async with aiohttp.ClientSession() as s:
+            async def one(i):
+                async with sem:
+                    body = {"inputs": [{"text": t, "language": "en", "targets": [{"language": "hi"}]}
+                                       for t in (f"How many red circles are in image {i}?", "none")]}
+                    async with s.post(url + "/translate?api-version=bare", json=body) as r: await r.read()
+            t0 = time.perf_counter()
+            await asyncio.gather(*[one(i) for i in range(n)])
+            return time.perf_counter() - t0
+    return asyncio.run(go()) / (n * latency / concurrency)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=DEFAULTS["n"])
@@ -75,6 +96,7 @@ def main(argv=None) -> int:
         peak = server.max_in_flight
         t2, calls2, s2 = run(server, recs, tmp / "build", a.engine, a.concurrency)
         t3, calls3, s3 = run(server, recs, tmp / "build2", a.engine, a.concurrency)
+        bare = bare_client(server.url, min(a.n, 3000), conc, a.latency)
     ok1 = t1 <= 1.3 * ideal and s1["n_items"] == a.n and s1["n_failed"] == 0
     ok2, ok3 = calls2 == 0 and s2["n_items"] == a.n, calls3 == 0 and s3["n_items"] == a.n
     lines = [f"# Translation step ({a.engine} client → loopback service)", "",
@@ -85,6 +107,8 @@ def main(argv=None) -> int:
              f"| rerun, same build (resumes) | {t2:.2f} | {t2 / ideal:.3f} | {calls2} | {s2['n_items']:,} |",
              f"| rerun, new build (cache) | {t3:.2f} | {t3 / ideal:.3f} | {calls3} | {s3['n_items']:,} |", "",
              f"- first run within 1.3× of ideal ({ideal:.2f} s): {'yes' if ok1 else 'NO'} (max in flight at the server: {peak}, limit {conc})",
+             f"- baseline measured in the same run: a bare aiohttp client sending the same requests ({min(a.n, 3000):,} of them) at the "
+             f"same concurrency takes {bare:.3f}× the ideal (what the loopback server, the loopback network and the timers add alone)",
              f"- client CPU time of the first run: {cpu1:.1f} s = {cpu1 / max(calls1, 1) * 1000:.2f} ms per engine call (SDK, cache, checks, "
              f"writes); the ideal leaves {a.latency / conc * 1000:.2f} ms of wall time per call, so a run whose CPU per call exceeds "
              f"that is CPU-bound (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs during the run)",
