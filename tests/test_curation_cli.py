@@ -13,7 +13,8 @@ def run(*argv) -> int:
 def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys):
     cases = [("generate", "--sources", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path)), ("release", "--from", "verify", "--out", str(tmp_path), "--release", str(tmp_path / "r")),
              ("status", str(tmp_path / "nope")), ("appearance", "--out", str(tmp_path)),
-             ("verify", "--from", "x", "--out", str(tmp_path), "--verdicts", "v.jsonl")]
+             ("verify", "--from", "x", "--out", str(tmp_path), "--verdicts", "v.jsonl"),
+             ("dedup", "--from", "generate", "--out", str(tmp_path), "--device", "nonsense")]
     for c in cases:
         assert run(*c) == 2, c
         err = capsys.readouterr().err.strip().splitlines()
@@ -24,7 +25,7 @@ def test_status_and_dedup_from_a_step_name(tmp_path, capsys):
     st = Step(tmp_path, "generate", {})
     st.process([("v", None)], lambda _, w: [w.accept(f"q{k}", {"video_id": "v", "skill_name": "summarization", "question": q})
                                             for k, q in enumerate(["Summarize the episode.", "Why is the sky blue?"])])
-    assert run("dedup", "--from", "generate", "--out", str(tmp_path), "--flag-only") == 0
+    assert run("dedup", "--from", "generate", "--out", str(tmp_path), "--flag-only", "--device", "cpu") == 0
     assert "dedup: 2 items, 0 rejected" in capsys.readouterr().out
     assert run("status", str(tmp_path)) == 0
     out = capsys.readouterr().out

@@ -17,7 +17,7 @@ from .review import VerdictLog
 from .store import Step, combine, find_step, list_steps, open_step
 
 # %% auto #0
-__all__ = ['add_parser', 'resolve_steps', 'main']
+__all__ = ['add_parser', 'resolve_steps', 'check_device', 'main']
 
 # %% ../../nbs/68_curation_cli.ipynb #00ab04c6
 def _list(s: str | None) -> list[str]: return [x.strip() for x in (s or "").split(",") if x.strip()]
@@ -49,6 +49,7 @@ def _refinement_commands(sub):
     c = _cmd(sub, "dedup", "flag and remove near-duplicate questions"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--threshold", type=float, default=0.95); c.add_argument("--scope", default="video", choices=dedup.SCOPES)
     c.add_argument("--embedding-model"); c.add_argument("--flag-only", action="store_true")
+    c.add_argument("--device", help="where to embed: cuda, cuda:1, cpu (default: a GPU when there is one)")
     c = _cmd(sub, "filter", "knowledge (metadata-only) and vision (subtitles-only) filters"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--models", default=",".join(filters.PAPER_FILTER_MODELS)); c.add_argument("--kinds", default="knowledge,vision")
     c.add_argument("--judge", default="none"); c.add_argument("--runs", help="folder for the filter runs (default BUILD/filter_runs)")
@@ -138,6 +139,16 @@ def _release(a) -> int:
     if paths["media_root"]: print(f"media paths are written from {paths['media_root']}: evaluate with --benchmark-kwarg video_root={paths['media_root']}")
     return 0
 
+# %% ../../nbs/68_curation_cli.ipynb #badee444
+def check_device(name: str | None) -> str | None:
+    "`--device` checked before anything runs: a torch device string, and a GPU only where one is visible."
+    if name is None: return None
+    import torch
+    try: d = torch.device(name)
+    except RuntimeError: raise ValueError(f"--device {name!r} is not a torch device (cpu, cuda, cuda:1, mps)") from None
+    if d.type == "cuda" and not torch.cuda.is_available(): raise ValueError(f"--device {name}: no CUDA GPU is visible here")
+    return name
+
 # %% ../../nbs/68_curation_cli.ipynb #8e41e557
 def _dispatch(a) -> int:
     c = a.curate_command
@@ -145,8 +156,9 @@ def _dispatch(a) -> int:
     if c == "appearance": return _appearance(a)
     if c == "combine": return _report(combine(a.out, resolve_steps(a.out, a.src)))
     if c == "dedup":
+        check_device(a.device)
         (up,) = resolve_steps(a.out, a.src)
-        return _report(dedup.dedup_step(a.out, up, a.embedding_model, a.threshold, scope=a.scope, drop=not a.flag_only))
+        return _report(dedup.dedup_step(a.out, up, a.embedding_model, a.threshold, scope=a.scope, drop=not a.flag_only, device=a.device))
     if c == "filter": return _filter(a)
     if c == "verify":
         (up,) = resolve_steps(a.out, a.src)

@@ -85,7 +85,7 @@ def _sha(t: str) -> str: return hashlib.sha256(t.encode("utf-8")).hexdigest()
 # %% ../../nbs/64_curation_dedup.ipynb #629b3e55
 class SentenceEmbedder:
     "Batched, cached, L2-normalised sentence embeddings from a sentence-transformers model."
-    def __init__(self, model: str | None = None, batch_size: int = 64, device: str = "cpu", cache: bool = True):
+    def __init__(self, model: str | None = None, batch_size: int = 64, device: str | None = None, cache: bool = True):
         self.model = model or default_embedding_model()
         self.model_key, self.batch_size, self.device = _model_key(self.model), batch_size, device
         self.cache = EmbeddingCache(cache_root() / "embeddings" / f"{self.model_key[:16]}.sqlite") if cache else None
@@ -95,7 +95,7 @@ class SentenceEmbedder:
     def _load(self):
         if self._st is None:
             from sentence_transformers import SentenceTransformer
-            self._st = SentenceTransformer(self.model, device=self.device)
+            self._st = SentenceTransformer(self.model, device=self.device)      # None: a GPU when there is one, else the CPU
         return self._st
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
@@ -234,9 +234,10 @@ def figure5(stats: Sequence[dict], ax=None):
 
 # %% ../../nbs/64_curation_dedup.ipynb #1b496be4
 def dedup_step(root, upstream: Step, embedding_model: str | None = None, threshold: float = 0.95,
-               thresholds: Sequence[float] = THRESHOLDS, scope: str = "video", drop: bool = True, embedder: Callable | None = None) -> Step:
-    "Deduplicate the items of `upstream` as the step `dedup` under `root`; returns the step."
-    embedder = embedder or SentenceEmbedder(embedding_model)
+               thresholds: Sequence[float] = THRESHOLDS, scope: str = "video", drop: bool = True, embedder: Callable | None = None,
+               device: str | None = None) -> Step:
+    "Deduplicate the items of `upstream` as the step `dedup` under `root`; returns the step (`device`: where to embed)."
+    embedder = embedder or SentenceEmbedder(embedding_model, device=device)
     key = getattr(embedder, "model_key", None) or getattr(embedder, "model", None) or repr(embedder)
     st = Step(root, "dedup", {"items": upstream.digest(), "model": key, "threshold": threshold, "thresholds": list(thresholds),
                               "scope": scope, "drop": drop}, info={"upstream": str(upstream.dir)})
