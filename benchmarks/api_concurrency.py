@@ -38,8 +38,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE))
 
 from loopback import LoopbackProcess  # noqa: E402
+from bare_client import bare_post_wall  # noqa: E402
 
 from vlmlens.core import Prediction, Request, RunConfig, message  # noqa: E402
 from vlmlens.store import RunStore  # noqa: E402
@@ -93,21 +95,8 @@ def store_alone(root: Path, n: int) -> float:
 
 def raw_http(url: str, n: int, concurrency: int) -> float:
     "Requests/s of a bare aiohttp client against the same server: the HTTP stack's and the server's share."
-    import asyncio
-    import aiohttp
-
-    async def go():
-        sem = asyncio.Semaphore(concurrency)
-        async with aiohttp.ClientSession() as s:
-            async def one(i):
-                async with sem:
-                    async with s.post(url + "/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": f"q{i}"}]}) as r:
-                        await r.read()
-            await one(-1)
-            t0 = time.perf_counter()
-            await asyncio.gather(*[one(i) for i in range(n)])
-            return n / (time.perf_counter() - t0)
-    return asyncio.run(go())
+    bodies = [{"model": "m", "messages": [{"role": "user", "content": f"q{i}"}]} for i in range(n)]
+    return n / bare_post_wall(url + "/chat/completions", bodies, concurrency)
 
 
 def timed_run(kind, server, root: Path, name: str, n: int, concurrency: int, cache=None) -> dict:

@@ -33,8 +33,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE))
 
 from loopback_mt import MTLoopbackProcess  # noqa: E402
+from bare_client import bare_post_wall  # noqa: E402
 
 DEFAULTS = dict(n=10_000, latency=0.05, engine="azure")
 KEYS = {"AWS_ACCESS_KEY_ID": "AKIALOOPBACKBENCH000", "AWS_SECRET_ACCESS_KEY": "loopback-bench-secret-000000000000000000",
@@ -58,21 +60,9 @@ def run(server, recs, root, engine: str, concurrency: int | None) -> tuple[float
 
 def bare_client(url: str, n: int, concurrency: int, latency: float) -> float:
     "Wall time / ideal of a bare aiohttp client sending the same Azure requests: what the server and the OS add alone."
-    import asyncio
-    import aiohttp
-
-    async def go():
-        sem = asyncio.Semaphore(concurrency)
-        async with aiohttp.ClientSession() as s:
-            async def one(i):
-                async with sem:
-                    body = {"inputs": [{"text": t, "language": "en", "targets": [{"language": "hi"}]}
-                                       for t in (f"How many red circles are in image {i}?", "none")]}
-                    async with s.post(url + "/translate?api-version=bare", json=body) as r: await r.read()
-            t0 = time.perf_counter()
-            await asyncio.gather(*[one(i) for i in range(n)])
-            return time.perf_counter() - t0
-    return asyncio.run(go()) / (n * latency / concurrency)
+    bodies = [{"inputs": [{"text": t, "language": "en", "targets": [{"language": "hi"}]}
+                          for t in (f"How many red circles are in image {i}?", "none")]} for i in range(n)]
+    return bare_post_wall(url + "/translate?api-version=bare", bodies, concurrency) / (n * latency / concurrency)
 
 
 def main(argv=None) -> int:
