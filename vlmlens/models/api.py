@@ -494,12 +494,15 @@ def _finish(self: APIBackend, reply: Reply, key: str | None, latency: float, bar
 # %% ../../nbs/12_models_api.ipynb #327b283f
 @patch
 def _flush_cache(self: APIBackend) -> int:
-    "Write the answers `_finish` set aside to the cache, in one transaction; how many."
+    "Write the answers `_finish` set aside to the cache, in one transaction; how many (a failed write only warns)."
     rows = []
     while True:
         try: rows.append(self._to_cache.get_nowait())
         except queue.Empty: break
-    if rows and self.cache is not None: self.cache.put_many(rows, self.scrub(self.cache_namespace), self.model_id)
+    if rows and self.cache is not None and self.cache._con is not None:
+        try: self.cache.put_many(rows, self.scrub(self.cache_namespace), self.model_id)
+        except sqlite3.Error as e:      # the answers are already handed back; only a rerun's savings are lost
+            log.warning("%s: %d answers not cached (%s: %s)", self.name, len(rows), self.cache.path, e)
     return len(rows)
 
 # %% ../../nbs/12_models_api.ipynb #d3e4f506
@@ -578,6 +581,7 @@ def close(self: APIBackend):
         if self._loop.loop is not None: self._loop.run(self._aclose())
     finally:
         self._loop.close()
+        self._flush_cache()
         if self.cache is not None: self.cache.close()
 
 @patch
