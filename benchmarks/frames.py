@@ -112,7 +112,8 @@ def work_vlmlens(video, n):
     fr = sample_frames(video, num_frames=n)
     wall = time.perf_counter() - t0
     expected = [shown_index(t) for t in fr.timestamps_s]
-    return wall, _codes(fr.images) == expected, f"{fr.stats['seeks']} seeks, {fr.stats['decoded']} packets decoded"
+    return wall, _codes(fr.images) == expected, f"{fr.stats['seeks']} seeks, {fr.stats['decoded']} packets decoded", \
+        {"decoded": fr.stats["decoded"]}
 
 
 def work_decord(video, n):
@@ -219,8 +220,8 @@ def worker_main(method: str, video: str, n: int):
         if name in ("lmms-eval", "vlmlens.sample_frames", "vlmlens exact=False"): import av  # noqa: F401  (vlmlens.media imports it lazily)
         import vlmlens.media  # noqa: F401
         rss0 = peak_rss_kb()
-        wall, exact, note = fn(video, n, backend) if backend else fn(video, n)
-        res = {"ok": True, "wall_s": wall, "exact": exact, "note": note, "rss0_kb": rss0, "peak_kb": peak_rss_kb()}
+        wall, exact, note, *extra = fn(video, n, backend) if backend else fn(video, n)   # extra: a dict of counts
+        res = {"ok": True, "wall_s": wall, "exact": exact, "note": note, "rss0_kb": rss0, "peak_kb": peak_rss_kb(), **(extra or [{}])[0]}
     except Exception as e:  # reported as an unavailable row, with the reason
         msg = str(e)
         res = {"ok": False, "reason": msg if msg.startswith(("unavailable", "skipped")) else f"failed: {type(e).__name__}: {msg}"}
@@ -319,17 +320,16 @@ def main(minutes: float, ns: list, repeats: int, out: Path | None):
             lines.append(f"| {n} | {m} | – | – | – | – | – | – | {r['reason']} |")
     lines += ["", "Targets: exact sampling ≤ 0.6× the fastest peer at 16–256 frames and ≤ 1.0× at 768; peak memory ≤ ¼ "
               "of qwen-vl-utils'; `exact=False` ≥ 3× faster than exact at 64 frames.", ""]
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    from vlmlens.media import _cpus
+    cpus = _cpus()                              # the CPUs sample_frames spreads its readers over
     lines += [f"Floors measured in this run: one PyAV decoder decodes {rate:.0f} packets/s here, single-threaded. Exact frames "
               "need every packet from a target's keyframe to the target decoded, so the least wall time for exact "
               f"sampling is (packets decoded) / ({rate:.0f} × {cpus} CPUs); the least peak memory is the interpreter "
               f"after imports plus the returned frames themselves ({W}×{H}×3 bytes each).", ""]
     for n, m, r, fastest, qwen, ours in rows:
         if m == "vlmlens.sample_frames" and r["ok"] and fastest:
-            import re
-            dec = re.search(r"(\d+) packets decoded", r["note"])
-            if dec:
-                floor = int(dec.group(1)) / (rate * cpus)
+            if r.get("decoded"):
+                floor = r["decoded"] / (rate * cpus)
                 mem_floor = (r["rss0_kb"] / 1024 + n * W * H * 3 / 2 ** 20) / qwen["peak_mb"] if qwen else None
                 lines.append(f"- N={n}: decode floor {floor:.2f} s = {floor / fastest:.2f}× the fastest peer (vlmlens: "
                              f"{r['wall_s'] / floor:.2f}× the floor)" + (f"; memory floor {mem_floor:.2f}× qwen-vl-utils' peak"

@@ -11,7 +11,7 @@ import json
 import math
 import os
 from pathlib import Path
-from dataclasses import dataclass, field, fields, asdict
+from dataclasses import dataclass, field, fields
 from typing import Any
 import re
 
@@ -27,7 +27,7 @@ def _canon(x: Any) -> Any:
     "Normalise `x` into plain JSON types so that equal values serialise identically."
     t = type(x)                                          # exact types first: this runs for every value of every record
     if t is str or t is int or t is bool or x is None: return x
-    if t is float or isinstance(x, float):
+    if isinstance(x, float):
         if not math.isfinite(x): raise ValueError(f"non-finite float {x!r} cannot be hashed")
         return x
     if isinstance(x, dict): return {str(k): _canon(v) for k, v in x.items()}

@@ -404,7 +404,7 @@ def stream_parts(order: Iterable[list[Sample]]) -> Iterable[list[Sample]]:
     for b in order:
         bk = {video_key(s) for s in b} - {None}
         if part and bk & keys: yield part; part, keys = [], set()
-        part, keys = part + list(b), keys | bk
+        part.extend(b); keys |= bk
     if part: yield part
 
 # %% ../nbs/40_runner.ipynb #a1b2c31f

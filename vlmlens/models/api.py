@@ -216,28 +216,25 @@ class ResponseCache:
 
     def put(self, key: str, text: str, usage: dict, backend: str = "", model: str = ""):
         "Store one response (replacing an older one under the same key)."
+        self.put_many([(key, text, usage)], backend, model)
+
+    def put_many(self, rows, backend: str = "", model: str = ""):
+        "Store `(key, text, usage)` rows in one transaction (all or none), each replacing an older one under its key."
+        now = time.time()
         with self._lock:
-            self._con.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
-                              (key, backend, model, text, json.dumps(usage, sort_keys=True), time.time()))
+            self._con.execute("BEGIN")
+            try:
+                self._con.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
+                                      [(k, backend, model, t, json.dumps(u, sort_keys=True), now) for k, t, u in rows])
+            except BaseException:
+                self._con.execute("ROLLBACK"); raise
+            self._con.execute("COMMIT")
 
     def __len__(self) -> int:
         with self._lock: return self._con.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
     def __contains__(self, key: str) -> bool: return self.get(key) is not None
 
 # %% ../../nbs/12_models_api.ipynb #5e6f7a8b
-@patch
-def put_many(self: ResponseCache, rows, backend: str = "", model: str = ""):
-    "Store `(key, text, usage)` rows in one transaction."
-    now = time.time()
-    with self._lock:
-        self._con.execute("BEGIN")
-        try:
-            self._con.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?)",
-                                  [(k, backend, model, t, json.dumps(u, sort_keys=True), now) for k, t, u in rows])
-        except BaseException:
-            self._con.execute("ROLLBACK"); raise
-        self._con.execute("COMMIT")
-
 @patch
 def get_upload(self: ResponseCache, key: str) -> dict | None:
     "A remembered media upload (e.g. a Gemini file name) for a content key."
