@@ -383,9 +383,9 @@ def _h264_nonref(pkt, n: int) -> bool:
 
 # %% ../nbs/03_media.ipynb #1ba3aa82
 class _Key:
-    "A keyframe packet found by the probe demuxer: decode-order position, pts, and the seek offset that reaches it."
-    __slots__ = ("order", "pts", "offset")
-    def __init__(self, order, pts, offset): self.order, self.pts, self.offset = order, pts, offset
+    "A keyframe packet: decode-order position, pts (dts when read from the index), seek offset, index entry (or None)."
+    __slots__ = ("order", "pts", "offset", "entry")
+    def __init__(self, order, pts, offset, entry=None): self.order, self.pts, self.offset, self.entry = order, pts, offset, entry
 
 def _order(pk) -> int:
     "Decode-order key of a packet: its byte position, else its dts, else its pts."
@@ -425,6 +425,9 @@ class _VideoReader:
         sar = s.sample_aspect_ratio
         self.display_width = max(1, round(self.width * float(sar))) if sar and sar > 0 and sar != 1 else self.width
         self.nal_n = _avcc_len_size(s.codec_context)
+        fmt = set((self.c.format.name or "").split(","))
+        self.ix = s.index_entries if fmt & {"mov", "mp4"} and len(s.index_entries) else None   # MP4's full sample index
+        self.lag = (s.codec_context.has_b_frames or 0) / (self.fps * self.tb)   # how much later than its dts a keyframe may show
         self.set_threads(0)
 
 # %% ../nbs/03_media.ipynb #61de30f3
@@ -471,7 +474,49 @@ def _key_before(self: _VideoReader, t_pts: float) -> _Key:
         off, step = min(off - step, back - 1), step * 2
     raise MediaError(self.path, f"no keyframe found before {(t_pts - self.start_pts) * self.tb:.3f}s")
 
+# %% ../nbs/03_media.ipynb #7c1e5a21
+@patch
+def _index_key(self: _VideoReader, t_pts: float, before: int | None = None) -> _Key | None:
+    "The keyframe in the MP4 index with dts <= `t_pts` (and before entry `before`, if given); None when there is none."
+    i = self.ix.search_timestamp(int(math.floor(t_pts if before is None else self.ix[before].timestamp - 1)), backward=True)
+    if i < 0: return None
+    e = self.ix[i]
+    return _Key(e.pos, e.timestamp, e.timestamp, i)
+
+@patch
+def _key_at(self: _VideoReader, t_pts: float) -> _Key:
+    "A keyframe at or before the frame shown at pts `t_pts`: from the MP4 index when there is one, else the probe's."
+    key = self._index_key(t_pts) if self.ix is not None else None
+    if key is None: return self._key_before(t_pts)
+    if t_pts < key.pts + self.lag:                 # it may show after t: the one before is safe (and usually decoding already)
+        key = self._index_key(t_pts, before=key.entry) or key
+    return key
+
+@patch
+def _seek_to(self: _VideoReader, key: _Key, t_pts: float) -> Iterable:
+    "Seek to `key` and return the packets from it on, checked against the frame shown at `t_pts` (see above)."
+    import itertools
+    for _ in range(64):
+        self.c.seek(key.offset, stream=self.s, backward=True)
+        self.stats["seeks"] += 1
+        packets = self.c.demux(self.s)
+        pk = next((p for p in packets if p.size and _order(p) >= key.order), None)
+        if pk is None or key.entry is None: break
+        if _order(pk) != key.order or not pk.is_keyframe:          # the index does not describe these packets
+            self.ix, key = None, self._key_before(t_pts); continue
+        if pk.pts is None: break
+        self.lag = max(self.lag, pk.pts - key.pts)
+        if pk.pts <= t_pts: break
+        key = self._index_key(t_pts, before=key.entry)              # it shows after t: the keyframe before
+        if key is None: break
+    return packets if pk is None else itertools.chain((pk,), packets)
+
 # %% ../nbs/03_media.ipynb #2d01d141
+def _rgb(rf, f, size: tuple[int, int], interp: str) -> Image.Image:
+    "Decoded frame `f` as an RGB image at `size`, through the reused reformatter `rf` (one copy, into the image)."
+    p = rf.reformat(f, width=size[0], height=size[1], format="rgb24", interpolation=interp).planes[0]
+    return Image.frombuffer("RGB", size, memoryview(p), "raw", "RGB", p.line_size, 1)
+
 class _Targets:
     "Sorted target times being resolved to the frames shown at them (frames come out of the decoder in pts order)."
     def __init__(self, r: _VideoReader, times_s: Sequence[float], size: tuple[int, int]):
@@ -488,21 +533,22 @@ class _Targets:
     def assign(self, k: int, f):
         if f is None: raise MediaError(self.r.path, f"no frame could be decoded near {self.times_s[k]:.3f}s")
         if f is not self.conv[0]:
-            self.conv = (f, self.rf.reformat(f, width=self.size[0], height=self.size[1], format="rgb24",
-                                             interpolation=self.interp).to_image())
+            self.conv = (f, _rgb(self.rf, f, self.size, self.interp))
         self.images[k], self.pts_s[k] = self.conv[1], (f.pts - self.r.start_pts) * self.r.tb
 
-    def on_frames(self, frames):
+    def on_frames(self, frames, upto: int | None = None):
+        "Resolve targets (those before `upto` only, when given) with frames in pts order."
+        upto = self.n if upto is None else upto
         for f in frames:
             if f.pts is None: raise MediaError(self.r.path, "decoded frames carry no timestamps")
-            while self.done < self.n and self.T[self.done] + self.tol < f.pts:
+            while self.done < upto and self.T[self.done] + self.tol < f.pts:
                 self.assign(self.done, self.last if self.last is not None else f)   # (None only before the first frame)
                 self.done += 1
             self.last = f
 
     def drain(self, upto: int):
-        "Flush the decoder; every target before `upto` is then resolved."
-        self.on_frames(self.r.s.codec_context.decode(None))
+        "Flush the decoder; every target before `upto` is then resolved (and none after: frames may be missing there)."
+        self.on_frames(self.r.s.codec_context.decode(None), upto)
         while self.done < upto: self.assign(self.done, self.last); self.done += 1
         self.last = None
 
@@ -515,7 +561,10 @@ def _finish_at_eof(self: _Targets):
     r = self.r
     self.on_frames(r.s.codec_context.decode(None))
     last = self.last
-    if last is not None and self.done < self.n and (self.T[-1] - last.pts) * r.tb > max(3 / r.fps, 1.0):
+    if last is None and self.done < self.n:        # the index lists packets that are not in the file
+        raise MediaError(r.path, f"truncated or corrupt: no packets at {self.times_s[self.done]:.2f}s "
+                                 f"but the video claims {r.duration_s:.2f}s")
+    if self.done < self.n and (self.T[-1] - last.pts) * r.tb > max(3 / r.fps, 1.0):
         raise MediaError(r.path, f"truncated or corrupt: no frames after {(last.pts - r.start_pts) * r.tb:.2f}s "
                                  f"but the video claims {r.duration_s:.2f}s")
     while self.done < self.n: self.assign(self.done, last); self.done += 1
@@ -538,18 +587,14 @@ def read(self: _VideoReader, times_s: Sequence[float], size: tuple[int, int]) ->
     j, pos, packets, recent, eof = 0, None, None, [], False
     try:
         while j < n:
-            key = self._key_before(T[j])
+            key = self._key_at(T[j])
             if pos is None or key.order > pos:     # target's keyframe lies ahead: drain, then seek to it
                 if pos is not None: tg.drain(j)
-                self.c.seek(key.offset, stream=self.s, backward=True)
-                self.stats["seeks"] += 1
-                packets, pos, recent = self.c.demux(self.s), None, []
+                packets, pos, recent = self._seek_to(key, T[j]), None, []
             j0 = j
             for pk in packets:                     # decode until target j0 is settled
                 if not pk.size: continue
-                o = _order(pk)
-                if pos is None and o < key.order: continue        # landed before the keyframe
-                pos, p = o, pk.pts
+                pos, p = _order(pk), pk.pts
                 skip = self._skippable(pk, p, tg, recent)          # a later frame shows before any target needs p
                 if p is not None:
                     recent.append(p)
@@ -678,7 +723,7 @@ def read_keyframes(self: _VideoReader, times_s: Sequence[float], size: tuple[int
         key = after if after is not None and (before.pts is None or after.pts - tp < tp - before.pts) else before
         if key.order not in done:
             f = self._decode_key(key)
-            im = rf.reformat(f, width=size[0], height=size[1], format="rgb24", interpolation=interp).to_image()
+            im = _rgb(rf, f, size, interp)
             done[key.order] = (im, (f.pts - self.start_pts) * self.tb)
         images.append(done[key.order][0]); pts.append(done[key.order][1])
     return images, pts
