@@ -241,3 +241,30 @@ def test_prefix_reuse_is_per_single_request_and_can_be_turned_off(tiny_path):
     off.generate([_video_q(clip, "One?")], max_new_tokens=4)
     assert off._prefix is None
     off.close()
+
+
+def test_runner_decodes_frames_at_the_processor_size_with_identical_inputs_and_answers(tiny_path, tmp_path):
+    "The runner hands the backend's GridFit to the frame sampler: smaller frames, the same tensors, the same answers."
+    import numpy as np
+    from vlmlens import media, runner
+    from vlmlens.benchmarks.base import Benchmark
+    from vlmlens.core import RunConfig, Sample
+    rng = np.random.default_rng(0)
+    tex = rng.integers(0, 256, (150, 400, 3), dtype=np.uint8)
+    video = media.write_video(tmp_path / "clip.mp4", (np.ascontiguousarray(tex[:, 4 * i: 4 * i + 200]) for i in range(24)), fps=8)
+    s = Sample("v1", "demo", question="What happens?", options=["a", "b"], answer=0, media=[{"kind": "video", "path": str(video)}])
+    cfg = RunConfig("demo", "tiny", num_frames=4, allow_outside_media=True)
+    be = HFBackend(str(tiny_path), name="tiny")
+    try:
+        fit = runner.frame_fit(be)
+        assert fit == be.frame_fit() and fit.size(200, 150) != (200, 150)
+        full, _ = runner.prepare(Benchmark(), s, cfg, None)
+        fitted, _ = runner.prepare(Benchmark(), s, cfg, None, fit=fit)
+        def frames_of(r): return next(p["frames"] for m in r.messages for p in m["content"] if isinstance(p, dict) and "frames" in p)
+        fv, gv = frames_of(full), frames_of(fitted)
+        assert [f.size for f in fv] == [(200, 150)] * 4 and [f.size for f in gv] == [fit.size(200, 150)] * 4
+        a, b = be.prepare_inputs([full]), be.prepare_inputs([fitted])
+        assert set(a) == set(b) and all(torch.equal(a[k], b[k]) for k in a)
+        assert [g.text for g in be.generate([full, fitted], max_new_tokens=6)] == [be.generate([full], max_new_tokens=6)[0].text] * 2
+    finally:
+        be.close()

@@ -30,7 +30,7 @@ from .core import cache_root
 
 # %% auto #0
 __all__ = ['DEFAULT_MAX_PIXELS', 'DEFAULT_NUM_FRAMES', 'FRAME_CACHE_ENV', 'MediaError', 'inside_root', 'clip_args',
-           'frame_code_image', 'read_frame_code', 'write_video', 'fit_size', 'shrink', 'load_image', 'Cue',
+           'frame_code_image', 'read_frame_code', 'write_video', 'fit_size', 'shrink', 'GridFit', 'load_image', 'Cue',
            'decode_text', 'parse_srt', 'parse_vtt', 'read_subtitles', 'subtitles_between', 'subtitles_for_frames',
            'transcript', 'frame_times', 'probe', 'Frames', 'sample_frames', 'FrameCache', 'DiskFrameStore',
            'shared_frame_cache', 'materialize']
@@ -191,6 +191,34 @@ def shrink(im: Image.Image, max_side: int | None = None, max_pixels: int | None 
     "`im` resized (bicubic, antialiased) to fit `max_side` and `max_pixels`; the same object when it already fits."
     size = fit_size(*im.size, max_side, max_pixels)
     return im if size == im.size else im.resize(size, Image.Resampling.BICUBIC, reducing_gap=3.0)
+
+# %% ../nbs/03_media.ipynb #5a7e0c02
+@dataclass(frozen=True)
+class GridFit:
+    "The size rule of Qwen-VL's `smart_resize` (sides multiples of `factor`, pixels in [min, max]) applied to frames."
+    factor: int
+    min_pixels: int
+    max_pixels: int
+    max_ratio: float = 200.0
+
+    def size(self, w: int, h: int) -> tuple[int, int] | None:
+        "(w, h) the rule gives a w×h image, or None where the rule refuses it (aspect ratio above `max_ratio`)."
+        f = self.factor
+        if max(w, h) / min(w, h) > self.max_ratio: return None
+        hb, wb = max(f, round(h / f) * f), max(f, round(w / f) * f)
+        if hb * wb > self.max_pixels:
+            beta = math.sqrt(h * w / self.max_pixels)
+            hb, wb = math.floor(h / beta / f) * f, math.floor(w / beta / f) * f
+        elif hb * wb < self.min_pixels:
+            beta = math.sqrt(self.min_pixels / (h * w))
+            hb, wb = math.ceil(h * beta / f) * f, math.ceil(w * beta / f) * f
+        return (wb, hb) if wb and hb else None
+
+    def __call__(self, im: Image.Image) -> Image.Image:
+        "`im` resized (PIL bicubic) by the rule, when the result is a fixed point of it; else `im` unchanged."
+        s = self.size(*im.size)
+        if s is None or s == im.size or self.size(*s) != s: return im
+        return im.resize(s, Image.Resampling.BICUBIC)
 
 # %% ../nbs/03_media.ipynb #ffba6e97
 def load_image(path, max_side: int | None = None, max_pixels: int | None = None) -> Image.Image:
@@ -512,16 +540,18 @@ def _seek_to(self: _VideoReader, key: _Key, t_pts: float) -> Iterable:
     return packets if pk is None else itertools.chain((pk,), packets)
 
 # %% ../nbs/03_media.ipynb #2d01d141
-def _rgb(rf, f, size: tuple[int, int], interp: str) -> Image.Image:
-    "Decoded frame `f` as an RGB image at `size`, through the reused reformatter `rf` (one copy, into the image)."
+def _rgb(rf, f, size: tuple[int, int], interp: str, fit: GridFit | None = None) -> Image.Image:
+    "Decoded frame `f` as an RGB image at `size` through the reused reformatter `rf` (one copy), then `fit` if given."
     p = rf.reformat(f, width=size[0], height=size[1], format="rgb24", interpolation=interp).planes[0]
-    return Image.frombuffer("RGB", size, memoryview(p), "raw", "RGB", p.line_size, 1)
+    im = Image.frombuffer("RGB", size, memoryview(p), "raw", "RGB", p.line_size, 1)
+    return fit(im) if fit is not None else im
 
+# %% ../nbs/03_media.ipynb #2d01d140
 class _Targets:
     "Sorted target times being resolved to the frames shown at them (frames come out of the decoder in pts order)."
-    def __init__(self, r: _VideoReader, times_s: Sequence[float], size: tuple[int, int]):
+    def __init__(self, r: _VideoReader, times_s: Sequence[float], size: tuple[int, int], fit: GridFit | None = None):
         from av.video.reformatter import VideoReformatter
-        self.r, self.times_s, self.size = r, times_s, size
+        self.r, self.times_s, self.size, self.fit = r, times_s, size, fit
         self.T = [r.start_pts + t / r.tb for t in times_s]          # targets in stream time-base units
         self.n, self.tol = len(self.T), 1e-6 / r.tb
         if any(a > b for a, b in zip(self.T, self.T[1:])): raise ValueError("times_s must be sorted")
@@ -533,7 +563,7 @@ class _Targets:
     def assign(self, k: int, f):
         if f is None: raise MediaError(self.r.path, f"no frame could be decoded near {self.times_s[k]:.3f}s")
         if f is not self.conv[0]:
-            self.conv = (f, _rgb(self.rf, f, self.size, self.interp))
+            self.conv = (f, _rgb(self.rf, f, self.size, self.interp, self.fit))
         self.images[k], self.pts_s[k] = self.conv[1], (f.pts - self.r.start_pts) * self.r.tb
 
     def on_frames(self, frames, upto: int | None = None):
@@ -579,10 +609,10 @@ def _skippable(self: _VideoReader, pk, p, tg: _Targets, recent: list) -> bool:
 
 # %% ../nbs/03_media.ipynb #4503f95a
 @patch
-def read(self: _VideoReader, times_s: Sequence[float], size: tuple[int, int]) -> tuple[list, list[float]]:
-    "RGB images (at `size`) of the frames shown at each of the sorted `times_s`, and those frames' pts (s)."
+def read(self: _VideoReader, times_s: Sequence[float], size: tuple[int, int], fit: GridFit | None = None) -> tuple[list, list[float]]:
+    "RGB images (at `size`, then `fit`) of the frames shown at each of the sorted `times_s`, and those frames' pts (s)."
     import av
-    tg = _Targets(self, times_s, size)
+    tg = _Targets(self, times_s, size, fit)
     T, n, tol = tg.T, tg.n, tg.tol
     j, pos, packets, recent, eof = 0, None, None, [], False
     try:
@@ -651,21 +681,23 @@ def _plan(r: _VideoReader, a: dict) -> list[float]:
 # %% ../nbs/03_media.ipynb #3058baab
 def sample_frames(path, num_frames: int | None = None, fps: float | None = None, max_frames: int | None = None,
                   start_s: float | None = None, end_s: float | None = None, max_side: int | None = None,
-                  workers: int | None = None, max_pixels: int | None = None, exact: bool = True) -> Frames:
+                  workers: int | None = None, max_pixels: int | None = None, exact: bool = True,
+                  fit: GridFit | None = None) -> Frames:
     "Exact frames shown at the centres of `num_frames` equal segments of [start_s, end_s] (or every 1/`fps` s)."
     a = clip_args(path, num_frames, fps, max_frames, start_s, end_s, max_side, max_pixels)
+    if fit is not None and not isinstance(fit, GridFit): raise TypeError(f"fit must be a GridFit or None, got {type(fit).__name__}")
     with _VideoReader(path) as r:
         times = _plan(r, a)
         size = fit_size(r.display_width, r.height, a["max_side"], a["max_pixels"])
         if not exact:                              # nearest keyframes; the times reported are theirs
-            images, pts = r.read_keyframes(times, size)
+            images, pts = r.read_keyframes(times, size, fit)
             return Frames(images, list(pts), r.duration_s, r.fps, pts, {**r.stats, "workers": 1, "exact": False})
         cpus = _cpus()
         w = max(1, min(workers or min(cpus, 8), len(times)))
         per = max(1, cpus // w)
         if w == 1:
             r.set_threads(0 if per > 1 else 1)
-            images, pts = r.read(times, size)
+            images, pts = r.read(times, size, fit)
             stats = dict(r.stats)
         else:
             cuts = [len(times) * k // w for k in range(w + 1)]
@@ -673,7 +705,7 @@ def sample_frames(path, num_frames: int | None = None, fps: float | None = None,
                 rk = r if k == 0 else _VideoReader(r.path)
                 try:
                     rk.set_threads(per)
-                    return rk.read(times[cuts[k]:cuts[k + 1]], size), dict(rk.stats)
+                    return rk.read(times[cuts[k]:cuts[k + 1]], size, fit), dict(rk.stats)
                 finally:
                     if k: rk.close()
             with ThreadPoolExecutor(w) as ex: parts = list(ex.map(part, range(w)))
@@ -712,7 +744,8 @@ def _decode_key(self: _VideoReader, key: _Key):
 
 # %% ../nbs/03_media.ipynb #9e1a0c04
 @patch
-def read_keyframes(self: _VideoReader, times_s: Sequence[float], size: tuple[int, int]) -> tuple[list, list[float]]:
+def read_keyframes(self: _VideoReader, times_s: Sequence[float], size: tuple[int, int],
+                   fit: GridFit | None = None) -> tuple[list, list[float]]:
     "For each of `times_s`, the nearest keyframe as an RGB image at `size` (each decoded once), and its pts (s)."
     from av.video.reformatter import VideoReformatter
     rf, interp = VideoReformatter(), "AREA" if size[0] * size[1] < self.width * self.height else "BICUBIC"
@@ -723,7 +756,7 @@ def read_keyframes(self: _VideoReader, times_s: Sequence[float], size: tuple[int
         key = after if after is not None and (before.pts is None or after.pts - tp < tp - before.pts) else before
         if key.order not in done:
             f = self._decode_key(key)
-            im = _rgb(rf, f, size, interp)
+            im = _rgb(rf, f, size, interp, fit)
             done[key.order] = (im, (f.pts - self.start_pts) * self.tb)
         images.append(done[key.order][0]); pts.append(done[key.order][1])
     return images, pts
@@ -739,12 +772,12 @@ class FrameCache:
 
     @staticmethod
     def key(path, num_frames=None, fps=None, max_frames=None, start_s=None, end_s=None, max_side=None, max_pixels=None,
-            exact: bool = True) -> tuple:
-        "The cache key: resolved file, its mtime and size, the checked sampling arguments and `exact`."
+            exact: bool = True, fit: GridFit | None = None) -> tuple:
+        "The cache key: resolved file, its mtime and size, the checked sampling arguments, `exact` and `fit` (if any)."
         a = clip_args(path, num_frames, fps, max_frames, start_s, end_s, max_side, max_pixels)
         p = _check_file(path).resolve()
         st = p.stat()
-        return (str(p), st.st_mtime_ns, st.st_size, *a.values(), bool(exact))
+        return (str(p), st.st_mtime_ns, st.st_size, *a.values(), bool(exact)) + ((fit,) if fit is not None else ())
 
     def __len__(self): return len(self._d)
     def clear(self):
@@ -756,10 +789,10 @@ class FrameCache:
 # %% ../nbs/03_media.ipynb #9e1a0c11
 @patch
 def get(self: FrameCache, path, num_frames=None, fps=None, max_frames=None, start_s=None, end_s=None, max_side=None,
-        max_pixels=None, exact: bool = True) -> Frames:
+        max_pixels=None, exact: bool = True, fit: GridFit | None = None) -> Frames:
     "`sample_frames(...)` with these arguments, decoded at most once while it stays cached (here or on disk)."
     args = dict(num_frames=num_frames, fps=fps, max_frames=max_frames, start_s=start_s, end_s=end_s, max_side=max_side,
-                max_pixels=max_pixels, exact=exact)
+                max_pixels=max_pixels, exact=exact, fit=fit)
     k = self.key(path, **args)
     with self._lock:
         if k in self._d:
@@ -882,6 +915,7 @@ def _fill(part, opts: dict, cache, subs, root, allow_outside):
     path = inside_root(p["path"], root, allow_outside)
     o = {k: p.get(k, v) for k, v in opts.items()}
     if "num_frames" in p or "fps" in p: o["num_frames"], o["fps"] = p.get("num_frames"), p.get("fps")
+    if "min_pixels" in p or "max_pixels" in p: o["fit"] = None     # the part's own budget: the processor sizes it
     if kind == "image":
         a = clip_args(path, max_side=o["max_side"], max_pixels=o["max_pixels"])
         p["image"] = load_image(path, max_side=a["max_side"], max_pixels=a["max_pixels"])
@@ -896,9 +930,11 @@ def _fill(part, opts: dict, cache, subs, root, allow_outside):
 # %% ../nbs/03_media.ipynb #6dc59247
 def materialize(messages: list, num_frames: int | None = None, fps: float | None = None, max_frames: int | None = None,
                 max_side: int | None = None, cache: FrameCache | None = None, subtitles_per_frame=None,
-                max_pixels: int | None = DEFAULT_MAX_PIXELS, root=None, allow_outside: bool = False, exact: bool = True) -> list:
+                max_pixels: int | None = DEFAULT_MAX_PIXELS, root=None, allow_outside: bool = False, exact: bool = True,
+                frame_fit: GridFit | None = None) -> list:
     "A copy of neutral `messages` whose video parts gain `frames`/`timestamps`/`duration_s` and image parts `image`."
-    opts = dict(num_frames=num_frames, fps=fps, max_frames=max_frames, max_side=max_side, max_pixels=max_pixels, exact=exact)
+    opts = dict(num_frames=num_frames, fps=fps, max_frames=max_frames, max_side=max_side, max_pixels=max_pixels, exact=exact,
+                fit=frame_fit)
     out = []
     for m in messages:
         m2 = dict(m)

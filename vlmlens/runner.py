@@ -23,12 +23,12 @@ from .store import RunStore, open_run, shard_filter
 log = logging.getLogger("vlmlens")
 
 # %% auto #0
-__all__ = ['log', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_selection', 'prepare', 'gold_text', 'needs_judge',
-           'finish_prediction', 'prediction_of', 'run_batch', 'latest_judgments', 'make_judge', 'judge_items',
-           'judge_run', 'score_row', 'score_rows', 'summarize', 'write_summary', 'reopen', 'rescore', 'rejudge',
-           'score_files', 'launch_env', 'apply_launch', 'launch_barrier', 'write_launch_summary', 'load_run_samples',
-           'video_key', 'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams', 'stream_pending',
-           'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'run']
+__all__ = ['log', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_selection', 'frame_fit', 'prepare', 'gold_text',
+           'needs_judge', 'finish_prediction', 'prediction_of', 'run_batch', 'latest_judgments', 'make_judge',
+           'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize', 'write_summary', 'reopen', 'rescore',
+           'rejudge', 'score_files', 'launch_env', 'apply_launch', 'launch_barrier', 'write_launch_summary',
+           'load_run_samples', 'video_key', 'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams',
+           'stream_pending', 'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'run']
 
 # %% ../nbs/40_runner.ipynb #66ec6bad
 def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | None = None) -> tuple[list[Sample], dict]:
@@ -71,14 +71,19 @@ def _media_root(bench: Benchmark, cfg: RunConfig):
     "The folders a run's media may be read from (None when `allow_outside_media`)."
     return None if cfg.allow_outside_media else bench.media_roots(cfg)
 
+def frame_fit(backend) -> media.GridFit | None:
+    "The size `backend`'s processor brings video frames to (`media.GridFit`), when it declares one."
+    f = getattr(backend, "frame_fit", None)
+    return f() if callable(f) else None
+
 def prepare(bench: Benchmark, sample: Sample, cfg: RunConfig, cache=None, stage: int = 0, previous: list | None = None,
-            frames: int | None = None, root=_RUN_ROOTS):
-    "Return `(request, None)` or `(None, error_message)` for one sample (at one stage); `frames` overrides the config's."
+            frames: int | None = None, root=_RUN_ROOTS, fit: media.GridFit | None = None):
+    "`(request, None)` or `(None, error_message)` for one sample (at one stage); `frames` overrides the config's, `fit` sizes them."
     if root is _RUN_ROOTS: root = _media_root(bench, cfg)
     try:
         req = bench.build_request(sample, cfg, stage, previous) if stage else bench.build_request(sample, cfg)
         req.messages = media.materialize(req.messages, cache=cache, root=root, allow_outside=cfg.allow_outside_media,
-                                         **_frame_args(cfg, frames))
+                                         frame_fit=fit, **_frame_args(cfg, frames))
         req.messages = prompts.render_subtitles(req.messages, lang=sample.language, root=root, allow_outside=cfg.allow_outside_media)
         return req, None
     except media.MediaError as e:
@@ -150,13 +155,13 @@ def prediction_of(bench: Benchmark, s: Sample, cfg: RunConfig, backend, texts: l
 def run_batch(bench: Benchmark, backend, batch: list[Sample], cfg: RunConfig, cache=None, frames: int | None = None,
               root=_RUN_ROOTS) -> list[Prediction]:
     "Generate (all stages), parse and finish one batch; one Prediction per sample, errors included."
-    errors: dict[str, str] = {}
+    errors, fit = {}, frame_fit(backend)
     texts, usages = {s.id: [] for s in batch}, {s.id: [] for s in batch}
     lat, finish = {s.id: 0.0 for s in batch}, {s.id: None for s in batch}
     for stage in range(max(1, int(bench.num_stages(cfg)))):
         ready, reqs = [], []
         for s in (s for s in batch if s.id not in errors):
-            req, err = prepare(bench, s, cfg, cache, stage, texts[s.id], frames, root)
+            req, err = prepare(bench, s, cfg, cache, stage, texts[s.id], frames, root, fit)
             if err is not None: errors[s.id] = err
             else: ready.append(s); reqs.append(req)
         if not reqs: break
@@ -414,10 +419,10 @@ def streams(bench: Benchmark, backend, cfg: RunConfig) -> bool:
 
 def stream_pending(bench: Benchmark, backend, items: list[Sample], cfg: RunConfig, cache, frames, done, root=_RUN_ROOTS):
     "Send `items` through `generate_iter` (no batch barrier); `done([prediction])` as each one finishes."
-    sent = []
+    sent, fit = [], frame_fit(backend)
     def requests():                               # consumed lazily: only the requests in flight hold their frames
         for s in items:
-            req, err = prepare(bench, s, cfg, cache, frames=frames, root=root)
+            req, err = prepare(bench, s, cfg, cache, frames=frames, root=root, fit=fit)
             if err is not None: done([prediction_of(bench, s, cfg, backend, [], [], 0.0, None, err)]); continue
             sent.append(s); yield req
     for i, g in backend.generate_iter(requests(), max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,

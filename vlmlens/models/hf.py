@@ -17,6 +17,7 @@ from fastcore.basics import patch
 from PIL import Image
 
 from ..core import Request, cache_root
+from ..media import GridFit
 from .registry import ModelSpec, QWEN_MODEL_TYPES, resolve_builder
 from .transformers import (TINY_CORPUS, BACKEND_KWARGS, MediaMemo, TransformersBackend, check_kwargs,
                                          content_hash, expand_frames, memoize_media, sampling_fps, video_metadata)
@@ -240,6 +241,14 @@ def prepare_inputs(self: HFBackend, requests: list[Request]):
         kw.update(vkw)
         if hasattr(type(self.processor.video_processor.fn), "cap_pixels_per_frame"): kw["cap_pixels_per_frame"] = False
     return self.processor(**kw)
+
+# %% ../../nbs/11_models_hf.ipynb #e6f70a02
+@patch
+def frame_fit(self: HFBackend) -> GridFit:
+    "The first resize qwen-vl-utils gives each video frame, as a `GridFit` the runner applies while decoding."
+    from qwen_vl_utils import vision_process as vp
+    if self.video_input: return GridFit(self.patch_size * vp.SPATIAL_MERGE_SIZE ** 2, *self.video_pixels, vp.MAX_RATIO)
+    return GridFit(self.patch_size * vp.SPATIAL_MERGE_SIZE, *self.image_pixels, vp.MAX_RATIO)
 
 # %% ../../nbs/11_models_hf.ipynb #c3d4e5f6
 @patch
