@@ -105,6 +105,24 @@ def test_dense_targets_decode_each_packet_once(video, n):
     if n == N_FRAMES: assert codes(fr) == list(range(N_FRAMES))
 
 
+@pytest.mark.parametrize("x264", ["", "open-gop=1:bframes=3:b-pyramid=normal", "bframes=3:b-pyramid=strict:b-adapt=0"])
+def test_random_targets_through_the_mp4_index_are_exact(tmp_path, x264):
+    "Keyframes come from the MP4 sample index (no probe opened); a keyframe that shows after its target is stepped over."
+    import random
+    from vlmlens.media import _VideoReader
+    path = write_video(tmp_path / "r.mp4", (frame_code_image(i, W, H) for i in range(N_FRAMES)), fps=FPS, keyint=KEYINT,
+                       options={"x264-params": x264} if x264 else {})
+    ref, rng = reference(path), random.Random(0)
+    for trial in range(30):
+        ts = sorted(rng.uniform(0, N_FRAMES / FPS - 1e-3) for _ in range(rng.randint(1, 12)))
+        if trial % 3 == 0: ts = sorted(rng.randrange(N_FRAMES) / FPS for _ in ts)        # exactly on frame times
+        with _VideoReader(path) as r:
+            r.set_threads(1)
+            ims, _ = r.read(ts, (W, H))
+            assert [read_frame_code(im) for im in ims] == [shown(ref, t) for t in ts], ts
+            assert r.ix is not None and r.probe is None
+
+
 def test_start_end_clipping(video):
     path, ref = video
     fr = sample_frames(path, num_frames=7, start_s=3.33, end_s=9.1)

@@ -541,9 +541,8 @@ def _seek_to(self: _VideoReader, key: _Key, t_pts: float) -> Iterable:
 
 # %% ../nbs/03_media.ipynb #2d01d141
 def _rgb(rf, f, size: tuple[int, int], interp: str, fit: GridFit | None = None) -> Image.Image:
-    "Decoded frame `f` as an RGB image at `size` through the reused reformatter `rf` (one copy), then `fit` if given."
-    p = rf.reformat(f, width=size[0], height=size[1], format="rgb24", interpolation=interp).planes[0]
-    im = Image.frombuffer("RGB", size, memoryview(p), "raw", "RGB", p.line_size, 1)
+    "Decoded frame `f` as an RGB image at `size` through the reused reformatter `rf`, then `fit` if given."
+    im = rf.reformat(f, width=size[0], height=size[1], format="rgb24", interpolation=interp).to_image()
     return fit(im) if fit is not None else im
 
 # %% ../nbs/03_media.ipynb #2d01d140
