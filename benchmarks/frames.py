@@ -268,7 +268,7 @@ def decode_rate(video: Path, n: int = 750) -> float:
         return k / (time.perf_counter() - t0)
 
 
-def main(minutes: float, ns: list, repeats: int, out: Path | None, budget_s: float = 10.0):
+def main(minutes: float, ns: list, repeats: int, out: Path | None, budget_s: float = 30.0):
     from importlib.metadata import version
     import av                                   # the driver stays small: no torch/decord imports here
     video = make_video(minutes)
@@ -365,8 +365,8 @@ if __name__ == "__main__":
     ap.add_argument("--minutes", type=float, default=60.0, help="length of the test video (default 60)")
     ap.add_argument("--n", type=int, nargs="+", default=[16, 64, 256, 768], help="frame counts (default 16 64 256 768)")
     ap.add_argument("--repeats", type=int, default=3, help="most runs per cell; the fastest is reported (default 3)")
-    ap.add_argument("--budget-s", type=float, default=10.0,
-                    help="stop repeating a cell once its runs add up to this many seconds (default 10)")
+    ap.add_argument("--budget-s", type=float, default=30.0,
+                    help="stop repeating a cell once its runs add up to this many seconds (default 30)")
     ap.add_argument("--out", type=Path, default=None,
                     help="markdown table path (default benchmarks/results/frames.md for 60 minutes, "
                          "frames_<M>min.md otherwise)")
