@@ -268,3 +268,20 @@ def test_runner_decodes_frames_at_the_processor_size_with_identical_inputs_and_a
         assert [g.text for g in be.generate([full, fitted], max_new_tokens=6)] == [be.generate([full], max_new_tokens=6)[0].text] * 2
     finally:
         be.close()
+
+
+def test_grid_fit_is_qwen_vl_utils_smart_resize():
+    "GridFit re-states qwen-vl-utils' smart_resize; it must give the same size everywhere (or refuse where it raises)."
+    import random
+    from qwen_vl_utils.vision_process import smart_resize
+    from vlmlens.media import GridFit
+    rng = random.Random(0)
+    for _ in range(3000):
+        f = rng.choice([28, 32, 56, 64])
+        lo = rng.choice([4, 128, 256]) * f * f // 4
+        g = GridFit(f, lo, lo * rng.choice([1, 2, 8, 64]))
+        w, h = rng.randint(1, 4000), rng.randint(1, 4000)
+        try: want = smart_resize(h, w, f, g.min_pixels, g.max_pixels)[::-1]
+        except ValueError: want = None
+        got = g.size(w, h)
+        assert got == want or (got is None and want is not None and 0 in want), (f, g, w, h, got, want)
