@@ -9,6 +9,7 @@ import bisect
 import contextlib
 import hashlib
 import html
+import itertools
 import json
 import math
 import numbers
@@ -504,9 +505,9 @@ def _key_before(self: _VideoReader, t_pts: float) -> _Key:
 
 # %% ../nbs/03_media.ipynb #7c1e5a21
 @patch
-def _index_key(self: _VideoReader, t_pts: float, before: int | None = None) -> _Key | None:
-    "The keyframe in the MP4 index with dts <= `t_pts` (and before entry `before`, if given); None when there is none."
-    i = self.ix.search_timestamp(int(math.floor(t_pts if before is None else self.ix[before].timestamp - 1)), backward=True)
+def _index_key(self: _VideoReader, t_pts: float) -> _Key | None:
+    "The last keyframe in the MP4 index with dts <= `t_pts` (for an index key k, `k.pts - 1` gives the one before it)."
+    i = self.ix.search_timestamp(int(math.floor(t_pts)), backward=True)
     if i < 0: return None
     e = self.ix[i]
     return _Key(e.pos, e.timestamp, e.timestamp, i)
@@ -517,13 +518,12 @@ def _key_at(self: _VideoReader, t_pts: float) -> _Key:
     key = self._index_key(t_pts) if self.ix is not None else None
     if key is None: return self._key_before(t_pts)
     if t_pts < key.pts + self.lag:                 # it may show after t: the one before is safe (and usually decoding already)
-        key = self._index_key(t_pts, before=key.entry) or key
+        key = self._index_key(key.pts - 1) or key
     return key
 
 @patch
 def _seek_to(self: _VideoReader, key: _Key, t_pts: float) -> Iterable:
     "Seek to `key` and return the packets from it on, checked against the frame shown at `t_pts` (see above)."
-    import itertools
     for _ in range(64):
         self.c.seek(key.offset, stream=self.s, backward=True)
         self.stats["seeks"] += 1
@@ -535,7 +535,7 @@ def _seek_to(self: _VideoReader, key: _Key, t_pts: float) -> Iterable:
         if pk.pts is None: break
         self.lag = max(self.lag, pk.pts - key.pts)
         if pk.pts <= t_pts: break
-        key = self._index_key(t_pts, before=key.entry)              # it shows after t: the keyframe before
+        key = self._index_key(key.pts - 1)                          # it shows after t: the keyframe before
         if key is None: break
     return packets if pk is None else itertools.chain((pk,), packets)
 
