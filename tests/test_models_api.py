@@ -326,6 +326,22 @@ def test_rerun_is_served_from_the_cache(server, keys, tmp_path, kind):
     b2.close()
 
 
+def test_duplicates_in_one_call_each_ask_whichever_finishes_first(server, keys, tmp_path):
+    "Within one call the cache is read as it was when the call began, so the number of requests never depends on timing."
+    import time as _time
+    b = make("openai", server, tmp_path)
+    def spaced():                                   # each duplicate submitted after the previous one was answered
+        for r in text_requests(1) * 3:
+            yield r
+            _time.sleep(0.3)
+    out = list(b.generate_iter(spaced()))
+    assert server.count("openai") == 3 and len({g.text for _, g in out}) == 1
+    assert all(g.usage["cached"] is False for _, g in out)
+    b.generate(text_requests(1))                    # a later call is served from the cache
+    assert server.count("openai") == 3
+    b.close()
+
+
 def test_cache_survives_concurrent_writers_from_two_processes(tmp_path):
     db = tmp_path / "shared.sqlite"
     script = textwrap.dedent(f"""

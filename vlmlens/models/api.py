@@ -208,10 +208,11 @@ class ResponseCache:
                           "text TEXT NOT NULL, usage TEXT NOT NULL, created REAL NOT NULL)")
         self._con.execute("CREATE TABLE IF NOT EXISTS uploads (key TEXT PRIMARY KEY, record TEXT NOT NULL, created REAL NOT NULL)")
 
-    def get(self, key: str) -> dict | None:
-        "The stored `{'text', 'usage'}` for `key`, or None."
+    def get(self, key: str, before: float | None = None) -> dict | None:
+        "The stored `{'text', 'usage'}` for `key` (written before the time `before`, if given), or None."
         with self._lock:
-            row = self._con.execute("SELECT text, usage FROM responses WHERE key = ?", (key,)).fetchone()
+            row = self._con.execute("SELECT text, usage FROM responses WHERE key = ? AND created < ?",
+                                    (key, float("inf") if before is None else before)).fetchone()
         return None if row is None else {"text": row[0], "usage": json.loads(row[1])}
 
     def put(self, key: str, text: str, usage: dict, backend: str = "", model: str = ""):
@@ -539,15 +540,15 @@ async def _one(self: APIBackend, payload: dict, key: str | None, bar: CallProgre
 
 # %% ../../nbs/12_models_api.ipynb #e4f50617
 @patch
-def _start(self: APIBackend, req: Request, max_new_tokens: int, temperature: float, seed: int):
-    "`(Generation, None)` when the request cannot be built or the cache answers it, else `(None, (payload, key))`."
+def _start(self: APIBackend, req: Request, max_new_tokens: int, temperature: float, seed: int, since: float | None = None):
+    "`(Generation, None)` when the request cannot be built or the cache (as of `since`) answers it, else `(None, (payload, key))`."
     mnt = int(req.max_new_tokens or max_new_tokens)
     try: payload = self.build_payload(req, max_new_tokens=mnt, temperature=float(temperature), seed=int(seed))
     except (ValueError, KeyError, TypeError, OSError) as e: return Generation(None, error=self._scrub(f"request: {e}")), None
     key = None
     if float(temperature) == 0.0 and self.cache is not None:
         key = self.cache_key(payload, {"max_new_tokens": mnt, "temperature": float(temperature), "seed": int(seed)})
-        hit = self.cache.get(key)
+        hit = self.cache.get(key, before=since)
         if hit is not None and (hit["text"] or "").strip():        # (an empty answer is never a hit)
             self.stats["cache_hits"] += 1
             u = dict(hit["usage"])
@@ -599,10 +600,10 @@ def generate_iter(self: APIBackend, requests, *, max_new_tokens: int = 64, tempe
     if self._sem is None: self._sem = asyncio.Semaphore(self.concurrency)
     if self.rpm and self._limiter is None: self._limiter = RateLimiter(self.rpm)     # one schedule for the backend's life
     bar = CallProgress(n, desc=self.name, enabled=bool(self.progress if progress is None else progress) and n != 1)
-    done, live = queue.SimpleQueue(), {}
+    done, live, t0 = queue.SimpleQueue(), {}, time.time()    # the cache as it was at t0: no hit depends on which duplicate finished first
     try:
         for i, req in enumerate(requests):
-            g, job = self._start(req, max_new_tokens, temperature, seed)
+            g, job = self._start(req, max_new_tokens, temperature, seed, t0)
             if g is not None:
                 bar.finished(g.error is None); yield i, g; continue
             live[i] = fut = self._loop.submit(self._one(*job, bar))
