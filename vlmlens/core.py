@@ -20,7 +20,7 @@ from fastcore.basics import patch
 # %% auto #0
 __all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'MODALITIES', 'VIDEO_MODALITIES', 'STRATEGIES', 'TRANSPORT_KWARGS', 'canonical_json',
            'sha256_json', 'Record', 'Media', 'Sample', 'Request', 'Generation', 'text_part', 'message', 'Prediction',
-           'Judgment', 'RunConfig', 'slug', 'model_slug', 'cache_root', 'shard_of']
+           'Judgment', 'RunConfig', 'slug', 'model_slug', 'cache_root', 'shard_of', 'NothingAnswered']
 
 # %% ../nbs/00_core.ipynb #9be27329
 def _canon(x: Any) -> Any:
@@ -349,3 +349,12 @@ def cache_root() -> Path:
 def shard_of(sample_id: str, n: int) -> int:
     "The shard (0..n-1) a sample id belongs to."
     return int(hashlib.sha256(str(sample_id).encode("utf-8")).hexdigest(), 16) % n
+
+# %% ../nbs/00_core.ipynb #69fad51a
+class NothingAnswered(RuntimeError):
+    "A run or step ended with no item answered: `n` items, all failed; `top_error` the most common error."
+    exit_code = 3
+    def __init__(self, what: str, n: int, top_error: str | None = None, *, result=None):
+        self.what, self.n, self.top_error, self.result = what, n, top_error, result
+        err = f"; most common error: {top_error}" if top_error else ""
+        super().__init__(f"{what}: nothing answered ({n} item{'s' if n != 1 else ''} failed{err})")
