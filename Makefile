@@ -2,7 +2,7 @@
 PYTHON ?= python
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: install fonts demo test export check-sync nbtest pytest bench
+.PHONY: install fonts tex demo test export check-sync nbtest pytest bench
 
 # Noto fonts draw Devanagari, Telugu, Tamil, Arabic and CJK text in figures (DejaVu alone draws boxes).
 SUDO ?= $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -12,7 +12,15 @@ fonts:
 	  ($(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q fonts-noto-core fonts-noto-cjk >/dev/null); \
 	else echo "install the Noto fonts (Devanagari, Telugu, Tamil, Arabic, CJK) so that figures render those scripts"; fi
 
-install: fonts
+# TeX Live (pdfLaTeX + booktabs, XeLaTeX + fontspec): the tests compile every table a report emits. ~2.5 min on apt.
+TEX_PACKAGES = texlive-latex-base texlive-latex-recommended texlive-xetex
+tex:
+	@if command -v apt-get >/dev/null 2>&1; then (command -v pdflatex >/dev/null && command -v xelatex >/dev/null) || \
+	  $(SUDO) apt-get install -y -q --no-install-recommends $(TEX_PACKAGES) >/dev/null 2>&1 || \
+	  ($(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q --no-install-recommends $(TEX_PACKAGES) >/dev/null); \
+	else echo "install pdflatex and xelatex (TeX Live) so that the tests compile the emitted tables"; fi
+
+install: fonts tex
 	$(PIP) install "torch==2.14.1" "torchvision==0.29.1"
 	$(PIP) install -e ".[dev]"
 

@@ -10,8 +10,8 @@ cfg = cfg_all["DEFAULT"]
 
 requirements = cfg.get("requirements", "").split()
 # Optional extras: `pip install vlmlens[hf]` local models, `[report]` notebooks/plots/sweeps, `[curation]` building
-# benchmarks, `[scale]` Ray/Slurm executors; `[all]` all of them; `[dev]` all of them plus the test tools.
-extras = {name: cfg.get(f"{name}_requirements", "").split() for name in ("hf", "report", "curation", "scale")}
+# benchmarks, `[scale]` Ray/Slurm executors, `[data]` the download clients of `vlmlens data`; `[all]` all of them; `[dev]` all of them plus the test tools.
+extras = {name: cfg.get(f"{name}_requirements", "").split() for name in ("hf", "report", "curation", "scale", "data")}
 extras["all"] = sorted({r for reqs in extras.values() for r in reqs})
 extras["dev"] = extras["all"] + cfg.get("dev_requirements", "").split()
 console_scripts = [s for s in cfg.get("console_scripts", "").split() if s]

@@ -40,6 +40,8 @@ Adding an API: give ``_api_of`` a rule for its path, ``Call.text``/``Call.model`
 
 Accounting: ``server.calls`` (every request, with timings), ``server.count(api)``, ``server.max_in_flight``
 (generation requests in flight at once), ``server.files``, ``server.uploads``, ``server.deleted``.
+``server.prompt_cache = PromptCache("openai" | "gemini" | "anthropic")`` makes the default answers report the
+provider's prompt-cache usage fields (prefix matching, minimum length, breakpoints, expiry) for the requests' prompts.
 ``server.latency`` adds a simulated service time to every generation request.
 
 ``LoopbackProcess`` runs the same server in a child process (``python tests/loopback.py --latency 0.2``
@@ -65,7 +67,7 @@ from aiohttp import web
 
 __all__ = ["Reply", "Call", "LoopbackServer", "LoopbackProcess", "FaultMix", "rate_limited", "server_error", "client_error", "hang",
            "malformed", "slow_drip", "openai_chat", "openai_refusal", "gemini_content", "gemini_blocked",
-           "anthropic_message", "anthropic_refusal"]
+           "anthropic_message", "anthropic_refusal", "PromptCache"]
 
 
 @dataclass
@@ -96,6 +98,7 @@ class Call:
     t_start: float
     t_end: float | None = None
     status: int | None = None
+    cache_usage: dict | None = None   # with a PromptCache: {"prompt", "read", "write"} tokens of this request
 
     @property
     def text(self) -> str:
@@ -261,6 +264,7 @@ class LoopbackServer:
     def __init__(self, latency: float = 0.0, default_text: str = "A", processing_polls: int = 1, hang_limit_s: float = 60.0):
         self.latency, self.default_text, self.processing_polls, self.hang_limit_s = latency, default_text, processing_polls, hang_limit_s
         self.responder: Callable[[Call], Any] | None = None
+        self.prompt_cache: PromptCache | None = None      # a provider's prompt cache behind the default answers
         self._queue: list = []
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -335,6 +339,7 @@ class LoopbackServer:
             self.deleted: list[str] = []
             self._queue = []
             self.responder = None
+            self.prompt_cache = None
 
     def script(self, *replies):
         "Queue replies for the next generation requests (arrival order); `None` means the default answer."
@@ -438,11 +443,27 @@ class LoopbackServer:
         return resp
 
     def _answer(self, call: Call, text: str) -> dict:
-        "A deterministic successful answer; token counts are derived from the request size."
+        "A deterministic successful answer; token counts are derived from the request size (the prompt's, with a prompt cache)."
+        if self.prompt_cache is not None: return self._cached_answer(call, text)
         n_in = max(1, call.body_size // 4)
         if call.api == "openai": return openai_chat(text, prompt_tokens=n_in, model=call.model or "loopback")
         if call.api == "anthropic": return anthropic_message(text, input_tokens=n_in, model=call.model or "loopback")
         return gemini_content(text, prompt_tokens=n_in, model=call.model or "loopback")
+
+    def _cached_answer(self, call: Call, text: str) -> dict:
+        "The default answer with the usage fields of `self.prompt_cache` (the API's own field names)."
+        u = self.prompt_cache.usage(call.api, call.json)
+        call.cache_usage = u
+        if call.api == "openai":
+            js = openai_chat(text, prompt_tokens=u["prompt"], model=call.model or "loopback")
+            js["usage"]["prompt_tokens_details"] = {"cached_tokens": u["read"], "audio_tokens": 0}
+        elif call.api == "anthropic":
+            js = anthropic_message(text, input_tokens=u["prompt"] - u["read"] - u["write"], model=call.model or "loopback")
+            js["usage"].update(cache_read_input_tokens=u["read"], cache_creation_input_tokens=u["write"])
+        else:
+            js = gemini_content(text, prompt_tokens=u["prompt"], model=call.model or "loopback")
+            if u["read"]: js["usageMetadata"]["cachedContentTokenCount"] = u["read"]
+        return js
 
     def _check_gemini_files(self, js: dict) -> str | None:
         "Like the real API: a fileData part must name an existing, ACTIVE file."
@@ -510,6 +531,81 @@ class LoopbackServer:
                     self.deleted.append(name)
                 return web.json_response({})
         return web.json_response(_error_body("gemini", 404, f"no route {method} {path}"), status=404)
+
+
+# ----------------------------------------------------------------------------- provider prompt caches
+
+class PromptCache:
+    """A provider's prompt cache as its documentation describes it, behind the default answers (`server.prompt_cache`).
+
+    The prompt is the request body's system text and messages, block by block, in order; a token is 4 bytes.
+
+    - ``"openai"`` (automatic prompt caching): a prompt of at least ``min_tokens`` (1024) reads the longest prefix it
+      shares with an earlier answered request, in steps of ``step_tokens`` (128), when that prefix is at least
+      ``min_tokens``; reported as ``usage.prompt_tokens_details.cached_tokens``.
+    - ``"gemini"`` (implicit caching): the same prefix rule, reported as ``usageMetadata.cachedContentTokenCount``.
+    - ``"anthropic"`` (``cache_control`` breakpoints): only a prefix that ends at a block marked ``cache_control`` is
+      cached (at least ``min_tokens``); the longest marked prefix already cached is read (``cache_read_input_tokens``),
+      the last marked prefix is written when it is not (``cache_creation_input_tokens``); ``input_tokens`` counts the rest.
+
+    Entries expire ``ttl_s`` seconds after their last use (``clock`` may be replaced to test expiry).
+    """
+
+    def __init__(self, kind: str, min_tokens: int = 1024, step_tokens: int = 128, ttl_s: float = 300.0, clock=time.monotonic):
+        self.kind, self.min_tokens, self.step_tokens, self.ttl_s, self.clock = kind, min_tokens, step_tokens, ttl_s, clock
+        self._seen: dict[str, float] = {}          # prefix hash -> expiry
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def blocks(api: str, js: dict) -> list[tuple[bytes, bool]]:
+        "The prompt as (bytes, marked with cache_control) blocks, in the order the model reads them."
+        js, out = js or {}, []
+        def add(b):
+            mark = isinstance(b, dict) and "cache_control" in b
+            if mark: b = {k: v for k, v in b.items() if k != "cache_control"}
+            out.append((json.dumps(b, sort_keys=True).encode(), mark))
+        if api == "anthropic":
+            s = js.get("system")
+            for b in ([s] if isinstance(s, str) else s or []): add(b)
+        if api == "gemini":
+            for b in (_get(js, "systemInstruction") or {}).get("parts", []): add(b)
+        for m in js.get("messages" if api != "gemini" else "contents", []):
+            c = m.get("content") if api != "gemini" else m.get("parts")
+            for b in ([c] if isinstance(c, str) else c or []): add(b)
+        return out
+
+    def _live(self, h: str, now: float) -> bool:
+        t = self._seen.get(h)
+        return t is not None and t > now
+
+    def usage(self, api: str, js: dict) -> dict:
+        "`{'prompt', 'read', 'write'}` token counts for one request, updating the cache as the provider would."
+        blocks, now = self.blocks(api, js), self.clock()
+        data = b"".join(b for b, _ in blocks)
+        n = max(1, len(data) // 4)
+        with self._lock:
+            if self.kind == "anthropic": return self._breakpoints(blocks, n, now)
+            step = self.step_tokens * 4
+            hashes, h = [], hashlib.sha256()
+            for i in range(0, len(data) - len(data) % step, step):
+                h.update(data[i:i + step]); hashes.append(h.hexdigest())
+            hit = 0
+            while hit < len(hashes) and self._live(hashes[hit], now): hit += 1
+            read = hit * self.step_tokens if n >= self.min_tokens and hit * self.step_tokens >= self.min_tokens else 0
+            for x in hashes: self._seen[x] = now + self.ttl_s
+            return {"prompt": n, "read": read, "write": 0}
+
+    def _breakpoints(self, blocks, n: int, now: float) -> dict:
+        h, size, marks = hashlib.sha256(), 0, []
+        for b, mark in blocks:
+            h.update(b); size += len(b)
+            if mark and size // 4 >= self.min_tokens: marks.append((h.hexdigest(), size // 4))
+        cached = [t for x, t in marks if self._live(x, now)]
+        read = max(cached, default=0)
+        write = marks[-1][1] - read if marks and not self._live(marks[-1][0], now) else 0
+        for x, _ in marks:
+            if self._live(x, now) or x == (marks[-1][0] if marks else None): self._seen[x] = now + self.ttl_s
+        return {"prompt": n, "read": read, "write": write}
 
 
 # ----------------------------------------------------------------------------- in another process

@@ -10,12 +10,14 @@ Endpoints
 - ``POST /``  with ``X-Amz-Target: AWSShineFrontendService_20170701.TranslateText``   AWS Translate (JSON 1.1)
 - ``POST /translate?api-version=...``                                                Azure Translator (text)
 - ``POST /v3/projects/{project}/locations/{location}:translateText``                  Google Cloud Translation v3
+- ``POST /v2/models/{model}/infer``   IndicTrans2's Triton server (KServe v2 JSON: ``INPUT_TEXT``, ``INPUT_LANGUAGE_ID``,
+  ``OUTPUT_LANGUAGE_ID`` → ``OUTPUT_TEXT``; language ids ISO (``hi``) or FLORES-200 tags (``hin_Deva``))
 
 What is translated: ``server.translator(text, source, target, engine) -> str`` (default :func:`cipher`, a reversible
 letter-for-letter substitution into the target language's script that keeps digits, punctuation and ``[[n]]``
 placeholders, so back-translation recovers the source). ``server.script(...)`` / ``server.responder`` script faults
 exactly as in :mod:`loopback` (a :class:`loopback.Reply` with a status gets the service's own error body); ``call.api``
-is ``"aws"``, ``"azure"`` or ``"google"``; :func:`mt_texts` gives the texts one call asked to translate.
+is ``"aws"``, ``"azure"``, ``"google"`` or ``"indictrans"``; :func:`mt_texts` gives the texts one call asked to translate.
 """
 from __future__ import annotations
 
@@ -30,7 +32,9 @@ from loopback import Call, LoopbackServer, Reply
 
 __all__ = ["MTLoopback", "MTLoopbackProcess", "cipher", "decipher", "mt_texts", "SCRIPT_BLOCKS", "MT_APIS"]
 
-MT_APIS = ("aws", "azure", "google")
+MT_APIS = ("aws", "azure", "google", "indictrans")
+FLORES_TO_ISO = {"eng_Latn": "en", "hin_Deva": "hi", "tel_Telu": "te", "mar_Deva": "mr", "tam_Taml": "ta", "kan_Knda": "kn",
+                 "ben_Beng": "bn"}
 SCRIPT_BLOCKS = {"hi": 0x0900, "mr": 0x0900, "te": 0x0C00, "ta": 0x0B80, "kn": 0x0C80, "bn": 0x0980}
 
 
@@ -63,6 +67,7 @@ def _mt_api(request) -> str | None:
     if request.headers.get("X-Amz-Target", "").endswith(".TranslateText"): return "aws"
     if request.path == "/translate": return "azure"
     if request.path.endswith(":translateText") and request.path.startswith("/v3/"): return "google"
+    if request.path.startswith("/v2/models/") and request.path.endswith("/infer"): return "indictrans"
     return None
 
 
@@ -72,6 +77,10 @@ def _texts(api: str, body: dict) -> tuple[list[str], str | None, str]:
     if api == "azure":
         inputs = body["inputs"]
         return [i["text"] for i in inputs], inputs[0].get("language"), inputs[0]["targets"][0]["language"]
+    if api == "indictrans":
+        ins = {i["name"]: [v[0] if isinstance(v, list) else v for v in i["data"]] for i in body["inputs"]}
+        lang = lambda code: FLORES_TO_ISO.get(code, code)
+        return ins["INPUT_TEXT"], lang(ins["INPUT_LANGUAGE_ID"][0]), lang(ins["OUTPUT_LANGUAGE_ID"][0])
     return list(body["contents"]), body.get("sourceLanguageCode"), body["targetLanguageCode"]
 
 
@@ -79,6 +88,9 @@ def _ok_body(api: str, outs: list[str], source, target) -> dict:
     if api == "aws": return {"TranslatedText": outs[0], "SourceLanguageCode": source, "TargetLanguageCode": target}
     if api == "azure":
         return {"value": [{"translations": [{"language": target, "text": o, "sourceCharacters": len(o)}]} for o in outs]}
+    if api == "indictrans":
+        return {"model_name": "nmt", "model_version": "1", "outputs": [{"name": "OUTPUT_TEXT", "datatype": "BYTES", "shape": [len(outs), 1],
+                                                                       "data": list(outs)}]}
     return {"translations": [{"translatedText": o} for o in outs]}
 
 
@@ -91,6 +103,7 @@ def _error_body(api: str, status: int, message: str | None) -> dict:
                       403: "access denied (loopback)"}.get(status, f"loopback error {status}")
     if api == "aws": return {"__type": _AWS_ERRORS.get(status, "InvalidRequestException"), "message": msg}
     if api == "azure": return {"error": {"code": status * 100, "message": msg}}
+    if api == "indictrans": return {"error": msg}
     return {"error": {"code": status, "message": msg, "status": {429: "RESOURCE_EXHAUSTED", 401: "UNAUTHENTICATED",
                                                                  403: "PERMISSION_DENIED"}.get(status, "INVALID_ARGUMENT")}}
 

@@ -128,3 +128,117 @@ def test_truncated_answers_are_counted_recorded_and_asked_again_on_rerun(server,
     assert len(calls) == n_before + 1
     summary = json.loads((run / "summary.json").read_text())["overall"]
     assert summary["n_errors"] == 0
+
+
+# ----------------------------------------------------------------------------- provider prompt caches: the video paid once
+
+from loopback import PromptCache  # noqa: E402
+
+_KEYS = dict(OPENAI_API_KEY="test-openai-key.not-real.000000000000", GEMINI_API_KEY="test-gemini-key-0000",
+             ANTHROPIC_API_KEY="test-anthropic-key-0000")
+_BASE = {"gpt-4o": "openai_base_url", "gemini-2.5-flash": "gemini_base_url", "claude-sonnet-4": "anthropic_base_url"}
+
+
+def _run_demo(server, model, out, name, *extra):
+    env = _env(**_KEYS)
+    env.pop("VLMLENS_PRICES", None)                                   # the dated default price table
+    cmd = _cli("run", "--benchmark", "demo", "--model", model, "--language", "en", "--frames", "8", "--limit", "12",
+               "--output-root", str(out), "--run-name", name, "--no-progress", "--model-kwarg", "cache=false",
+               "--model-kwarg", f"base_url={getattr(server, _BASE[model])}", *extra)
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    preds = [json.loads(l) for l in (out / name / "predictions.jsonl").read_text().splitlines() if l.strip()]
+    return res.stdout, json.loads((out / name / "summary.json").read_text()), preds
+
+
+@pytest.mark.parametrize("model,api", [("gpt-4o", "openai"), ("gemini-2.5-flash", "gemini")])
+def test_automatic_prompt_caching_is_read_billed_and_printed(server, tmp_path, model, api):
+    "The provider's cached-token counts reach every prediction, summary.json and the printed table, priced by the dated table."
+    from vlmlens.models.api import DEFAULT_PRICES
+    server.default_text = "The answer is B."
+    server.prompt_cache = PromptCache(api)
+    stdout, summary, preds = _run_demo(server, model, tmp_path, "api")
+    calls = server.requests(api)
+    read = sum(c.cache_usage["read"] for c in calls)
+    assert read > 0                                                   # the later questions about a video shared its frames
+    o = summary["overall"]
+    assert o["cached_input_tokens"] == read and sum(p["usage"].get("cached_input_tokens", 0) for p in preds) == read
+    assert o["input_tokens"] == sum(c.cache_usage["prompt"] for c in calls)
+    assert o["cached_input_share"] == pytest.approx(read / o["input_tokens"]) and o["cached_input_share"] > 0.3
+    price = DEFAULT_PRICES[model]
+    billed = sum(((c.cache_usage["prompt"] - c.cache_usage["read"]) * price["input"] + c.cache_usage["read"] * price["cached_input"]) / 1e6
+                 for c in calls) + o["output_tokens"] * price["output"] / 1e6
+    assert o["cost_usd"] == pytest.approx(billed, rel=1e-6)
+    assert f"cost ${o['cost_usd']:.4f}" in stdout and f"{100 * o['cached_input_share']:.1f} % read from the provider's prompt cache" in stdout
+    if api == "openai":                                              # one prompt_cache_key per video, none for image items
+        keys = {}
+        for c in calls: keys.setdefault(c.json.get("prompt_cache_key"), []).append(c.cache_usage["read"])
+        assert all(k is None or k.startswith("vlmlens-") for k in keys) and any(len(v) > 1 for k, v in keys.items() if k)
+
+
+def test_anthropic_breakpoint_on_the_last_frame_pays_for_the_video_once(server, tmp_path):
+    "cache_control on each video request's last frame: later questions read the frames; prompt_cache=false: same answers, full price."
+    server.default_text = "The answer is B."
+    server.prompt_cache = PromptCache("anthropic")
+    _, on, preds_on = _run_demo(server, "claude-sonnet-4", tmp_path, "on")
+    calls = server.requests("anthropic")
+    for c in calls:
+        blocks = [b for m in c.json["messages"] for b in m["content"]]
+        marked = [i for i, b in enumerate(blocks) if "cache_control" in b]
+        images = [i for i, b in enumerate(blocks) if b["type"] == "image"]
+        assert marked == ([images[-1]] if len(images) > 1 else []), marked     # video: the last frame; one image: none
+    assert sum(c.cache_usage["read"] for c in calls) > 0 and on["overall"]["cache_write_tokens"] > 0
+    server.reset(); server.default_text = "The answer is B."; server.prompt_cache = PromptCache("anthropic")
+    _, off, preds_off = _run_demo(server, "claude-sonnet-4", tmp_path, "off", "--model-kwarg", "prompt_cache=false")
+    assert not any("cache_control" in json.dumps(c.json) for c in server.requests("anthropic"))
+    assert off["overall"].get("cached_input_tokens", 0) == 0
+    assert [(p["sample_id"], p["raw"]) for p in preds_on] == [(p["sample_id"], p["raw"]) for p in preds_off]
+    assert on["overall"]["accuracy"] == off["overall"]["accuracy"]
+    run_hash = lambda n: json.loads((tmp_path / n / "run.json").read_text())["config_hash"]
+    assert run_hash("on") == run_hash("off")                                   # billing, not answers: the same run
+    assert on["overall"]["cost_usd"] < off["overall"]["cost_usd"]
+
+
+def test_an_expired_anthropic_cache_is_written_again_not_an_error(server, tmp_path, monkeypatch):
+    "Past its lifetime the cache misses: the item is billed as a write, recorded on the item, and answered normally."
+    from PIL import Image
+    from vlmlens.core import Request, message
+    from vlmlens.models.registry import load_backend
+    monkeypatch.setenv("ANTHROPIC_API_KEY", _KEYS["ANTHROPIC_API_KEY"])
+    now = [0.0]
+    server.prompt_cache = PromptCache("anthropic", clock=lambda: now[0])
+    frames = [Image.effect_noise((96, 96), 60 + i).convert("RGB") for i in range(16)]
+    req = lambda q: Request(q, [message("user", {"type": "video", "path": "ep.mp4", "frames": frames, "timestamps": list(range(16))}, q)])
+    with load_backend("claude-sonnet-4", base_url=server.anthropic_base_url, cache=False, progress=False, concurrency=1) as b:
+        first, second = b.generate([req("Who?")])[0], b.generate([req("Where?")])[0]
+        now[0] += 301                                                           # the 5-minute lifetime has passed
+        third = b.generate([req("When?")])[0]
+    assert [g.error for g in (first, second, third)] == [None, None, None]
+    assert first.usage["cache_write_tokens"] > 1024 and "cached_input_tokens" not in first.usage
+    assert second.usage["cached_input_tokens"] == first.usage["cache_write_tokens"]
+    assert third.usage["cache_write_tokens"] == first.usage["cache_write_tokens"] and "cached_input_tokens" not in third.usage
+    assert second.usage["cost_usd"] < 0.25 * third.usage["cost_usd"]
+
+
+def test_dry_run_prints_the_estimated_cost_and_creates_nothing(server, tmp_path):
+    "vlmlens run --dry-run: items, tokens and USD with and without prompt caching; no request, no folder; VLMLENS_PRICES overrides."
+    out = tmp_path / "outputs"
+    cmd = _cli("run", "--benchmark", "demo", "--model", "gpt-4o", "--language", "en", "--frames", "8", "--limit", "12",
+               "--output-root", str(out), "--model-kwarg", f"base_url={server.openai_base_url}", "--dry-run")
+    env = _env(**_KEYS); env.pop("VLMLENS_PRICES", None)
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    import re
+    m = re.search(r"estimated cost \$([\d.,]+) without prompt caching, \$([\d.,]+) with it", res.stdout)
+    assert m and 0 < float(m[2]) < float(m[1]), res.stdout
+    assert "12 items" in res.stdout and "platform.openai.com" in res.stdout
+    assert server.count() == 0 and not out.exists()                     # nothing sent, nothing created
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"gpt-4o": {"input": 25.0, "cached_input": 12.5, "output": 100.0}}))
+    res10 = subprocess.run(cmd, capture_output=True, text=True, env={**env, "VLMLENS_PRICES": str(prices)}, timeout=300)
+    m10 = re.search(r"estimated cost \$([\d.,]+) without", res10.stdout)
+    assert m10 and float(m10[1]) == pytest.approx(10 * float(m[1]), rel=0.01), res10.stdout
+    local = subprocess.run(_cli("run", "--benchmark", "demo", "--model", "tiny-qwen2.5-vl", "--output-root", str(out), "--dry-run"),
+                           capture_output=True, text=True, env=env, timeout=300)
+    assert local.returncode == 2 and local.stderr.strip().splitlines()[-1].startswith("vlmlens: error:") and "Traceback" not in local.stderr
+    assert not out.exists()

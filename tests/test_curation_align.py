@@ -136,3 +136,17 @@ def test_bad_review_input(tmp_path):
     (tmp_path / "v.jsonl").open("a").write('{"item_id": "hi/2", "annotator": "a", "verdict": "maybe"}\n')
     with pytest.warns(UserWarning, match="v.jsonl:1: not a verdict"): assert log.read() == []
     assert char_edit_distance("abc", "abd") == 1
+
+
+def test_an_edit_in_the_wrong_script_is_not_saved(tmp_path):
+    "A reviewer's edit passes the script check the engine's output passes: Hindi typed in Latin letters is refused."
+    item = {"align_id": "q1", "subset": "vqav2", "language": "hi", "engine": "aws", "question": "कितनी बिल्लियाँ हैं?", "answer": "दो",
+            "flags": [], "source_text": {"question": "How many cats are there?", "answer": "two"}}
+    log = TranslationLog(tmp_path / "v.jsonl")
+    w = TranslationReviewWidget(review_items([item]), log, "asha")
+    w.fields["translated_question"].value = "kitni billiyan hain?"
+    w.buttons["minor_edit"].click()
+    assert "not saved" in w.status.value and "Devanagari" in w.status.value and log.read() == []
+    w.fields["translated_question"].value = "यहाँ कितनी बिल्लियाँ हैं?"
+    w.buttons["minor_edit"].click()
+    assert [(v.verdict, v.edits) for v in log.read()] == [("minor_edit", {"translated_question": "यहाँ कितनी बिल्लियाँ हैं?"})]

@@ -31,7 +31,9 @@ import test_curation_ocr as ocr_t
 
 KEYS = {"AWS_ACCESS_KEY_ID": "AKIALOOPBACK00000000", "AWS_SECRET_ACCESS_KEY": "loopback/aws/secret/00000000000000000000",
         "AZURE_TRANSLATOR_KEY": "loopback0azure0key0000000000000000", "OPENAI_API_KEY": "test-openai-key.not-real.0000000000",
-        "GEMINI_API_KEY": "loopback-gemini-key-0000000000", "OPENAI_COMPATIBLE_API_KEY": "EMPTY"}
+        "GEMINI_API_KEY": "loopback-gemini-key-0000000000", "OPENAI_COMPATIBLE_API_KEY": "EMPTY",
+        "GOOGLE_TRANSLATE_API_KEY": "loopback-google-key-000000000000", "GOOGLE_CLOUD_PROJECT": "vlmlens-test"}
+FOUR = ("aws", "azure", "google", "indictrans")                    # the engines HinTel §3.2 compared
 
 
 @pytest.fixture(scope="module")
@@ -62,14 +64,14 @@ def test_walkthrough(svc, tmp_path, monkeypatch, capsys):
     build, release = ml / "build", ml / "release"
     eng = lambda e: ["--engine-option", f"{e}:endpoint_url={svc.url}"]
 
-    # 1. compare two engines on the review set; reviewers score them in the widget; the table picks one per language
+    # 1. compare the paper's four engines on the review set; reviewers score them in the widget; the table picks one per language
     def engines(text, source, target, engine):            # azure garbles word order; aws is faithful
         if engine == "azure" and target != "en": w = text.split(); text = " ".join(w[::-1])
         return cipher(text, source, target)
     svc.translator = engines
     for lang in ("hi", "te"):
-        assert curate("compare-engines", "--records", src / "vqav2" / "en.jsonl", "--target", lang, "--engines", "aws,azure",
-                      "--n", 6, "--out", build, *eng("aws"), *eng("azure")) == 0
+        assert curate("compare-engines", "--records", src / "vqav2" / "en.jsonl", "--target", lang, "--engines", ",".join(FOUR),
+                      "--n", 6, "--out", build, *[o for e in FOUR for o in eng(e)]) == 0
         items = json.loads((build / f"compare_{lang}_review.json").read_text())
         for it in items: it["image"] = str(src / it["image"])
         log = TranslationLog(ml / f"compare_{lang}.jsonl")
@@ -77,10 +79,11 @@ def test_walkthrough(svc, tmp_path, monkeypatch, capsys):
         while w.index < len(items):
             for c in CRITERIA: w.criteria[c].value = 5 if w.item["id"].startswith("aws/") else 2
             w.buttons["accept" if w.item["id"].startswith("aws/") else "reject"].click()
-        assert curate("compare-engines", "--records", src / "vqav2" / "en.jsonl", "--target", lang, "--engines", "aws,azure",
-                      "--n", 6, "--out", build, "--verdicts", ml / f"compare_{lang}.jsonl", *eng("aws"), *eng("azure")) == 0
+        assert curate("compare-engines", "--records", src / "vqav2" / "en.jsonl", "--target", lang, "--engines", ",".join(FOUR),
+                      "--n", 6, "--out", build, "--verdicts", ml / f"compare_{lang}.jsonl", *[o for e in FOUR for o in eng(e)]) == 0
         rows = json.loads((build / f"compare_{lang}.json").read_text())
         assert [r["engine"] for r in rows if r["picked"]] == ["aws"] and all(r["n_items"] == 6 for r in rows)
+        assert sorted(r["engine"] for r in rows) == sorted(FOUR) and all(r["n_reviewed"] == 6 for r in rows)
     out = capsys.readouterr().out
     assert "never used to pick or filter" in out
 
@@ -105,6 +108,11 @@ def test_walkthrough(svc, tmp_path, monkeypatch, capsys):
     assert curate("translation-stats", "--from", ",".join(str(st.dir) for st in steps.values()), "--verdicts", ml / "review.jsonl") == 0
     stats = capsys.readouterr().out
     assert "clevr_math/te" in stats and "accept_rate" in stats
+    assert curate("translation-stats", "--from", f"{build}/translate_te@latest,{build}/translate_hi@latest", "--verdicts", ml / "review.jsonl") == 0
+    latest = capsys.readouterr().out                                   # the steps made last: clevr_math in each language
+    assert "clevr_math/te" in latest and "clevr_math/hi" in latest and "vqav2/" not in latest
+    assert curate("translation-stats", "--from", f"{build}/translate_ta@latest", "--verdicts", ml / "review.jsonl") == 2
+    assert "no step named 'translate_ta'" in capsys.readouterr().err
     for s in subsets:
         assert curate("release-aligned", "--records", src / s / "en.jsonl", "--subset", s, "--images", src, "--release", release,
                       "--translations", f"hi={steps[(s, 'hi')].dir},te={steps[(s, 'te')].dir}", "--verdicts", ml / "review.jsonl") == 0
@@ -117,12 +125,12 @@ def test_walkthrough(svc, tmp_path, monkeypatch, capsys):
     assert curate("caption-mcq", "--captions", cap_file, "--generator", "gpt-4.1", "--out", build, *kw) == 0
     assert curate("text-filter", "--from", "generate_mcq", "--models", f"gpt-4.1,openai-compatible:filter2@{svc.openai_base_url}", "--out", build, *kw) == 0
     flt = step_of(build, "text_only_filter")
-    assert curate("mcq-report", "--from", flt.dir) == 0
+    assert curate("mcq-report", "--from", build / "text_only_filter@latest") == 0       # as the README writes it
     assert "longest option" in capsys.readouterr().out
     mlog = VerdictLog(ml / "mcq_review.jsonl", MCQ_LABELS)
     w = ReviewWidget(mcq_review_items(flt, images=tmp_path), mlog, "ravi", editable=("question",))
     while w.index < len(w.items): w.buttons["valid"].click()
-    assert curate("release-mcq", "--from", flt.dir, "--verdicts", ml / "mcq_review.jsonl", "--subset", "vaani_t", "--images", tmp_path,
+    assert curate("release-mcq", "--from", build / "text_only_filter@latest", "--verdicts", ml / "mcq_review.jsonl", "--subset", "vaani_t", "--images", tmp_path,
                   "--release", release) == 0
 
     # 4. synthetic exam pages (English and Hindi) read by Gemini, fixed by hand, released as jee_h
@@ -132,7 +140,7 @@ def test_walkthrough(svc, tmp_path, monkeypatch, capsys):
     for lang in ("en", "hi"):
         assert curate("ocr", "--pages", pages[lang][0].parent, "--language", lang, "--answer-key", ml / "key.json", "--out", build,
                       "--model-kwarg", f"base_url={svc.gemini_base_url}", "--model-kwarg", "cache=false") in (0,)
-    ocr_steps = {l: step_of(build, "ocr", language=l) for l in ("en", "hi")}
+    ocr_steps = {l: step_of(build, f"ocr_{l}", language=l) for l in ("en", "hi")}
     for lang, st in ocr_steps.items():
         flog = VerdictLog(ml / f"fix_{lang}.jsonl", FIX_LABELS)
         w = OCRFixWidget(fix_items(st), flog, f"ann-{lang}")
@@ -142,7 +150,7 @@ def test_walkthrough(svc, tmp_path, monkeypatch, capsys):
                                  [ocr_t.FIG3], "chem", "AC")]
                 w.fields["row"].value = json.dumps(fixed); w.buttons["fixed"].click()
             else: w.buttons["correct"].click()
-    assert curate("release-exam", "--subset", "jee_h", "--from", f"en={ocr_steps['en'].dir},hi={ocr_steps['hi'].dir}",
+    assert curate("release-exam", "--subset", "jee_h", "--from", f"en={build / 'ocr_en@latest'},hi={build / 'ocr_hi@latest'}",
                   "--verdicts", f"en={ml / 'fix_en.jsonl'},hi={ml / 'fix_hi.jsonl'}", "--release", release) == 0
     assert "jee_h: 3 questions in en, hi" in capsys.readouterr().out
 

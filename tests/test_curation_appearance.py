@@ -111,3 +111,62 @@ def test_malformed_outfit_file_names_the_entry(tmp_path):
     (tmp_path / "o.json").write_text(json.dumps({"season_2": {"episode_3": {"Howard": []}}}))
     with pytest.raises(ValueError, match=r"season_2\.episode_3\.Howard: outfits must be a non-empty list"):
         load_outfit_file(tmp_path / "o.json")
+
+
+def _curate(*argv):
+    import argparse
+    from vlmlens.cli import CURATE_EXTENSIONS
+    from vlmlens.curation import cli as ccli
+    p = argparse.ArgumentParser(prog="vlmlens"); ccli.add_parser(p.add_subparsers(dest="command"), extensions=CURATE_EXTENSIONS)
+    return ccli.main(p.parse_args(["curate", *argv]), extensions=CURATE_EXTENSIONS)
+
+
+def _pipeline_inputs(tmp, video_bytes=None):
+    (tmp / "refs" / "Sheldon").mkdir(parents=True)
+    _ref(HAIR["Sheldon"]).save(tmp / "refs" / "Sheldon" / "1.png")
+    vid = tmp / "src" / "ep.mp4"; vid.parent.mkdir()
+    if video_bytes is None: write_cast_video(vid, [{"people": [(140, RED, HAIR["Sheldon"])]}])
+    else: vid.write_bytes(video_bytes)
+    (tmp / "src" / "sources.jsonl").write_text(json.dumps({"video_id": "ep", "video": "ep.mp4", "title": "Cast test"}) + "\n")
+    return ["appearance", "--sources", str(tmp / "src"), "--references", str(tmp / "refs"), "--describer", "gpt-4o", "--out", str(tmp / "b")]
+
+
+def test_a_missing_engine_is_named_before_any_work(tmp_path, capsys):
+    import importlib.util
+    argv = _pipeline_inputs(tmp_path)
+    if importlib.util.find_spec("insightface") is None:                          # the default matcher, in no vlmlens extra
+        assert _curate(*argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--matcher insightface needs `pip install insightface onnxruntime`" in err[0]
+    assert _curate(*argv, "--matcher", "haar", "--features", str(tmp_path / "no-dinov2")) == 2
+    err = capsys.readouterr().err
+    assert "DINOv2 weights not available" in err and "huggingface-cli download" in err
+    assert not (tmp_path / "b").exists()                                           # nothing started, nothing written
+
+
+def test_a_failed_crop_step_is_a_failure_not_zero_items(tmp_path, capsys):
+    from vlmlens.core import NothingAnswered
+    argv = _pipeline_inputs(tmp_path, video_bytes=b"not a video")
+    with pytest.warns(UserWarning), pytest.raises(NothingAnswered) as e:
+        _curate(*argv, "--matcher", "haar", "--features", tiny_dinov2(tmp_path / "dinov2"))
+    assert e.value.exit_code == 3 and "curate appearance_crops" in str(e.value) and "1 item failed" in str(e.value)
+    assert "appearance_qa" not in capsys.readouterr().out
+
+
+def test_the_command_line_pipeline_finds_both_outfits(tmp_path, server, monkeypatch, capsys):
+    "`curate appearance --matcher haar` end to end: Sheldon changes from a red to a blue shirt; both outfits reach the question."
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
+    server.responder = _describer
+    for n, h in HAIR.items():
+        (tmp_path / "refs" / n).mkdir(parents=True); _ref(h).save(tmp_path / "refs" / n / "1.png")
+    scenes = [{"people": [(140, RED, HAIR["Sheldon"]), (340, GREEN, HAIR["Penny"])]}, {"people": [(140, RED, HAIR["Sheldon"])]},
+              {"people": [(240, BLUE, HAIR["Sheldon"])]}, {"people": [(140, BLUE, HAIR["Sheldon"]), (340, GREEN, HAIR["Penny"])]}]
+    write_cast_video(tmp_path / "src" / "ep.mp4", scenes)
+    (tmp_path / "src" / "sources.jsonl").write_text(json.dumps({"video_id": "ep", "video": "ep.mp4", "title": "Cast test"}) + "\n")
+    rc = _curate("appearance", "--sources", str(tmp_path / "src"), "--references", str(tmp_path / "refs"), "--describer", "gpt-4o",
+                 "--matcher", "haar", "--features", tiny_dinov2(tmp_path / "dinov2"), "--crop-threshold", "0.995", "--out", str(tmp_path / "b"),
+                 "--model-kwarg", f"base_url={server.openai_base_url}", "--model-kwarg", "cache=false")
+    assert rc == 0 and "appearance_qa: 2 items" in capsys.readouterr().out
+    from vlmlens.curation.store import find_step
+    qa = {r["item"]["character"]: r["item"] for r in find_step(tmp_path / "b", "appearance_qa").items()}
+    assert qa["Sheldon"]["options"][qa["Sheldon"]["answer_idx"]] == ["red shirt", "blue shirt"]

@@ -175,3 +175,57 @@ def test_skills_rule_and_bad_rows(curve, tmp_path, capsys):
     ap = argparse.ArgumentParser(); add_parsers(ap.add_subparsers(dest="curate_command"))
     rc = dispatch(ap.parse_args(["calibrate-correctness", "--out", str(tmp_path / "o"), "--data", str(tmp_path / "nope.json"), "--verdicts", "v"]))
     assert rc == 2 and "vlmlens curate calibrate-correctness: error:" in capsys.readouterr().err
+
+
+def _cli(*argv):
+    import argparse
+    ap = argparse.ArgumentParser(); add_parsers(ap.add_subparsers(dest="curate_command"))
+    return dispatch(ap.parse_args(list(argv)))
+
+
+def _difficulty_argv(server, out="cal", baselines="single_frame,audio_only,text_only"):
+    return ["calibrate-difficulty", "--data", "curve.json", "--video-root", "videos", "--model", "gemini-2.5-flash", "--out", out,
+            "--frac", "1.0", "--baselines", baselines, "--judge", f"openai-compatible:judge@{server.openai_base_url}",
+            "--judge-kwarg", "k=1", "--judge-kwarg", "cache=false", "--model-kwarg", f"base_url={server.gemini_base_url}",
+            "--model-kwarg", "cache=false", "--model-kwarg", "poll_interval_s=0.02", "--model-kwarg", "max_attempts=1"]
+
+
+def test_relative_out_keeps_the_audio_baseline_and_flags_what_audio_solves(server, curve, tmp_path, monkeypatch, capsys):
+    "The README's relative paths: the audio-only copies are found wherever --out is, so the question audio alone answers is flagged."
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GEMINI_API_KEY", "loopback-gemini-key-0000000000")
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    server.responder = responder
+    assert _cli(*_difficulty_argv(server)) == 0
+    out = capsys.readouterr().out
+    assert "audio_only: solved 1 of 5" in out and "te-1 (audio_only)" in out
+    rep = json.loads((tmp_path / "cal" / "difficulty.json").read_text())
+    assert rep["baselines"]["audio_only"]["n"] == 5 and {f["key"] for f in rep["flagged"]} == {"hi-2", "te-1", "it-1"}
+
+
+def test_every_call_failing_is_a_failure_and_unknown_baselines_cost_nothing(server, curve, tmp_path, monkeypatch, capsys):
+    from loopback import client_error
+    from vlmlens.core import NothingAnswered
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GEMINI_API_KEY", "loopback-gemini-key-0000000000")
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    server.responder = lambda call: client_error(403, "API key not valid")
+    assert _cli(*_difficulty_argv(server, "cal2", "text_only,foo")) == 2
+    assert "unknown baseline(s) ['foo']" in capsys.readouterr().err and server.calls == [] and not (tmp_path / "cal2").exists()
+    with pytest.raises(NothingAnswered) as e: _cli(*_difficulty_argv(server, "cal3", "single_frame,text_only"))
+    assert e.value.exit_code == 3 and "API key not valid" in str(e.value) and "10 items failed" in str(e.value)
+    assert "flagged for revision: none" in capsys.readouterr().out                      # the report is printed and saved first
+    assert json.loads((tmp_path / "cal3" / "difficulty.json").read_text())["baselines"]["text_only"]["n_errors"] == 5
+
+
+def test_correctness_with_an_unreachable_judge_is_a_failure_not_all_revise(server, curve, tmp_path, monkeypatch):
+    from loopback import client_error
+    from vlmlens.core import NothingAnswered
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    server.responder = lambda call: client_error(401, "judge key rejected")
+    rows, _ = load_curve_rows(curve)
+    log = VerdictLog(tmp_path / "v.jsonl", AUDIT_LABELS)
+    for r in rows: log.append(r["key"], "aud-1", "answered", edits={"answer": r["answer"]})
+    with pytest.raises(NothingAnswered, match="judge key rejected"):
+        correctness_calibration(rows, log, tmp_path / "b", judge=f"openai-compatible:judge@{server.openai_base_url}",
+                                judge_kwargs={"cache": False, "model_kwargs": {"cache": False, "max_attempts": 1}}, min_auditors=1)

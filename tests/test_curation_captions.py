@@ -112,3 +112,23 @@ def test_invalid_review_drops_both_languages_and_bad_captions(tmp_path):
     caps, errors = load_captions(p)
     assert len(caps) == 1 and [(e.row, e.field) for e in errors][:2] == [(2, "id"), (3, "image")] and len(errors) == 3
     with pytest.raises(ValueError, match="at least one model"): text_only_filter(items, tmp_path, [])
+
+
+def test_text_filter_models_of_two_providers_configured_separately(server, data, tmp_path, monkeypatch, capsys):
+    "`--model-kwarg MODEL:KEY=VALUE` reaches only that model: GPT-4.1 and Gemini each get their own endpoint; KEY=VALUE reaches both."
+    import argparse
+    from vlmlens.curation.aligned_cli import add_parsers, dispatch
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
+    monkeypatch.setenv("GEMINI_API_KEY", "loopback-gemini-key-0000000000")
+    server.responder = generator
+    caps, _ = load_captions(data)
+    st = generate_mcqs(caps, tmp_path / "build", "gpt-4.1", generator_kwargs={"base_url": server.openai_base_url, "cache": False})
+    ap = argparse.ArgumentParser(); add_parsers(ap.add_subparsers(dest="curate_command"))
+    argv = ["text-filter", "--from", str(st.dir), "--out", str(tmp_path / "build"), "--models", "gpt-4.1,gemini-2.5-flash",
+            "--model-kwarg", f"gpt-4.1:base_url={server.openai_base_url}", "--model-kwarg", f"gemini-2.5-flash:base_url={server.gemini_base_url}",
+            "--model-kwarg", "cache=false", "--model-kwarg", "max_attempts=1"]
+    assert dispatch(ap.parse_args(argv)) == 0
+    assert "text_only_filter: 2 items, 1 rejected" in capsys.readouterr().out
+    gem = [c for c in server.requests("gemini") if "Provide the Correct Option Number Only" in c.text]
+    oai = [c for c in server.requests("openai") if "Provide the Correct Option Number Only" in c.text]
+    assert len(gem) == 4 and len(oai) == 4                                       # each provider asked every item once

@@ -1,20 +1,35 @@
-"""`vlmlens curate`: user mistakes print one line and exit 2; status lists a build's steps."""
+"""`vlmlens curate`: user mistakes print one line and exit 2; status lists a build's steps; a step that produced nothing raises
+NothingAnswered (exit 3 through `vlmlens`); every sub-command takes --allow-failures; dedup reports the answer balance."""
 import argparse
+import json
 
+import pytest
+
+from vlmlens.cli import CURATE_EXTENSIONS
+from vlmlens.core import NothingAnswered
 from vlmlens.curation import cli as ccli
 from vlmlens.curation.store import Step
 
 
+def parser():
+    p = argparse.ArgumentParser(prog="vlmlens"); ccli.add_parser(p.add_subparsers(dest="command"), extensions=CURATE_EXTENSIONS)
+    return p
+
+
 def run(*argv) -> int:
-    p = argparse.ArgumentParser(prog="vlmlens"); ccli.add_parser(p.add_subparsers(dest="command"))
-    return ccli.main(p.parse_args(["curate", *argv]))
+    return ccli.main(parser().parse_args(["curate", *argv]), extensions=CURATE_EXTENSIONS)
 
 
 def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys):
     cases = [("generate", "--sources", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path)), ("release", "--from", "verify", "--out", str(tmp_path), "--release", str(tmp_path / "r")),
              ("status", str(tmp_path / "nope")), ("appearance", "--out", str(tmp_path)),
              ("verify", "--from", "x", "--out", str(tmp_path), "--verdicts", "v.jsonl"),
-             ("dedup", "--from", "generate", "--out", str(tmp_path), "--device", "nonsense")]
+             ("dedup", "--from", "generate", "--out", str(tmp_path), "--device", "nonsense"),
+             ("generate", "--sources", str(tmp_path), "--out", str(tmp_path / "b")),                     # a folder without sources.jsonl
+             ("generate", "--sources", str(tmp_path / "empty.jsonl"), "--out", str(tmp_path / "b")),   # an empty manifest
+             ("status", str(tmp_path / "empty_build"))]                                                # a folder with no steps
+    (tmp_path / "empty.jsonl").write_text("")
+    (tmp_path / "empty_build").mkdir()
     for c in cases:
         assert run(*c) == 2, c
         err = capsys.readouterr().err.strip().splitlines()
@@ -25,8 +40,66 @@ def test_status_and_dedup_from_a_step_name(tmp_path, capsys):
     st = Step(tmp_path, "generate", {})
     st.process([("v", None)], lambda _, w: [w.accept(f"q{k}", {"video_id": "v", "skill_name": "summarization", "question": q})
                                             for k, q in enumerate(["Summarize the episode.", "Why is the sky blue?"])])
-    assert run("dedup", "--from", "generate", "--out", str(tmp_path), "--flag-only", "--device", "cpu") == 0
+    assert run("dedup", "--from", "generate", "--out", str(tmp_path), "--device", "cpu") == 0
     assert "dedup: 2 items, 0 rejected" in capsys.readouterr().out
     assert run("status", str(tmp_path)) == 0
     out = capsys.readouterr().out
     assert "generate" in out and "dedup" in out
+
+
+def test_a_sources_folder_is_read_through_its_manifest(tmp_path, capsys):
+    from vlmlens.curation.generate import write_demo_sources
+    write_demo_sources(tmp_path / "src")
+    assert run("generate", "--sources", str(tmp_path / "src"), "--out", str(tmp_path / "b"), "--skills", "nothing_such") == 2
+    err = capsys.readouterr().err
+    assert "not found" not in err and "nothing_such" in err                    # the folder was read; the mistake is the skill
+
+
+def test_every_curate_command_takes_allow_failures():
+    p = parser()
+    sub = next(a for a in p._subparsers._group_actions[0].choices["curate"]._actions if isinstance(a, argparse._SubParsersAction))
+    for name, c in sub.choices.items():
+        assert any("--allow-failures" in a.option_strings for a in c._actions), name
+
+
+def test_a_step_whose_every_call_failed_raises_after_saving(server, tmp_path, monkeypatch, capsys):
+    from loopback import client_error
+    from vlmlens.curation.generate import write_demo_sources
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
+    server.responder = lambda call: client_error(401, "invalid api key")
+    write_demo_sources(tmp_path / "src")
+    argv = ["generate", "--sources", str(tmp_path / "src" / "sources.jsonl"), "--out", str(tmp_path / "b"), "--generator", "gpt-4o",
+            "--skills", "deep_context_understanding", "--model-kwarg", f"base_url={server.openai_base_url}", "--model-kwarg", "max_attempts=1",
+            "--model-kwarg", "cache=false"]
+    with pytest.warns(UserWarning), pytest.raises(NothingAnswered) as e: run(*argv)     # what the curation dispatch raises
+    assert e.value.exit_code == 3 and "nothing answered (" in str(e.value) and "invalid api key" in str(e.value)
+    saved = json.loads(next((tmp_path / "b").glob("generate-*/summary.json")).read_text())
+    assert saved["n_items"] == 0 and saved["n_failed"] >= 1                         # the step and its summary are saved
+    assert "generate: 0 items" in capsys.readouterr().out
+    from vlmlens.cli import main                                                     # and what `vlmlens curate ...` exits with
+    with pytest.warns(UserWarning): assert main(["curate", *argv]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[-1].startswith("vlmlens: error: curate generate") and "invalid api key" in err[-1]   # the unit line, then one line
+    with pytest.warns(UserWarning): assert main(["curate", *argv, "--allow-failures"]) == 0
+
+
+def test_dedup_command_flags_and_prints_the_answer_balance(tmp_path, capsys):
+    up = Step(tmp_path, "generate", {})
+    qs = [("q0", "Did the event 'Joey buys a duck' happen before the event 'Chandler moves out'?", 0),
+          ("q1", "Did the event 'Joey buys a duck' happen after the event 'Chandler moves out'?", 1)]
+    up.process([("v", None)], lambda _, w: [w.accept(i, {"video_id": "v", "skill_name": "chronological_understanding", "question": q,
+                                                         "options": ["Yes", "No"], "answer_idx": g}) for i, q, g in qs])
+    assert run("dedup", "--from", "generate", "--out", str(tmp_path), "--threshold", "0.9", "--device", "cpu") == 0
+    out = capsys.readouterr().out
+    assert "dedup: 2 items, 0 rejected" in out and "1 near-duplicate pair(s) flagged" in out
+    assert "answers chronological_understanding: No 1, Yes 1 -> No 1, Yes 1" in out
+    assert run("dedup", "--from", "generate", "--out", str(tmp_path), "--threshold", "0.9", "--drop", "--device", "cpu") == 0
+    out = capsys.readouterr().out
+    assert "dedup: 1 items, 1 rejected" in out and "answers chronological_understanding: No 1, Yes 1 -> Yes 1  (changed)" in out
+    from vlmlens.curation.dedup import PAIR_LABELS
+    from vlmlens.curation.review import VerdictLog
+    VerdictLog(tmp_path / "pairs.jsonl", PAIR_LABELS).append("q0~q1", "alice", "distinct", note="before vs after")
+    assert run("dedup", "--from", "generate", "--out", str(tmp_path), "--threshold", "0.9", "--verdicts", str(tmp_path / "pairs.jsonl"),
+               "--device", "cpu") == 0
+    assert "dedup: 2 items, 0 rejected" in capsys.readouterr().out                  # reviewed as distinct: both kept
+    assert run("dedup", "--from", "generate", "--out", str(tmp_path), "--verdicts", str(tmp_path / "none.jsonl")) == 2

@@ -5,7 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from vlmlens.curation.dedup import SentenceEmbedder, deduplicate, dedup_step, minilm_path, select_diverse, similar_pairs
+from vlmlens.curation.dedup import (PAIR_LABELS, SentenceEmbedder, deduplicate, dedup_step, minilm_path, pair_review_items, select_diverse,
+                                    similar_pairs)
+from vlmlens.curation.review import VerdictLog
 from vlmlens.curation.store import Step
 
 
@@ -40,11 +42,11 @@ def test_step_rejects_duplicates_keeps_flags_and_reuses_embeddings(emb, tmp_path
     qs = [("q1", "What does Sheldon drink in the kitchen?"), ("q2", "What does Sheldon drink in the kitchen ?"), ("q3", "Why is Penny late?")]
     up.process([("v", None)], lambda _, w: [w.accept(i, {"video_id": "v", "skill_name": "deep_context_understanding", "question": q}) for i, q in qs])
     n0 = emb.n_encoded
-    st = dedup_step(tmp_path, up, embedder=emb)
+    st = dedup_step(tmp_path, up, embedder=emb, drop=True)
     assert [r["id"] for r in st.rejected()] == ["q2"] and st.rejected()[0]["stage"] == "dedup"
     assert st.items()[0]["item"]["dedup"]["flagged_0.95"] is True
     assert json.loads((st.dir / "pairs.json").read_text())["0.95"] == [["q1", "q2", pytest.approx(st.rejected()[0]["item"]["dedup"]["sim"], abs=1e-4)]]
-    keep = dedup_step(tmp_path, up, embedder=emb, drop=False)
+    keep = dedup_step(tmp_path, up, embedder=emb)                             # the default: flag only
     assert keep.dir != st.dir and len(keep.items()) == 3 and not keep.rejected()
     assert emb.n_encoded - n0 <= 3                                             # the second step embedded nothing new
 
@@ -79,3 +81,55 @@ def test_diverse_events_keep_order_and_drop_repeats(emb):
 def test_bad_inputs():
     with pytest.raises(ValueError, match="distinct"): deduplicate([{"id": "a", "question": "x"}, {"id": "a", "question": "y"}], lambda t: np.ones((len(t), 2)))
     with pytest.raises(ValueError, match="thresholds"): deduplicate([], lambda t: None, thresholds=(1.5,))
+
+
+EVENTS = [("Ross watches TV with Rachel", "Monica cooks dinner"), ("Joey buys a duck", "Chandler moves out"),
+          ("Phoebe sings at the cafe", "Gunther cleans the counter")]
+
+
+def _before_after(tmp_path):
+    "Three before/after pairs (one word apart, opposite answers), as the generator writes them, plus one open-ended item."
+    up = Step(tmp_path, "generate", {})
+    def items(_, w):
+        for k, (e1, e2) in enumerate(EVENTS):
+            for word, gold in (("before", 0), ("after", 1)):
+                w.accept(f"v/chron/{k}-{word}", {"video_id": "v", "skill_name": "chronological_understanding", "options": ["Yes", "No"],
+                                                 "answer_idx": gold, "question": f"Did the event '{e1}' happen {word} the event '{e2}'?"})
+        w.accept("v/deep/0", {"video_id": "v", "skill_name": "deep_context_understanding", "question": "Why is Ross upset?", "answer": "Rachel left."})
+    up.process([("v", None)], items)
+    return up
+
+
+def test_before_after_pairs_are_flagged_for_review_not_removed(emb, tmp_path):
+    """InfiniBench App. B.5: such pairs are false positives. The default keeps every item (the Yes/No balance intact) and shows
+    the pairs side by side for review; removal happens only for pairs reviewers confirm, and the balance is in the summary."""
+    up = _before_after(tmp_path)
+    st = dedup_step(tmp_path, up, embedder=emb, threshold=0.9)
+    assert len(st.items()) == 7 and st.rejected() == []
+    s = st.store.read_summary()
+    assert s["n_pairs_flagged"] == 3 and s["removal"] == "none (flag only)"
+    assert s["answer_balance"]["chronological_understanding"] == {"before": {"No": 3, "Yes": 3}, "after": {"No": 3, "Yes": 3}}
+    review = pair_review_items(st)
+    assert sorted(r["id"] for r in review) == [f"v/chron/{k}-before~v/chron/{k}-after" for k in range(3)]
+    assert [(x["answer"], " before " in x["question"]) for x in review[0]["pair"]] == [("Yes", True), ("No", False)]
+    log = VerdictLog(tmp_path / "pairs.jsonl", PAIR_LABELS)
+    for r in review: log.append(r["id"], "alice", "distinct")
+    log.append(review[0]["id"], "bob", "duplicate"); log.append(review[0]["id"], "carol", "duplicate")   # a 2-1 majority: remove one
+    kept = dedup_step(tmp_path, up, embedder=emb, threshold=0.9, confirmed=log)
+    assert [r["id"] for r in kept.rejected()] == ["v/chron/0-after"] and "reviewers confirmed a duplicate of v/chron/0-before" in kept.rejected()[0]["reason"]
+    assert kept.store.read_summary()["answer_balance"]["chronological_understanding"]["after"] == {"No": 2, "Yes": 3}
+    drop = dedup_step(tmp_path, up, embedder=emb, threshold=0.9, drop=True)                 # the explicit, unreviewed choice
+    assert {r["item"]["options"][r["item"]["answer_idx"]] for r in drop.rejected()} == {"No"}
+    assert drop.store.read_summary()["answer_balance"]["chronological_understanding"]["after"] == {"Yes": 3}
+
+
+def test_a_chain_of_similar_items_does_not_crash_and_reruns(tmp_path):
+    "a~c and b~c but not a~b: b is in a's cluster without a pair of its own as the later item (a KeyError before)."
+    vec = {"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [0.7071, 0.7071]}
+    embed = lambda texts: np.array([vec[t.split()[0]] for t in texts], np.float32)
+    up = Step(tmp_path, "generate", {})
+    up.process([("v", None)], lambda _, w: [w.accept(k, {"video_id": "v", "skill_name": "deep_context_understanding", "question": f"{k} ?"}) for k in "abc"])
+    for _ in range(2):                                                                      # a rerun of the same command too
+        st = dedup_step(tmp_path, up, embedder=embed, threshold=0.7, drop=True)
+        assert st.summary()["n_failed"] == 0
+        assert [(r["id"], r["item"]["dedup"]["dup_of"], r["item"]["dedup"]["sim"]) for r in st.rejected()] == [("b", "a", 0.7071), ("c", "a", 0.7071)]

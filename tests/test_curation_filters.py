@@ -2,10 +2,12 @@
 the all-models rule, items a model could not be asked, and Table 8 next to Table 3 from the same runs."""
 import json
 
+import pandas as pd
 import pytest
 
 from vlmlens.curation.filters import SUBTITLES_ONLY, candidate_rows, filter_step, filter_tables, run_filter_models
 from vlmlens.curation.store import Step
+from loopback import client_error
 
 
 @pytest.fixture
@@ -66,3 +68,77 @@ def test_filters_send_metadata_or_subtitles_with_the_instruction(build, server, 
 def test_bad_filter_inputs(tmp_path):
     with pytest.raises(ValueError, match="kind must be"): run_filter_models("taste", tmp_path / "x.jsonl")
     with pytest.raises(FileNotFoundError, match="candidate rows not found"): run_filter_models("knowledge", tmp_path / "x.jsonl")
+
+
+OPEN = {"Why does Sheldon knock three times?": "Because of his ritual.", "What did Penny order?": "A cheesecake."}
+
+
+@pytest.fixture
+def open_build(tmp_path):
+    (tmp_path / "ep.srt").write_text("1\n00:00:01,000 --> 00:00:04,000\nSheldon: Knock knock knock, Penny.\n")
+    up = Step(tmp_path / "b", "dedup", {})
+    def items(_, w):
+        for k, (q, a) in enumerate(OPEN.items()):
+            w.accept(f"ep/deep_context_understanding/{k}", {"skill_name": "deep_context_understanding", "question": q, "answer": a,
+                                                           "video_path_mp4": None, "video_subtitles": str(tmp_path / "ep.srt"),
+                                                           "title": "The Tea Equation", "show": "The Big Bang Theory", "season": 1, "episode": 1})
+    up.process([("ep", None)], items)
+    return tmp_path, up
+
+
+def open_responder(judge_ok=True):
+    "Both filter models know the first answer and not the second; the judge (gpt-4o-mini) gives 9 to a right answer, 1 otherwise."
+    def answer(call):
+        if call.json.get("model") == "gpt-4o-mini":
+            if not judge_ok: return client_error(401, "judge key rejected")
+            pred = call.text.split("Predicted Answer:", 1)[1].split("\n", 1)[0].strip()
+            ref = call.text.split("Correct Answer:", 1)[1].split("\n", 1)[0].strip()
+            return json.dumps({"score": 9 if pred == ref else 1, "justification": "loopback"})
+        if not judge_ok: return "Unsure, perhaps habit."                  # answers no earlier test had judged (judgments are cached)
+        return "Because of his ritual." if "knock three times" in call.text else "A pizza."
+    return answer
+
+
+def test_open_ended_items_are_judged_by_default_and_filtered(open_build, server, monkeypatch):
+    tmp, up = open_build
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
+    server.responder = open_responder()
+    kw = {m: {"base_url": server.openai_base_url, "cache": False} for m in ("gpt-4o", "gpt-4.1")}
+    jkw = {"model_kwargs": {"base_url": server.openai_base_url, "cache": False}}
+    rows = candidate_rows(up, tmp / "runs" / "candidates.jsonl")
+    with pytest.raises(ValueError, match="need a judge for the open-ended skills"):
+        run_filter_models("knowledge", rows, ["gpt-4o", "gpt-4.1"], tmp / "runs", judge="none", model_kwargs=kw)
+    kn = run_filter_models("knowledge", rows, ["gpt-4o", "gpt-4.1"], tmp / "runs", model_kwargs=kw, judge_kwargs=jkw)   # the default judge
+    assert sum(c.json.get("model") == "gpt-4o-mini" for c in server.requests("openai")) >= 2          # open answers went to the judge
+    st = filter_step(tmp / "b", up, kn)
+    assert [(r["id"], r["stage"]) for r in st.rejected()] == [("ep/deep_context_understanding/0", "knowledge")]
+    assert [r["id"] for r in st.items()] == ["ep/deep_context_understanding/1"]
+    tab = filter_tables(kn, {r["id"] for r in st.items()})
+    assert tab[("Table 8: before filtering", "Deep Context Understanding")].tolist() == [5.0, 5.0]
+    assert tab[("Table 3: after filtering", "Deep Context Understanding")].tolist() == [1.0, 1.0]
+
+
+def test_a_skill_never_judged_shows_no_score(open_build, server, monkeypatch):
+    tmp, up = open_build
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
+    server.responder = open_responder(judge_ok=False)
+    kw = {"gpt-4o": {"base_url": server.openai_base_url, "cache": False}}
+    jkw = {"model_kwargs": {"base_url": server.openai_base_url, "cache": False, "max_attempts": 1}}
+    rows = candidate_rows(up, tmp / "runs" / "candidates.jsonl")
+    kn = run_filter_models("knowledge", rows, ["gpt-4o"], tmp / "runs", model_kwargs=kw, judge_kwargs=jkw)
+    tab = filter_tables(kn, {r["id"] for r in up.items()})
+    row = tab.iloc[0]
+    for side in ("Table 8: before filtering", "Table 3: after filtering"):                # no judged answer: no score, not 0.00
+        assert pd.isna(row[(side, "Deep Context Understanding")]) and pd.isna(row[(side, "Score")]) and pd.isna(row[(side, "Overall")])
+    assert filter_step(tmp / "b", up, kn).rejected() == []                               # nothing judged: nothing can be filtered
+
+
+def test_filter_command_without_a_judge_is_refused_before_anything_is_written(open_build, capsys):
+    import argparse
+    from vlmlens.curation import cli as ccli
+    tmp, up = open_build
+    p = argparse.ArgumentParser(prog="vlmlens"); ccli.add_parser(p.add_subparsers(dest="command"))
+    before = sorted(x.name for x in (tmp / "b").iterdir())
+    assert ccli.main(p.parse_args(["curate", "filter", "--from", str(up.dir), "--out", str(tmp / "b"), "--judge", "none"])) == 2
+    assert "need a judge for the open-ended skills (deep_context_understanding)" in capsys.readouterr().err
+    assert sorted(x.name for x in (tmp / "b").iterdir()) == before                    # no filter_runs folder, no step

@@ -1,13 +1,15 @@
 """Question generation through the real OpenAI client against the loopback server: official prompts sent verbatim,
 items with provenance, bad generator output rejected per item with its reason, reruns resume, bad inputs named by file:line."""
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from vlmlens.benchmarks import infinibench as ib
-from vlmlens.curation.generate import (EVENTS_SYSTEM, EVENTS_USER, SUMMARY_QUESTIONS, GenConfig, generate, load_sources,
-                                       write_demo_sources)
+from vlmlens.curation.generate import (CONTEXT_SYSTEM, CONTEXT_USER, EVENTS_SYSTEM, EVENTS_USER, LINKING_SYSTEM,
+                                       MOVIE_CONTEXT_SYSTEM, MOVIE_CONTEXT_USER, MOVIE_EVENTS_SYSTEM, MOVIE_LINKING_SYSTEM,
+                                       SUMMARY_QUESTIONS, GenConfig, generate, load_sources, write_demo_sources)
 from loopback import server_error
 
 DATA = Path(__file__).parent / "data" / "infinibench_curation"
@@ -73,6 +75,30 @@ def test_generation_with_gpt4o_over_the_wire(env, server, tmp_path):
     assert again.dir == st.dir and len(server.requests("openai")) == n                # resumed: nothing re-asked
     other = generate(sources, tmp_path / "build2", "gpt-4o", generator_kwargs=kw)       # another build, same seed: same items
     assert [r["item"] for r in other.items()] == [r["item"] for r in st.items()]
+
+
+def test_a_movie_gets_the_movienet_prompts_and_an_episode_the_tv_ones(env, server, tmp_path):
+    sources, kw = env
+    ep = next(s for s in sources if s.video_id == "synthetic_episode")
+    movie = dataclasses.replace(ep, video_id="synthetic_movie", kind="movie", summary="MOVIE SUMMARY. " + ep.summary)
+    server.responder = gpt4o_like
+    st = generate([ep, movie], tmp_path / "build", "gpt-4o", generator_kwargs=kw)
+    text = lambda m: m["content"] if isinstance(m["content"], str) else "".join(p["text"] for p in m["content"])
+    sent = [[text(m) for m in c.json["messages"]] for c in server.requests("openai")]
+    script = (tmp_path / "src" / "episode_script.txt").read_text()
+    movie_calls = [m for m in sent if "MOVIE SUMMARY" in m[1]]
+    tv_calls = [m for m in sent if "MOVIE SUMMARY" not in m[1]]
+    assert [MOVIE_CONTEXT_SYSTEM.format(), MOVIE_CONTEXT_USER.format(script=script, caption=movie.summary)] in movie_calls
+    assert [CONTEXT_SYSTEM.format(), CONTEXT_USER.format(script=script, caption=ep.summary)] in tv_calls
+    assert MOVIE_LINKING_SYSTEM.format() in [m[0] for m in movie_calls] and LINKING_SYSTEM.format() in [m[0] for m in tv_calls]
+    systems = [m[0] for m in sent]                       # events: same script text, told apart by the system prompt
+    assert systems.count(MOVIE_EVENTS_SYSTEM.format()) == 1 and systems.count(EVENTS_SYSTEM.format()) == 1
+    items = [r["item"] for r in st.items()]
+    chrono = lambda vid: [it["question"] for it in items if it["video_id"] == vid and it["skill_name"] == "chronological_understanding"]
+    assert any("this movie" in q for q in chrono("synthetic_movie")) and not any("episode" in q for q in chrono("synthetic_movie"))
+    assert any("this episode" in q for q in chrono("synthetic_episode"))
+    assert {it["video_id"] for it in items if it["skill_name"] == "scene_transitions"} == {"synthetic_episode"}
+    assert {"unit": "synthetic_movie/scene_transitions", "missing": ["MovieNet prompt (the official pipeline has none)"]} in json.loads((st.dir / "summary.json").read_text())["skipped"]
 
 
 @pytest.mark.parametrize("bad,stage,reason", [("events", "parse", "not a JSON or Python literal"),

@@ -65,12 +65,13 @@ def test_ocr_manual_fix_and_release_as_jee_h(server, pages, tmp_path, monkeypatc
     steps = {lang: ocr_pages(pages[lang], tmp_path / "build", lang, description="JEE Adv (synthetic)", model_kwargs=kw, answer_key=key)
              for lang in ("en", "hi")}
     en, hi = steps["en"], steps["hi"]
-    assert sorted(r["id"] for r in en.items()) == ["en/1", "en/2"] and sorted(r["id"] for r in hi.items()) == ["hi/1", "hi/2", "hi/3"]
+    assert sorted(r["id"] for r in en.items()) == ["en/jee-adv-synthetic/1", "en/jee-adv-synthetic/2"]
+    assert sorted(r["id"] for r in hi.items()) == ["hi/jee-adv-synthetic/1", "hi/jee-adv-synthetic/2", "hi/jee-adv-synthetic/3"]
     rej = en.rejected()[0]
     assert rej["stage"] == "schema" and rej["id"] == "page/p2.png"
     assert "question 3: options: MCQ(multiple) needs non-empty options A, B, C, D (got ['A', 'B', 'C'])" in rej["reason"]
     assert "question 3: figure box [900, 10, 100, 50]" in rej["reason"] and rej["item"]["raw"].startswith("```json")
-    row = next(r for r in en.items() if r["id"] == "en/1")["item"]
+    row = next(r for r in en.items() if r["id"] == "en/jee-adv-synthetic/1")["item"]
     assert row["row"]["question"].endswith("\n\n(D) 9 A") and row["row"]["gold"] == "B" and row["row"]["type"] == "MCQ"
     assert Image.open(row["figure"]).size == (320, 300)                         # 0-1000 box on an 800x1000 page
     call = server.requests("gemini")[0]
@@ -95,12 +96,13 @@ def test_ocr_manual_fix_and_release_as_jee_h(server, pages, tmp_path, monkeypatc
     samples, errors = load_hintel(tmp_path / "release", subsets="jee_h")
     assert errors == []
     by = {(s.language, s.align_id): s for s in samples}
-    assert sorted(by) == [("en", "1"), ("en", "2"), ("en", "3"), ("hi", "1"), ("hi", "2"), ("hi", "3")]
-    assert by[("en", "1")].answer == 1 and by[("en", "1")].options == ["2.25 A", "3.0 A", "3.37 A", "9 A"]
-    assert by[("hi", "2")].answer == "12" and by[("hi", "2")].answer_type == "integer"
-    assert by[("en", "3")].answer == [0, 2] and by[("en", "3")].answer_type == "mcq_multi"
-    assert Image.open(by[("en", "3")].media[0].path).size == (486, 300)            # the fixed row's box on the 810-wide page
-    assert Path(by[("hi", "1")].media[0].path).is_file()
+    k = lambda i: f"jee-adv-synthetic/{i}"
+    assert sorted(by) == [(l, k(i)) for l in ("en", "hi") for i in (1, 2, 3)]
+    assert by[("en", k(1))].answer == 1 and by[("en", k(1))].options == ["2.25 A", "3.0 A", "3.37 A", "9 A"]
+    assert by[("hi", k(2))].answer == "12" and by[("hi", k(2))].answer_type == "integer"
+    assert by[("en", k(3))].answer == [0, 2] and by[("en", k(3))].answer_type == "mcq_multi"
+    assert Image.open(by[("en", k(3))].media[0].path).size == (486, 300)            # the fixed row's box on the 810-wide page
+    assert Path(by[("hi", k(1))].media[0].path).is_file()
 
 
 def test_unreviewed_missing_language_and_model_errors(server, pages, tmp_path, monkeypatch):
@@ -115,7 +117,7 @@ def test_unreviewed_missing_language_and_model_errors(server, pages, tmp_path, m
     assert hi.summary()["n_failed"] == 0 and len(hi.items()) == 3                    # the rerun retried the failed pages
     en = ocr_pages(pages["en"], tmp_path / "b", "en", model_kwargs=kw)
     logs = {"en": VerdictLog(tmp_path / "e.jsonl", FIX_LABELS), "hi": VerdictLog(tmp_path / "h.jsonl", FIX_LABELS)}
-    logs["en"].append("en/1", "a", "correct"); logs["en"].append("en/2", "a", "reject", note="no diagram needed")
+    logs["en"].append("en/1", "a", "correct"); logs["en"].append("en/2", "a", "reject", note="no diagram needed")   # no description: ids by number
     for r in hi.items(): logs["hi"].append(r["id"], "a", "correct")
     rep = release_exam(tmp_path / "rel", "jee_h", {"en": en, "hi": hi}, logs)
     assert rep["n_released"] == 0
@@ -124,3 +126,52 @@ def test_unreviewed_missing_language_and_model_errors(server, pages, tmp_path, m
     with pytest.raises(FileNotFoundError, match="nope.png"): ocr_pages([tmp_path / "nope.png"], tmp_path / "b", "en", model_kwargs=kw)
     with pytest.raises(ValueError, match="needs labels"): OCRFixWidget(fix_items(en), VerdictLog(tmp_path / "x.jsonl"), "a")
     with pytest.raises(ValueError, match="subset must be one of"): release_exam(tmp_path / "rel", "vqav2", {"en": en}, logs)
+
+
+class PaperReader:
+    "An offline OCR model for generated papers: each page image's name says which questions it holds."
+    model_id = "paper-reader"
+    def __init__(self, papers): self.papers = papers
+    def generate(self, reqs, **kw):
+        from vlmlens.core import Generation
+        return [Generation(json.dumps(self.papers[r.sample_id.split("/", 1)[1]], ensure_ascii=False)) for r in reqs]
+
+
+def test_two_papers_of_two_languages_release_all_192_questions(tmp_path):
+    """JEE Advanced has two papers a year, each numbering its questions from 1. Read paper by paper (each its own step, its own
+    --description), the 2 x 96 questions of each language are all released, aligned by (paper, number), none colliding."""
+    from vlmlens.curation.ocr import question_key
+    img = tmp_path / "blank.png"; Image.new("RGB", (200, 200), "white").save(img)
+    steps, logs, key = {"en": [], "hi": []}, {}, {}
+    for lang in ("en", "hi"):
+        logs[lang] = VerdictLog(tmp_path / f"fix_{lang}.jsonl", FIX_LABELS)
+        for paper in (1, 2):
+            desc = f"JEE Adv 2023 Paper {paper}"
+            pages, papers = [], {}
+            for pg in range(12):                                                        # 8 questions a page, 96 a paper
+                name = f"{lang}-p{paper}-{pg:02d}.png"; pages.append(tmp_path / name)
+                (tmp_path / name).write_bytes(img.read_bytes())
+                papers[name] = [q(8 * pg + i + 1, "Integer", f"{lang} paper {paper} question {8 * pg + i + 1}", figures=[FIG1]) for i in range(8)]
+            st = ocr_pages(pages, tmp_path / "build", lang, description=desc, backend=PaperReader(papers),
+                           answer_key={str(i): str(i % 10) for i in range(1, 97)})
+            assert len(st.items()) == 96 and st.summary()["n_failed"] == 0
+            steps[lang].append(st)
+            for r in st.items(): logs[lang].append(r["id"], "ann", "correct")
+    rep = release_exam(tmp_path / "release", "jee_h", steps, logs)
+    assert rep["n_released"] == 192 and rep["dropped"] == {}
+    samples, errors = load_hintel(tmp_path / "release", subsets="jee_h")
+    assert errors == [] and len(samples) == 2 * 192
+    ids = {s.align_id for s in samples}
+    assert len(ids) == 192 and question_key("JEE Adv 2023 Paper 2", 1) in ids and question_key("JEE Adv 2023 Paper 1", 96) in ids
+    by = {(s.language, s.align_id): s for s in samples}
+    assert "paper 2 question 1" in by[("hi", "jee-adv-2023-paper-2/1")].question
+
+
+def test_a_question_read_twice_rejects_the_page_instead_of_failing_every_rerun(tmp_path):
+    img = tmp_path / "a.png"; Image.new("RGB", (200, 200), "white").save(img)
+    (tmp_path / "b.png").write_bytes(img.read_bytes())
+    papers = {"a.png": [q(1, "Integer", "one", figures=[FIG1])], "b.png": [q(1, "Integer", "one, continued", figures=[FIG1])]}
+    for _ in range(2):                                                                  # the rerun gives the same, finished result
+        st = ocr_pages([tmp_path / "a.png", tmp_path / "b.png"], tmp_path / "build", "en", description="P1", backend=PaperReader(papers))
+        assert st.summary()["n_failed"] == 0 and [r["id"] for r in st.items()] == ["en/p1/1"]
+        assert "question(s) en/p1/1 already read from another page" in st.rejected()[0]["reason"]

@@ -78,3 +78,16 @@ def test_release_refuses_malformed_items(tmp_path):
         release_row("v/1", {"skill_name": "global_appearance", "question": "Q?"}, "train")
     with pytest.raises(ValueError, match="nothing to release"):
         write_release(Step(tmp_path, "empty", {}), tmp_path / "rel")
+
+
+def test_a_release_naming_videos_that_are_not_there_says_so(tmp_path, capsys):
+    "Questions from the released outfit file name TVQA episodes by layout (/bbt/...): the release command says they are missing."
+    import argparse
+    from vlmlens.curation import appearance, cli as ccli
+    (tmp_path / "outfits.json").write_text(json.dumps({"season_1": {"episode_1": {"Sheldon": ["red shirt", "blue shirt"]}}}))
+    p = argparse.ArgumentParser(prog="vlmlens"); ccli.add_parser(p.add_subparsers(dest="command"))
+    run = lambda *a: ccli.main(p.parse_args(["curate", *a]))
+    assert run("appearance", "--outfits", str(tmp_path / "outfits.json"), "--out", str(tmp_path / "b")) == 0
+    assert run("release", "--from", "appearance_qa", "--out", str(tmp_path / "b"), "--release", str(tmp_path / "rel"), "--split-rule", "test") == 0
+    err = capsys.readouterr().err
+    assert "1 row(s) name a video that is not here (e.g. /bbt/season_1/episode_1.mp4" in err

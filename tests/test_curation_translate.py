@@ -121,7 +121,7 @@ def test_placeholders_numbers_and_script_are_checked_per_item(mt, tmp_path):
     assert s["n_flagged"] == 4 and s["flags_by_kind"] == {"dropped placeholder": 2, "dropped number": 1, "script": 1}
 
 
-@pytest.mark.parametrize("engine,status", [("azure", 401), ("aws", 429), ("google", 403)])
+@pytest.mark.parametrize("engine,status", [("azure", 401), ("aws", 429), ("google", 403), ("indictrans", 500)])
 def test_engine_errors_fail_the_item_for_retry_naming_the_engine(mt, english, tmp_path, engine, status):
     recs = english[:5]
     hit = {"n": 0}
@@ -136,7 +136,7 @@ def test_engine_errors_fail_the_item_for_retry_naming_the_engine(mt, english, tm
     assert s["n_failed"] == 1 and s["n_items"] == len(recs) - 1
     err = s["failed_units"]["vqav2-real-0"]
     assert err.startswith(f"engine {engine}: ") and f"{engine}: HTTP {status}" in err
-    assert ("rate_limit" if status == 429 else "client_error") in err
+    assert {429: "rate_limit", 500: "server_error"}.get(status, "client_error") in err
     assert KEYS["AZURE_TRANSLATOR_KEY"] not in err
     mt.responder, n = None, len(mt.calls)
     again = translate(recs, tmp_path / "b", engine, "te", engine_options=opts(mt))
@@ -201,3 +201,63 @@ def test_review_set_and_paper_engines(english):
     rs = review_set(english, n=6, key="subset")
     assert len(rs) == 6 and len({r["subset"] for r in rs}) >= 3 and rs == review_set(english, n=6, key="subset")
     assert PAPER_ENGINES == {"hi": "azure", "te": "aws"}
+
+
+def test_translate_command_whose_every_call_fails_exits_3(mt, english, tmp_path, capsys):
+    "`vlmlens curate translate` with a rejected key: every item failed, the step is saved, one line names the count and the error."
+    from vlmlens.cli import main
+    (tmp_path / "en.jsonl").write_text("".join(json.dumps(r) + "\n" for r in english[:3]))
+    mt.responder = lambda call: Reply(401)
+    argv = ["curate", "translate", "--records", str(tmp_path / "en.jsonl"), "--engine", "azure", "--target", "hi", "--out", str(tmp_path / "b"),
+            "--engine-option", f"endpoint_url={mt.url}", "--engine-option", "max_attempts=1"]
+    assert main(argv) == 3
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("vlmlens: error: curate translate_hi") and "3 items failed" in err and "azure: HTTP 401" in err
+    assert json.loads(next((tmp_path / "b").glob("translate*/summary.json")).read_text())["n_failed"] == 3
+    assert main([*argv, "--allow-failures"]) == 0
+
+
+def test_a_missing_mt_sdk_is_named_before_any_work(mt, english, tmp_path, monkeypatch, capsys):
+    from vlmlens.cli import main
+    from vlmlens.curation import translate as tr
+    monkeypatch.setitem(tr.SDKS, "google", ("no_such_google_sdk", "google-cloud-translate"))     # as on a machine without it
+    (tmp_path / "en.jsonl").write_text("".join(json.dumps(r) + "\n" for r in english[:2]))
+    assert main(["curate", "translate", "--records", str(tmp_path / "en.jsonl"), "--engine", "google", "--target", "te",
+                 "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'vlmlens[curation]' (or pip install google-cloud-translate)" in err[0]
+    assert not (tmp_path / "b").exists() and mt.calls == []
+
+
+@pytest.mark.parametrize("lang_codes,ids", [("iso", ("en", "te")), ("flores", ("eng_Latn", "tel_Telu"))])
+def test_indictrans2_engine_through_its_inference_server(mt, english, tmp_path, lang_codes, ids):
+    "IndicTrans2 behind AI4Bharat's Triton server (KServe v2 JSON): an item's texts in one request, the server's language ids."
+    st = translate(english, tmp_path / "b", "indictrans", "te", engine_options=opts(mt, lang_codes=lang_codes))
+    s = st.summary()
+    assert s["n_items"] == len(english) and s["n_failed"] == 0 and s["n_rejected"] == 0
+    items = {r["id"]: r["item"] for r in st.items()}
+    assert items["vqav2-real-0"]["question"] == cipher("Is this a fully grown zebra?", "en", "te")
+    assert items["jee_t-real-0"]["answer"] == "70819157131" and all(not it["flags"] for it in items.values())
+    calls = mt.requests("indictrans")
+    assert len(calls) == len(english) and {c.path for c in calls} == {"/v2/models/nmt/infer"}
+    z = next(c for c in calls if "Is this a fully grown zebra?" in mt_texts(c))
+    cols = {i["name"]: i for i in z.json["inputs"]}
+    assert mt_texts(z) == ["Is this a fully grown zebra?", "yes"] and cols["INPUT_TEXT"]["datatype"] == "BYTES"
+    assert cols["INPUT_LANGUAGE_ID"]["data"] == [[ids[0]]] * 2 and cols["OUTPUT_LANGUAGE_ID"]["data"] == [[ids[1]]] * 2
+    back = back_translate(st, tmp_path / "b", engine_options=opts(mt, lang_codes=lang_codes))
+    assert {r["item"]["question"] for r in back.items() if r["id"] == "vqav2-real-0"} == {"is this a fully grown zebra?"}
+
+
+def test_indictrans2_without_a_server_url_is_named_before_any_work(mt, english, tmp_path, monkeypatch, capsys):
+    from vlmlens.cli import main
+    monkeypatch.delenv("INDICTRANS2_URL", raising=False)
+    (tmp_path / "en.jsonl").write_text("".join(json.dumps(r) + "\n" for r in english[:2]))
+    assert main(["curate", "translate", "--records", str(tmp_path / "en.jsonl"), "--engine", "indictrans", "--target", "te",
+                 "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "INDICTRANS2_URL" in err[0] and "AI4Bharat" in err[0]
+    assert not (tmp_path / "b").exists() and mt.calls == []
+    monkeypatch.setenv("INDICTRANS2_URL", mt.url)
+    assert main(["curate", "translate", "--records", str(tmp_path / "en.jsonl"), "--engine", "indictrans", "--target", "te",
+                 "--out", str(tmp_path / "b")]) == 0
+    assert len(mt.requests("indictrans")) == 2

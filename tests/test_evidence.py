@@ -229,10 +229,33 @@ def test_an_invalid_graph_is_recorded_and_its_item_skipped(server, models, tmp_p
                   judge=f"openai-compatible:judge@{url}", judge_kwargs={"k": 1, "cache": False}, output_root=str(tmp_path),
                   run_name="r", progress=False, model_kwargs={"cache": False, "progress": False}))
     server.responder = lambda call: '{"nodes": [], "edges": []}' if call.model == "compiler" else responder(call)
-    out = isolate_run(tmp_path / "r", compiler=GraphCompiler(models["compiler"], cache_dir=tmp_path / "g", retries=0),
-                      labeller=models["labeller"], model=models["student"], progress=False)
-    assert out == {"failed": 1, "graph_errors": 1}                                     # c-ta failed; its graph is empty
+    from vlmlens.core import NothingAnswered
+    with pytest.raises(NothingAnswered) as e:            # the only item tried got no graph: saved, then loud (exit 3)
+        isolate_run(tmp_path / "r", compiler=GraphCompiler(models["compiler"], cache_dir=tmp_path / "g", retries=0),
+                    labeller=models["labeller"], model=models["student"], progress=False)
+    assert e.value.result == {"failed": 1, "graph_errors": 1}                          # c-ta failed; its graph is empty
+    assert "nothing answered (1 item failed; most common error: graph: graph of c-ta: the graph has no nodes" in str(e.value)
     rec = [json.loads(l) for l in (tmp_path / "r" / "isolation.jsonl").read_text().splitlines()]
     assert rec[0]["type"] == "graph_error" and "the graph has no nodes" in rec[0]["error"]
     assert isolate_run(tmp_path / "r", compiler=GraphCompiler(models["compiler"], cache_dir=tmp_path / "g"),
                        labeller=models["labeller"], model=models["student"], progress=False) == {"failed": 1, "skipped": 1}
+
+
+def test_isolate_command_exits_3_when_no_item_could_be_isolated(server, tmp_path, monkeypatch, capsys):
+    "`vlmlens isolate` saves what it tried, prints it, then one line naming the count and the most common error; exit 3."
+    from vlmlens.cli import main
+    from vlmlens.runner import run
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    monkeypatch.setenv("VLMLENS_CACHE", str(tmp_path / "cache"))        # the compiler's bad replies stay in this test's cache
+    server.reset(); server.responder = responder
+    url = server.openai_base_url
+    run(RunConfig("curve", f"openai-compatible:student@{url}", data_path=str(make_data(tmp_path, "curve")), modality="text",
+                  max_new_tokens=64, limit=2, judge=f"openai-compatible:judge@{url}", judge_kwargs={"k": 1, "cache": False},
+                  output_root=str(tmp_path), run_name="r", progress=False, model_kwargs={"cache": False, "progress": False}))
+    server.responder = lambda call: '{"nodes": [], "edges": []}' if call.model == "compiler" else responder(call)
+    rc = main(["isolate", str(tmp_path / "r"), "--compiler", f"openai-compatible:compiler@{url}",
+               "--labeller", f"openai-compatible:labeller@{url}", "--model", f"openai-compatible:student@{url}"])
+    out, err = capsys.readouterr()
+    assert rc == 3, err[-2000:]
+    assert json.loads(out) == {"failed": 1, "graph_errors": 1}
+    assert err.strip().splitlines()[-1].startswith("vlmlens: error: isolate r: nothing answered (1 item failed; most common error: graph:")

@@ -155,6 +155,8 @@ def _tiny_judge_reply(text: str, salt: int = 0) -> str:
 
 def _responder(call):
     if call.model == "answerer": return _answer(call.text)
+    if call.model == "never-right":                              # no option number, ever; open answers are judged
+        return "I cannot tell from the video." if "Answer with the number" in call.text else "They talk in the kitchen."
     if call.model == "gpt-4o-mini": return _official_judge_reply(_texts(call).get("user", ""))
     if call.model == "judge": return _tiny_judge_reply(call.text)
     if call.model == "judge2": return _tiny_judge_reply(call.text, salt=3)
@@ -468,6 +470,35 @@ def test_all_modes_run_end_to_end(runs, data):
     noidk = res["noidk"]["benchmark_summary"]
     assert noidk["idk_option"] is False and noidk["n_idk"] == 0
     assert noidk["chance"] > res[("release", "video")]["benchmark_summary"]["chance"]
+
+
+def test_headline_is_acc_score_overall_never_a_pooled_accuracy(server, data, monkeypatch_module):
+    """Grounding all wrong (Table 3 Acc 0.00 %), reasoning judged 0-10: the run's headline is Acc / Score / Overall in
+    the summary, the printed table, the runs table, the overview and the sweep row; no pooled 'accuracy' averaging 0/1
+    outcomes with judge scores / 10 is computed or printed."""
+    from vlmlens.report import render_table, runs_overview, summary_table
+    from vlmlens.store import RunSet
+    from vlmlens.sweep import sweep_row
+    monkeypatch_module.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    out = data["root"] / "headline"
+    cfg = RunConfig(benchmark="infinibench", model=f"openai-compatible:never-right@{server.openai_base_url}", modality="metadata",
+                    data_path=str(data["episode"]["rows"]), judge=f"openai-compatible:judge@{server.openai_base_url}",
+                    output_root=str(out), run_name="ib", progress=False)
+    summary = run(cfg)
+    o, b = summary["overall"], summary["benchmark_summary"]
+    assert b["acc"] == 0.0 and b["score_0_10"] > 0 and b["printed"]["Acc"] == "0.00"
+    assert o["accuracy"] is None and o["accuracy_answered"] is None
+    assert (o["acc"], o["score_0_10"], o["overall_0_100"]) == (b["acc"], b["score_0_10"], b["overall_0_100"])
+    text = render_table(summary_table(summary))
+    last = summary_table(summary).frame().iloc[-1]
+    assert last["accuracy %"].startswith("–") and last["answered acc. %"].startswith("–") and "Acc 0.0 %" in text
+    runs = RunSet.discover(out)
+    t = runs.table().iloc[0]
+    assert pd.isna(t["accuracy"]) and (t["acc"], t["score_0_10"]) == (0.0, b["score_0_10"])
+    ov = runs_overview(runs.runs).frame().iloc[0]
+    assert ov["accuracy %"].startswith("–") and ov["Acc %"] == "0.0"
+    row = sweep_row({"run_name": "ib", "params": {}}, "ok", out / "ib", None)
+    assert row["accuracy"] is None and row["acc"] == 0.0 and row["score_0_10"] == b["score_0_10"]
 
 
 def test_prompt_modes_and_frame_cache(data):

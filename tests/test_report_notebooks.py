@@ -252,6 +252,16 @@ def _outputs(nb_path):
     return [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
 
 
+def check_tex_compiles(folder: Path):
+    "Every emitted .tex typesets in a paper-like page without error or overfull box (where its TeX engine is installed)."
+    from texcheck import ENGINES, compile_table, engine_for
+    problems = []
+    for p in sorted(folder.glob("*.tex")):
+        tex = p.read_text(encoding="utf-8")
+        if ENGINES[engine_for(tex)]: problems += compile_table(tex, folder.parent / "tex-check", p.stem)
+    assert not problems, "\n".join(problems[:20])
+
+
 def check_report(nb_path, report_dir, min_figures: int):
     "The defects issue-17 names, in an executed report and the files it wrote."
     outs = _outputs(nb_path)
@@ -269,6 +279,7 @@ def check_report(nb_path, report_dir, min_figures: int):
     for kind in ("md", "tex", "csv"): assert list((Path(report_dir) / "tables").glob(f"*.{kind}"))
     tex = "\n".join(p.read_text(encoding="utf-8") for p in (Path(report_dir) / "tables").glob("*.tex"))
     assert not re.search(r"(^|&)\s*(None|NaN|nan|<NA>)\s*(&|\\\\)", tex, re.M)
+    check_tex_compiles(Path(report_dir) / "tables")
     return "\n".join(text for o in outs for text in [o.get("text", "") or o.get("data", {}).get("text/plain", "")])
 
 

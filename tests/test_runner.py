@@ -175,12 +175,41 @@ def test_score_command_rescores_a_finished_run_without_the_model(reference, monk
 def test_frames_that_overflow_the_context_are_reduced_with_the_reason_recorded(tmp_path):
     "The generic context check: a preset or --frames the model cannot hold is reduced, logged and recorded, never silently cut."
     big = {"video_min_pixels": 64 * 28 * 28, "video_max_pixels": 64 * 28 * 28}      # 32 visual tokens per frame
-    s = run(_cfg(tmp_path, num_frames=300, subset="video_color", language="en", limit=1, run_name="fit", model_kwargs=big))
-    fit = s["frames_fit"]
+    from vlmlens.core import NothingAnswered
+    with pytest.raises(NothingAnswered) as e:   # 144 frames fit, more than the 9.5 s video holds: saved, then loud (exit 3)
+        run(_cfg(tmp_path, num_frames=300, subset="video_color", language="en", limit=1, run_name="fit", model_kwargs=big))
+    assert "asked for 144 frames but the video has only" in str(e.value)
+    fit = e.value.result["frames_fit"]
     assert fit["requested"] == 300 and 1 <= fit["used"] < 300 and "context of 4096" in fit["reason"], fit
     assert json.loads((tmp_path / "fit" / "run.json").read_text())["frames_fit"] == fit
+    before = sorted(p.name for p in tmp_path.iterdir())
     out = subprocess.run([sys.executable, "-c", "from vlmlens.cli import main; raise SystemExit(main())", "run", "--benchmark", "demo",
                           "--model", MODEL, "--subset", "video_color", "--language", "en", "--limit", "1", "--frames", "8",
-                          "--max-new-tokens", "5000", "--output-root", str(tmp_path), "--no-progress"],
+                          "--max-new-tokens", "5000", "--output-root", str(tmp_path / "refused"), "--no-progress"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 2 and "exceeds the context of 4096" in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before      # refused once the model was loaded: no folder, no .lock left
+
+
+def test_rescoring_keeps_every_note_and_rebuilds_a_lost_summary(reference, tmp_path, capsys):
+    "`vlmlens score` changes only what the scoring computes; a corrupt or missing summary.json is rebuilt with the notes."
+    import shutil
+    from vlmlens.cli import main
+    run_dir = tmp_path / "ref"
+    shutil.copytree(reference[0], run_dir)
+    assert main(["score", str(run_dir)]) == 0                      # the copy's own summary (run_dir is the copy's)
+    notes = {"row_errors": ["data.jsonl:7: options: expected a list"], "preset": {"num_frames": 768, "source": "paper"},
+             "frames_fit": {"requested": 768, "used": 96, "reason": "768 frames need more than the context"},
+             "skipped_languages": ["te"], "a_later_note": [1, {"x": None}]}
+    summary_path, info_path = run_dir / "summary.json", run_dir / "run.json"
+    summary_path.write_text(json.dumps({**json.loads(summary_path.read_text()), **notes}))    # as a run records them:
+    info_path.write_text(json.dumps({**json.loads(info_path.read_text()), **notes, "note_keys": list(notes)}))   # both files
+    before = json.loads(summary_path.read_text())
+    scores = pd.read_csv(run_dir / "scores.csv")
+    assert main(["score", str(run_dir)]) == 0
+    assert json.loads(summary_path.read_text()) == before
+    for broken in ("{not json", None):                             # corrupt, then missing: rebuilt from the predictions
+        summary_path.unlink() if broken is None else summary_path.write_text(broken)
+        assert main(["score", str(run_dir)]) == 0, capsys.readouterr().err
+        assert json.loads(summary_path.read_text()) == before
+        pd.testing.assert_frame_equal(pd.read_csv(run_dir / "scores.csv"), scores)

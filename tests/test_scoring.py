@@ -1,6 +1,5 @@
 """Table-driven tests of the deterministic scorers (vlmlens.scoring): English, Hindi and Telugu, adversarial cases."""
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -290,11 +289,12 @@ def test_exact_match(pred, gold, lang, want):
 VQA_EN = [
     # (prediction, reference answers, official VQA accuracy: GT-Vision-Lab/VQA master vqaEval.py)
     ("yes", ["yes"] * 10, 1.0),
-    ("Yes", ["yes"] * 10, 1.0),                 # the prediction is always normalised
-    ("yes.", ["yes"] * 10, 1.0),
-    ("two", ["two"] * 10, 0.0),                 # identical references are not normalised: "2" != "two" (official quirk)
-    ("t-shirt", ["t-shirt"] * 10, 0.0),         # ... the prediction becomes "t shirt"
-    ("two", ["2"] * 10, 1.0),
+    ("Yes", ["yes"] * 10, 0.0),                 # identical references: neither side is normalised
+    ("yes.", ["yes"] * 10, 0.0),
+    ("two", ["two"] * 10, 1.0),                 # ... compared as they are
+    ("Two", ["Two"] * 10, 1.0), ("1,000", ["1,000"] * 10, 1.0), ("Left!", ["Left!"] * 10, 1.0),
+    ("t-shirt", ["t-shirt"] * 10, 1.0),
+    ("two", ["2"] * 10, 0.0),
     ("yes", ["yes"], 0.0),                      # one reference: leave-one-out leaves nothing to match (official)
     ("two", ["2"] * 9 + ["3"], 1.0),
     ("2", ["2"] * 2 + ["3"] * 8, 0.6),
@@ -303,7 +303,7 @@ VQA_EN = [
     ("2", ["2"] * 4 + ["3"] * 6, 1.0),
     ("a dog", ["dog"] * 9 + ["cat"], 1.0),
     ("The Dog", ["dog"] * 9 + ["cat"], 1.0),
-    ("red", ["red", "Red"] + ["blue"] * 8, 0.3),   # references get punctuation processing only: "Red" stays
+    ("red", ["red", "Red"] + ["blue"] * 8, 0.6),   # differing references are normalised: "Red" becomes "red"
     ("t-shirt", ["t shirt"] * 5 + ["shirt"] * 5, 1.0),
     ("1,000", ["1000"] * 5 + ["100"] * 5, 1.0),
     ("dont know", ["don't know"] * 4 + ["no"] * 6, 1.0),
@@ -378,80 +378,11 @@ def test_vqa_normalize(text, lang, want):
     assert vqa_normalize(text, lang) == want
 
 
-# --- The official VQA arithmetic, re-implemented here from the official script -----------------------
-# GT-Vision-Lab/VQA master, PythonEvaluationTools/vqaEvaluation/vqaEval.py (VQAEval.evaluate for one question,
-# processPunctuation, processDigitArticle). Written independently of vlmlens.scoring; only the 120-entry
-# contraction table (data, not arithmetic) is shared and spot-checked.
-_OFF_PUNCT = [";", "/", "[", "]", '"', "{", "}", "(", ")", "=", "+", "\\", "_", "-", ">", "<", "@", "`", ",", "?", "!"]
-_OFF_NUM = {"none": "0", "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
-            "seven": "7", "eight": "8", "nine": "9", "ten": "10"}
-
-
-def _off_punctuation(in_text):
-    out = in_text
-    for p in _OFF_PUNCT:
-        if (p + " " in in_text or " " + p in in_text) or re.search(r"(\d)(,)(\d)", in_text) is not None:
-            out = out.replace(p, "")
-        else:
-            out = out.replace(p, " ")
-    return re.compile(r"(?!<=\d)(\.)(?!\d)").sub("", out, re.UNICODE)      # the count=re.UNICODE quirk, kept
-
-
-def _off_digit_article(in_text):
-    from vlmlens.scoring import _VQA_CONTRACTIONS as contractions
-    words = [_OFF_NUM.get(w, w) for w in in_text.lower().split()]
-    words = [w for w in words if w not in ("a", "an", "the")]
-    return " ".join(contractions.get(w, w) for w in words)
-
-
-def official_vqa(res_ans, gt_answers):
-    res = res_ans.replace("\n", " ").replace("\t", " ").strip()
-    res = _off_digit_article(_off_punctuation(res))
-    records = [{"answer": a, "answer_id": i} for i, a in enumerate(gt_answers)]     # answer ids are unique
-    if len({r["answer"] for r in records}) > 1:
-        for r in records: r["answer"] = _off_punctuation(r["answer"])
-    accs = []
-    for held in records:
-        others = [r for r in records if r != held]
-        accs.append(min(1, len([r for r in others if r["answer"] == res]) / 3))
-    return sum(accs) / len(accs)
-
-
+# --- The official VQA script itself: tests/test_golden.py (its output on 3,000 generated cases) -----------------
 def test_contraction_table_spot_checks():
     from vlmlens.scoring import _VQA_CONTRACTIONS as c
     assert len(c) == 120 and c["dont"] == "don't" and c["somebody'd"] == "somebodyd" and c["twas"] == "'twas"
     assert c["yall'd've"] == "y'all'd've" and c["Im"] == "I'm"
-
-
-_VQA_PREDS = ["yes", "Yes", "yes.", "YES!", "no", "two", "2", "2.", "t-shirt", "t shirt", "T-Shirt", "1,000", "1000",
-              "dont", "don't", "the dog", "a dog", "Dog", " yes\n", "no !", "red/white", "red & white", "red white",
-              "3.5", "3.5.", "none", "0", "zero", "", "the", "an apple", "apple", "(apple)", "it's", "its", "im",
-              "10:30", "10 30", "yes, it is", "right?", "left-hand", "....", "a.b", "1,2", "1 2", "ten", "10"]
-_VQA_REFS = ["yes", "no", "two", "2", "t-shirt", "t shirt", "1000", "1,000", "don't", "dog", "Dog", "red/white",
-             "red white", "3.5", "0", "zero", "apple", "(apple)", "it's", "10:30", "left hand", "right", "10", "ten", "Yes"]
-
-
-def _vqa_cases(n=1500, seed=0):
-    import random
-    rng = random.Random(seed)
-    cases = [(p, [r]) for p in _VQA_PREDS for r in _VQA_REFS[:8]]                     # single references
-    cases += [(p, [r] * 10) for p in _VQA_PREDS for r in _VQA_REFS[:12]]               # ten identical references
-    while len(cases) < n:                                                             # mixed annotator sets
-        k = rng.randint(2, 4)
-        pool = rng.sample(_VQA_REFS, k)
-        cases.append((rng.choice(_VQA_PREDS), [rng.choice(pool) for _ in range(rng.choice([3, 10]))]))
-    return cases
-
-
-def test_vqa_default_equals_the_official_arithmetic_on_adversarial_cases():
-    cases = _vqa_cases()
-    diff = [(p, g, vqa_accuracy(p, g), official_vqa(p, g)) for p, g in cases if abs(vqa_accuracy(p, g) - official_vqa(p, g)) > 1e-12]
-    assert len(cases) >= 1500 and not diff, diff[:10]
-    # and the reading differs from it exactly where documented: single references and identical references
-    changed = [(p, g) for p, g in cases if abs(vqa_accuracy(p, g, official=False) - official_vqa(p, g)) > 1e-12]
-    assert all(len(set(g)) == 1 or (vqa_normalize(p) == "" and "" in [vqa_normalize(x) for x in g]) or
-               {vqa_normalize(x) for x in g} != {_off_punctuation(x) for x in g} for p, g in changed)
-    assert any(len(g) == 1 for p, g in changed) and any(len(g) == 10 and len(set(g)) == 1 for p, g in changed)
 
 
 # --- JEE --------------------------------------------------------------------------------------------

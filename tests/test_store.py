@@ -256,3 +256,59 @@ def test_atomic_summary(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert st.read_summary() == {"accuracy": 1.0, "n": 4}
     assert [p.name for p in st.run_dir.iterdir()] == ["summary.json"]
+
+
+# -- every file a run writes reads back as written -------------------------------------------------------------------
+
+_FRAGMENTS = ["\r", "\n", "\r\n", "\n\r", '"', '""', "'", ",", ";", "\x00", "\t", " ", "\\", "B", "answer", "(C)",
+              "שלום", "مرحبا بك", "\u200f", "\u202e", "e\u0301", "a\u0308\u0323", "\u0915\u094d\u0937", "\u2028", "\u2029",
+              "\ufeff", "\x85", "😀", "\u0000end"]
+
+
+def _tricky(rng, k_max=8) -> str:
+    "A seeded answer built from what breaks files: carriage returns, newlines, quotes, commas, NUL, RTL, combining marks."
+    return "".join(rng.choice(_FRAGMENTS) for _ in range(rng.randint(1, k_max)))
+
+
+class _Answers:
+    "A backend that answers each item with a given text."
+    name, model_id, revision, languages = "answers", "answers", "r", ("en",)
+    def __init__(self, texts, label): self.texts, self.label = texts, label
+    def generate(self, reqs, **kw):
+        from vlmlens.core import Generation
+        return [Generation(self.texts[r.sample_id], {"input_tokens": 3}, finish_reason="stop") for r in reqs]
+    def info(self): return {"name": self.label}
+    def close(self): pass
+
+
+def test_every_file_a_run_writes_reads_back_as_written(tmp_path):
+    "predictions, judgments, scores.csv, summary.json and run.json, read by RunSet/Run and by pandas with its defaults."
+    import random
+    import pandas as pd
+    from vlmlens.benchmarks.base import get_benchmark
+    from vlmlens.runner import run, write_summary
+    from vlmlens.store import Run, RunSet
+    rng = random.Random(20231)
+    for trial in range(3):
+        n = 40
+        texts = {f"s{i:02d}": _tricky(rng) for i in range(n)}
+        questions = {sid: "Q " + _tricky(rng, 4) for sid in texts}
+        items = [Sample(sid, "demo", question=questions[sid], options=["a", "b"], answer=0) for sid in texts]
+        label, notes = _tricky(rng), [_tricky(rng) for _ in range(3)]
+        cfg = RunConfig("demo", "answers", modality="text", output_root=str(tmp_path), run_name=f"t{trial}", progress=False)
+        run(cfg, backend=_Answers(texts, label), samples=items)
+        store = RunStore.open(cfg)
+        for sid, t in texts.items(): store.append_judgment(Judgment(sid, "j", "0" * 64, t, 1.0, True))
+        write_summary(store, get_benchmark("demo"), items, cfg, {"row_errors": notes})
+        r = RunSet.discover(tmp_path).where(run_name=f"t{trial}")[0]
+        assert {sid: p.raw for sid, p in r.predictions().items()} == texts
+        assert {j.sample_id: j.raw for j in r.judgments()} == texts
+        assert r.summary["row_errors"] == notes and r.info["model"]["name"] == label
+        assert r.status == "finished" and r.overall["n"] == n
+        for df in (r.scores(), pd.read_csv(r.dir / "scores.csv")):          # ours, and pandas with every default
+            assert len(df) == n
+            got = df.set_index(df["sample_id"].astype(str))
+            assert {sid: got.loc[sid, "raw"] for sid in texts} == texts
+            assert {sid: got.loc[sid, "question"] for sid in texts} == questions
+        lines = pd.read_json(r.dir / "predictions.jsonl", lines=True)
+        assert dict(zip(lines["sample_id"], lines["raw"])) == texts

@@ -15,8 +15,9 @@ from typing import Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['SCRIPT_FONTS', 'FONT_PACKAGES', 'use_script_fonts', 'scripts_in', 'check_fonts', 'fit_title', 'outside_legend',
-           'plain_ticks', 'bar_chart', 'line_chart', 'figure_problems', 'FigureWarning', 'save_figure']
+__all__ = ['SCRIPT_FONTS', 'FONT_PACKAGES', 'COLUMN_IN', 'TEXT_IN', 'MIN_PT', 'use_script_fonts', 'scripts_in', 'check_fonts',
+           'fit_title', 'outside_legend', 'plain_ticks', 'value_bounds', 'clamp_axis', 'bar_chart', 'line_chart',
+           'figure_problems', 'FigureWarning', 'save_figure']
 
 # %% ../nbs/50_analysis.ipynb #2b1c3d4e
 SCRIPT_FONTS = {  # script: (its characters, the Noto family that covers it)
@@ -73,7 +74,7 @@ def check_fonts(what) -> dict[str, str]:
     return missing
 
 # %% ../nbs/50_analysis.ipynb #81728394
-def fit_title(ax, title: str, fontsize: float = 10, min_size: float = 7):
+def fit_title(ax, title: str, fontsize: float = 10, min_size: float = 8):
     "Set `title` on `ax`, shrunk and wrapped until it is no wider than the axes."
     fig = ax.figure
     t = ax.set_title(title, fontsize=fontsize)
@@ -122,10 +123,32 @@ def _bar_label(ax, x, v, lo, hi, fmt: str, fontsize: float):
     ax.annotate(fmt.format(v).replace("-", "−"), (x, top), xytext=(0, 2 if v >= 0 else -2), textcoords="offset points", ha="center",
                 va="bottom" if v >= 0 else "top", fontsize=fontsize)
 
+# %% ../nbs/50_analysis.ipynb #h9f10002
+COLUMN_IN, TEXT_IN, MIN_PT = 3.3, 6.9, 8.0
+_CHANGE = re.compile(r"−| - |differ|gap|change|regression|points|Δ", re.I)
+
+def value_bounds(ylabel) -> tuple | None:
+    "The range a level in % can take, (0, 100), read from its axis label ('accuracy (%)', 'share of errors (%)'); None for a difference."
+    if not ylabel or _CHANGE.search(ylabel) or not re.search(r"%", ylabel): return None
+    return (0.0, 100.0)
+
+def clamp_axis(ax, values, bounds=None):
+    "Keep the y axis to possible values: from 0 when none is negative, inside `bounds` (ticks too), the full range when all are 0."
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    lo, hi = ax.get_ylim()
+    if not len(v) or (v == 0).all(): lo, hi = 0.0, bounds[1] if bounds else 1.0
+    elif v.min() >= 0: lo = 0.0
+    if bounds: lo, hi = max(lo, bounds[0]), min(hi, bounds[1] + 0.08 * (bounds[1] - bounds[0]))   # room for a label above 100
+    ax.set_ylim(lo, hi)
+    if bounds: ax.set_yticks([t for t in ax.get_yticks() if bounds[0] <= t <= bounds[1]])
+    return ax
+
 # %% ../nbs/50_analysis.ipynb #d6c73849
 def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str | None = None, xlabel: str | None = None,
-              annotate: bool = True, fmt: str = "{:.1f}", figsize=(7, 3.2), legend_title: str | None = None, rot: int | None = None):
-    "Grouped bar chart of a Series/DataFrame, optional CI error bars `(low, high)`, labels clear of them; returns the Axes."
+              annotate: bool = True, fmt: str = "{:.1f}", figsize=(TEXT_IN, 3.2), legend_title: str | None = None, rot: int | None = None,
+              bounds="auto"):
+    "Grouped bar chart of a Series/DataFrame, optional CI error bars `(low, high)`, labels clear of them, y axis to possible values; the Axes."
     import matplotlib.pyplot as plt
     import pandas as pd
     use_script_fonts()
@@ -133,10 +156,11 @@ def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str 
     if ax is None: _, ax = plt.subplots(figsize=figsize)
     n_groups, n_bars = df.shape
     width, x = 0.8 / max(1, n_bars), np.arange(n_groups)
-    size = 7 if n_bars * n_groups <= 24 else 6
+    size, ends = MIN_PT, [df.to_numpy(dtype=float)]
     for j, col in enumerate(df.columns):
         vals = df[col].to_numpy(dtype=float)
         lo, hi = (_ends(errors[0], col, df), _ends(errors[1], col, df)) if errors is not None else (vals, vals)
+        ends += [lo, hi]
         yerr = np.vstack([vals - lo, hi - vals]) if errors is not None else None
         xs = x + (j - (n_bars - 1) / 2) * width
         ax.bar(xs, vals, width * 0.95, yerr=yerr, capsize=3 if yerr is not None else 0, label=str(col) if n_bars > 1 else None,
@@ -147,6 +171,7 @@ def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str 
     ax.set_xticks(x); ax.set_xticklabels([str(i) for i in df.index], rotation=r, ha="right" if r else "center")
     if np.nanmin(np.r_[df.to_numpy(dtype=float).ravel(), 0]) < 0: ax.axhline(0, color="black", linewidth=0.6)
     ax.margins(y=0.18); ax.spines[["top", "right"]].set_visible(False)
+    clamp_axis(ax, np.concatenate([np.ravel(e) for e in ends]), value_bounds(ylabel) if bounds == "auto" else bounds)
     if ylabel: ax.set_ylabel(ylabel)
     if xlabel: ax.set_xlabel(xlabel)
     if n_bars > 1: outside_legend(ax, legend_title)
@@ -156,7 +181,7 @@ def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str 
 # %% ../nbs/50_analysis.ipynb #09fa6b72
 def line_chart(df, x: str, y: str, by: str | None = None, n: str | None = None, lo: str | None = None, hi: str | None = None,
                ax=None, title: str | None = None, xlabel: str | None = None, ylabel: str | None = None, log2: bool = False,
-               figsize=(6, 3.2), legend_title: str | None = None):
+               figsize=(TEXT_IN, 3.2), legend_title: str | None = None, bounds="auto"):
     "One line per `by` group of `y` against `x` (plain ticks; n in the legend or at each point; optional CI band)."
     import matplotlib.pyplot as plt
     use_script_fonts()
@@ -170,9 +195,10 @@ def line_chart(df, x: str, y: str, by: str | None = None, n: str | None = None, 
         if lo and hi: ax.fill_between(g[x].astype(float), g[lo].astype(float), g[hi].astype(float), color=line.get_color(), alpha=0.15, linewidth=0)
         if len(ns) > 1 or (key is None and ns):
             for xx, yy, nn in zip(g[x], g[y], g[n]):
-                ax.annotate(f"n={int(nn)}", (float(xx), float(yy)), xytext=(0, 5), textcoords="offset points", ha="center", fontsize=6, color="0.35")
+                ax.annotate(f"n={int(nn)}", (float(xx), float(yy)), xytext=(0, 5), textcoords="offset points", ha="center", fontsize=MIN_PT, color="0.35")
     plain_ticks(ax, df[x], log2=log2)
     ax.margins(y=0.15); ax.spines[["top", "right"]].set_visible(False)
+    clamp_axis(ax, df[[c for c in (y, lo, hi) if c]].to_numpy(dtype=float), value_bounds(ylabel) if bounds == "auto" else bounds)
     ax.set_xlabel(xlabel or x); ax.set_ylabel(ylabel or y)
     if by: outside_legend(ax, legend_title or by)
     if title: fit_title(ax, title)
@@ -220,6 +246,15 @@ def _font_problems(fig) -> list[str]:
                 out.append(f"text {t.get_text()[:24]!r}: no {s} font ({SCRIPT_FONTS[s][1]}) in its font list")
     return out
 
+def _size_problems(fig) -> list[str]:
+    "A figure wider than a paper's text, or visible text smaller than `MIN_PT` (at the figure's own size)."
+    from matplotlib.text import Text
+    w = fig.get_size_inches()[0]
+    out = [f"figure is {w:.2f} in wide: wider than a paper's text ({TEXT_IN} in)"] if w > TEXT_IN + 0.01 else []
+    small = sorted({(round(t.get_fontsize(), 1), t.get_text()[:20]) for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
+                    and t.get_fontsize() < MIN_PT - 0.01})
+    return out + [f"text {txt!r} is {pt:g} pt (under {MIN_PT:g} pt)" for pt, txt in small[:5]]
+
 def _overlaps(a, b, tol: float = 0.5) -> bool:
     return a.x0 < b.x1 - tol and b.x0 < a.x1 - tol and a.y0 < b.y1 - tol and b.y0 < a.y1 - tol
 
@@ -244,7 +279,7 @@ def figure_problems(fig) -> list[str]:
         if ax.axison and ax.has_data() and not ax.get_ylabel(): out.append(f"{name}: the y axis has no label")
         if ax.axison and ax.lines and ax.get_xscale() != "linear" and not ax.get_xlabel(): out.append(f"{name}: the x axis has no label")
     out += [f"no font for {s} text ({f})" for s, f in check_fonts(fig).items()]
-    return list(dict.fromkeys(out + _font_problems(fig)))
+    return list(dict.fromkeys(out + _size_problems(fig) + _font_problems(fig)))
 
 # %% ../nbs/50_analysis.ipynb #81a2e3fa
 class FigureWarning(UserWarning):
@@ -256,5 +291,7 @@ def save_figure(fig, folder, name: str, formats: Sequence[str] = ("png", "pdf"),
     for p in (figure_problems(fig) if check else check_fonts(fig)): warnings.warn(f"figure {name!r}: {p}", FigureWarning, stacklevel=2)
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "figure"
     paths = [folder / f"{stem}.{ext}" for ext in formats]
-    for p in paths: fig.savefig(p, dpi=dpi, bbox_inches="tight", pad_inches=0.05)
+    import matplotlib as mpl
+    with mpl.rc_context({"pdf.fonttype": 42, "ps.fonttype": 42}):                  # TrueType: paper checkers reject Type 3 fonts
+        for p in paths: fig.savefig(p, dpi=dpi, bbox_inches="tight", pad_inches=0.05)
     return paths

@@ -5,6 +5,7 @@
 # %% ../nbs/00_core.ipynb #aa965a30
 from __future__ import annotations
 
+import collections
 import dataclasses
 import hashlib
 import json
@@ -19,8 +20,9 @@ from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'MODALITIES', 'VIDEO_MODALITIES', 'STRATEGIES', 'TRANSPORT_KWARGS', 'canonical_json',
-           'sha256_json', 'Record', 'Media', 'Sample', 'Request', 'Generation', 'text_part', 'message', 'Prediction',
-           'Judgment', 'RunConfig', 'slug', 'model_slug', 'cache_root', 'shard_of', 'NothingAnswered']
+           'sha256_json', 'file_sha256', 'Record', 'Media', 'Sample', 'Request', 'Generation', 'text_part', 'message',
+           'Prediction', 'Judgment', 'RunConfig', 'slug', 'model_slug', 'cache_root', 'shard_of', 'NothingAnswered',
+           'most_common_error', 'nothing_answered']
 
 # %% ../nbs/00_core.ipynb #9be27329
 def _canon(x: Any) -> Any:
@@ -46,6 +48,13 @@ def canonical_json(x: Any) -> str:
 def sha256_json(x: Any) -> str:
     "Hex sha256 of `canonical_json(x)`."
     return hashlib.sha256(canonical_json(x).encode("ascii")).hexdigest()
+
+def file_sha256(path, chunk: int = 1 << 20) -> str:
+    "Hex sha256 of a file's bytes, read in chunks."
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while b := f.read(chunk): h.update(b)
+    return h.hexdigest()
 
 # %% ../nbs/00_core.ipynb #17505f68
 class Record:
@@ -226,7 +235,7 @@ STRATEGIES = ("standard", "cot", "caption")
 #: backend options that change how requests are sent, never what is answered (one vocabulary for every backend)
 TRANSPORT_KWARGS = ("cache", "concurrency", "rpm", "progress", "timeout_s", "max_attempts", "retry", "keep_uploads",
                     "poll_interval_s", "upload_timeout_s", "prices", "device", "device_map", "max_retry_after_s", "window",
-                    "jitter_seed")
+                    "jitter_seed", "prompt_cache")
 
 def _f(default=None, help: str = "", *, flag: str | None = None, choices=None, hashed: bool = True, factory=None,
        elide_default: bool = False):
@@ -358,3 +367,17 @@ class NothingAnswered(RuntimeError):
         self.what, self.n, self.top_error, self.result = what, n, top_error, result
         err = f"; most common error: {top_error}" if top_error else ""
         super().__init__(f"{what}: nothing answered ({n} item{'s' if n != 1 else ''} failed{err})")
+
+# %% ../nbs/00_core.ipynb #4aa647e7
+def most_common_error(errors) -> str | None:
+    "The most frequent first line among `errors` (empty entries skipped) with its count, e.g. `'X (12 items)'`; None if none."
+    errs = [str(e).strip().splitlines()[0][:300] for e in errors if e and str(e).strip()]
+    if not errs: return None
+    msg, k = collections.Counter(errs).most_common(1)[0]
+    return f"{msg} ({k} item{'s' if k != 1 else ''})"
+
+def nothing_answered(what: str, errors, result=None) -> NothingAnswered | None:
+    "The `NothingAnswered` for a step whose every item failed (`errors`: one entry per item, None when answered), else None."
+    errors = list(errors)
+    if not errors or any(e is None for e in errors): return None
+    return NothingAnswered(what, len(errors), most_common_error(errors), result=result)

@@ -17,9 +17,9 @@ from typing import Any, Sequence
 from fastcore.basics import patch
 
 from . import fidelity, media, prompts, store
-from .analysis import bar_chart, fit_title, use_script_fonts
+from .analysis import MIN_PT, TEXT_IN, bar_chart, fit_title, use_script_fonts
 from .benchmarks.minerva import PAPER_RESOURCE_SETS, minerva_request, resource_level, wants_reasoning
-from .core import Request, RunConfig, Sample, cache_root, message, sha256_json
+from .core import Request, RunConfig, Sample, cache_root, message, nothing_answered, sha256_json
 from .judges import fence, load_judge_model, model_identity
 from .runner import reopen
 
@@ -263,7 +263,7 @@ def _fit_labels(ax, texts, points=(), radius_pt: float = 0.0, pad: float = 0.04)
     ax.set_xlim(lo_x - pad * (hi_x - lo_x), hi_x + pad * (hi_x - lo_x)); ax.set_ylim(lo_y - pad * (hi_y - lo_y), hi_y + pad * (hi_y - lo_y))
 
 # %% ../nbs/51_evidence.ipynb #2dbc6890
-def draw_graph(g: EvidenceGraph, ax=None, wrap: int = 20, fontsize: float = 7):
+def draw_graph(g: EvidenceGraph, ax=None, wrap: int = 20, fontsize: float = MIN_PT):
     "Draw `g` (networkx + matplotlib): layers left to right, node kinds in a legend, labels in every script, none cut off."
     import matplotlib.pyplot as plt
     import networkx as nx
@@ -274,7 +274,7 @@ def draw_graph(g: EvidenceGraph, ax=None, wrap: int = 20, fontsize: float = 7):
         for i in ids: G.nodes[i]["layer"] = layer
     per_layer = Counter(nx.get_node_attributes(G, "layer").values())
     pos = nx.multipartite_layout(G, subset_key="layer")
-    ax = ax or plt.subplots(figsize=(2.2 * len(per_layer) + 0.6, 0.9 + 1.1 * max(per_layer.values(), default=1)))[1]
+    ax = ax or plt.subplots(figsize=(min(TEXT_IN, 2.2 * len(per_layer) + 0.6), 0.9 + 1.1 * max(per_layer.values(), default=1)))[1]
     nx.draw_networkx_edges(G, pos, ax=ax, arrows=True, arrowsize=10, node_size=2200, edge_color="0.45")
     nx.draw_networkx_nodes(G, pos, ax=ax, node_size=2200, node_color=[KIND_COLORS[G.nodes[i]["kind"]] for i in G.nodes], alpha=0.3)
     texts = nx.draw_networkx_labels(G, pos, {n.id: _node_label(n, wrap) for n in g.nodes}, ax=ax, font_size=fontsize,
@@ -606,7 +606,8 @@ def compile_graphs(run_dir, compiler, which: str = "all", progress: bool = True)
     return dict(counts)
 
 # %% ../nbs/51_evidence.ipynb #b8c9daec
-def _isolate_item(s, g, mut, lab, cfg, modes, done, first, max_rounds, cache, st, counts):
+def _isolate_item(s, g, mut, lab, cfg, modes, done, first, max_rounds, cache, st, counts) -> str | None:
+    ok, err = not [m for m in modes if (s.id, m) not in done], None
     for m in modes:
         if (s.id, m) in done: continue
         res = isolate(s, g, mut, lab, cfg, mode=m, max_rounds=max_rounds, first_response=first, cache=cache)
@@ -617,7 +618,14 @@ def _isolate_item(s, g, mut, lab, cfg, modes, done, first, max_rounds, cache, st
         _append(st, {"type": "result" if final else "failed_attempt", **ctx, "outcome": res["outcome"], "n_rounds": len(res["rounds"]),
                      "errors": res["errors"], "n_nodes": res["n_nodes"], "n_unevaluated": res["n_unevaluated"]})
         counts[m if final else "failed_calls"] += 1
+        if final: ok = True
+        else: err = err or next((rd["error"] for rd in reversed(res["rounds"]) if rd.get("error")), res["outcome"])
+    return None if ok else err        # the item's failed call, None when some mode finished
 
+def _graph_errors(run_dir) -> dict:
+    return {r["sample_id"]: f"graph: {r.get('error')}" for r in _records(run_dir) if r["type"] == "graph_error"}
+
+# %% ../nbs/51_evidence.ipynb #a29de305
 def isolate_run(run_dir, *, compiler, labeller, model=None, modes: Sequence[str] = ("iterative", "one_shot"),
                 max_rounds: int = MAX_ROUNDS, limit: int | None = None, graphs: str = "failed", progress: bool = True) -> dict:
     "Compile graphs and run error isolation for a run's failed items; append everything to `<run>/isolation.jsonl`."
@@ -631,21 +639,24 @@ def isolate_run(run_dir, *, compiler, labeller, model=None, modes: Sequence[str]
     preds = st.load_predictions()
     lab, own_lab = load_model(labeller)
     mut, own_mut = load_model(model) if model is not None else load_model(cfg.model, **cfg.model_kwargs)
-    cache, counts = media.FrameCache(), Counter()
+    cache, counts, tried = media.FrameCache(), Counter(), {}     # tried: sample id -> its error, None when isolated
     try:
         for sid in tqdm(failed, desc=f"isolating {run_dir.name}", disable=not progress, unit="item"):
             if all((sid, m) in done for m in modes) or (sid, "graph") in done: counts["skipped"] += 1; continue
             g = _graph_for(comp, samples[sid], run_dir, st)
-            if g is None: counts["graph_errors"] += 1; continue
+            if g is None: counts["graph_errors"] += 1; tried[sid] = "graph"; continue
             p = preds.get(sid)
             first = p.raw if (p is not None and p.raw and wants_reasoning(cfg)) else None
-            _isolate_item(samples[sid], g, mut, lab, cfg, modes, done, first, max_rounds, cache, st, counts)
+            tried[sid] = _isolate_item(samples[sid], g, mut, lab, cfg, modes, done, first, max_rounds, cache, st, counts)
     finally:
         st.close()
         for b, own in ((lab, own_lab), (mut, own_mut)):
             if own: b.close()
         if comp is not compiler: comp.close()
-    return {"failed": len(failed), **out, **counts}
+    result, graph_errs = {"failed": len(failed), **out, **counts}, _graph_errors(run_dir) if "graph" in tried.values() else {}
+    e = nothing_answered(f"isolate {run_dir.name}", [graph_errs.get(k, e) if e == "graph" else e for k, e in tried.items()], result)
+    if e is not None: raise e                   # every item tried failed: saved above, loud here (exit 3 on the command line)
+    return result
 
 # %% ../nbs/51_evidence.ipynb #ebfc0d1f
 def run_dirs(root) -> list[Path]:

@@ -16,7 +16,7 @@ __all__ = ['STATUSES', 'KINDS', 'LEDGER', 'Entry', 'record', 'ledger', 'placehol
 
 # %% ../nbs/05_fidelity.ipynb #baf5419e
 STATUSES = ("verbatim", "official", "reading", "departure")
-KINDS = ("prompt", "rule", "metric", "default", "model_id", "table", "format")
+KINDS = ("prompt", "rule", "metric", "default", "model_id", "table", "format", "data")
 
 @dataclass(frozen=True)
 class Entry:

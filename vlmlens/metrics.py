@@ -14,9 +14,10 @@ import numpy as np
 from .core import Judgment
 
 # %% auto #0
-__all__ = ['KRIPPENDORFF_LEVELS', 'judge_rates', 'rates', 'aggregate', 'round_half_up', 'paired_bootstrap', 'mcnemar',
-           'align_pairs', 'paired_differences', 'pivot_scores', 'mean_columns', 'add_mean_row', 'category_table',
-           'judge_scores', 'correlation', 'krippendorff_alpha', 'human_correlation', 'agreement_report']
+__all__ = ['KRIPPENDORFF_LEVELS', 'judge_rates', 'usage_totals', 'rates', 'aggregate', 'round_half_up', 'paired_bootstrap',
+           'mcnemar', 'align_pairs', 'paired_differences', 'pivot_scores', 'mean_columns', 'add_mean_row',
+           'category_table', 'judge_scores', 'correlation', 'krippendorff_alpha', 'human_correlation',
+           'agreement_report']
 
 # %% ../nbs/22_metrics.ipynb #da11c06d
 def judge_rates(rows: Sequence[dict]) -> dict:
@@ -35,6 +36,12 @@ def _sum_opt(rows, key):
     vals = [r.get(key) for r in rows if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool)]
     return sum(vals) if vals else None
 
+def usage_totals(rows: Sequence[dict]) -> dict:
+    "Token totals of `rows` and the share of input tokens the provider read from its prompt cache."
+    tot = {k: _sum_opt(rows, k) or 0 for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens")}
+    tot["cached_input_share"] = tot["cached_input_tokens"] / tot["input_tokens"] if tot["input_tokens"] else None
+    return tot
+
 def rates(rows: Sequence[dict]) -> dict:
     "Counts and rates of a set of score rows (errors count as wrong in `accuracy`)."
     answered = [r for r in rows if not r.get("error")]
@@ -50,8 +57,7 @@ def rates(rows: Sequence[dict]) -> dict:
             "error_rate": n_err / len(rows) if rows else None,
             "n_truncated": sum(r.get("finish_reason") == "length" or str(r.get("error") or "").startswith("truncated") for r in rows),
             "n_cached": sum(bool(r.get("cached")) for r in answered),
-            "input_tokens": _sum_opt(answered, "input_tokens") or 0, "output_tokens": _sum_opt(answered, "output_tokens") or 0,
-            "reasoning_tokens": _sum_opt(answered, "reasoning_tokens") or 0, "cost_usd": _sum_opt(answered, "cost_usd"),
+            **usage_totals(answered), "cost_usd": _sum_opt(rows, "cost_usd"),   # billed: refused and cut answers cost too
             **judge_rates(answered)}
 
 # %% ../nbs/22_metrics.ipynb #68b4645f

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from fastcore.basics import patch
@@ -20,10 +20,12 @@ from .models import registry
 from .store import Run, RunSet
 
 # %% auto #0
-__all__ = ['BLANK', 'ITEM_COLUMNS', 'FORMATS', 'RATE_COLUMNS', 'SETTING_HEADERS', 'pct', 'num', 'language_name', 'model_name',
-           'judge_name', 'run_settings', 'differing_settings', 'setting_text', 'run_labels', 'PoolingError',
-           'check_pooling', 'grouped_rates', 'Table', 'render_table', 'rate_cell', 'rate_grid', 'summary_table',
-           'run_header', 'rates_table', 'runs_overview', 'kernel_manager', 'render_report']
+__all__ = ['BLANK', 'ITEM_COLUMNS', 'FORMATS', 'SCRIPT_FONTS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'RATE_COLUMNS',
+           'SETTING_HEADERS', 'Cell', 'pct', 'num', 'language_name', 'model_name', 'judge_name', 'run_settings',
+           'differing_settings', 'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'grouped_rates',
+           'Table', 'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'rate_cell', 'rate_grid',
+           'usage_note', 'summary_table', 'run_context', 'run_header', 'rates_table', 'runs_overview', 'kernel_manager',
+           'render_report']
 
 # %% ../nbs/52_report.ipynb #f7f7bc76
 BLANK = "–"
@@ -35,13 +37,20 @@ def _missing(x) -> bool:
     try: return bool(x != x)
     except (TypeError, ValueError): return False
 
-def pct(x, digits: int = 1) -> str:
-    "A fraction as a percentage string (`0.3125` → `31.2`); '–' when missing."
-    return BLANK if _missing(x) else f"{100 * float(x):.{digits}f}"
+class Cell(str):
+    "A display string that remembers the number it shows (`value`: a fraction, or a native-scale number) and its `n`."
+    def __new__(cls, text, value=None, n=None, percent: bool = False):
+        c = super().__new__(cls, text)
+        c.value, c.n, c.percent = value, n, percent
+        return c
+
+def pct(x, digits: int = 1, n=None) -> str:
+    "A fraction as a percentage string (`0.3125` → `31.2`), remembering the fraction (and `n`); '–' when missing."
+    return BLANK if _missing(x) else Cell(f"{100 * float(x):.{digits}f}", float(x), None if _missing(n) else int(n), True)
 
 def num(x, digits: int = 2) -> str:
-    "A number on its native scale; '–' when missing."
-    return BLANK if _missing(x) else f"{float(x):.{digits}f}"
+    "A number on its native scale, remembering the number; '–' when missing."
+    return BLANK if _missing(x) else Cell(f"{float(x):.{digits}f}", float(x))
 
 # %% ../nbs/52_report.ipynb #5b2e1f3a
 def language_name(code) -> str:
@@ -162,6 +171,12 @@ def grouped_rates(runs, by: Sequence[str], value: str = "score", what: str = "th
 # %% ../nbs/52_report.ipynb #4c1fa6cd
 _MARKS = "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲ"
 
+def _objmap(df, f):
+    "`f` on every cell, kept as Python objects (pandas would turn the `Cell`s back into plain strings)."
+    import pandas as pd
+    cols = {i: pd.Series([f(v) for v in df.iloc[:, i]], index=df.index, dtype=object) for i in range(df.shape[1])}
+    return pd.DataFrame(cols, index=df.index).set_axis(df.columns, axis=1)
+
 @dataclass(repr=False)
 class Table:
     "Display strings with a title and notes (units, precision, n, the reason for each blank)."
@@ -169,6 +184,8 @@ class Table:
     title: str = ""
     notes: list = field(default_factory=list)
     reasons: dict = field(default_factory=dict)   # blank reason -> its mark
+    label: str = ""                               # the LaTeX \\label (tab:<label>); from the caption when empty
+    context: dict = field(default_factory=dict)   # settings shared by every row (a run's model, language …): CSV columns
 
     def blank(self, reason: str) -> str:
         "The text of a cell left blank for `reason` ('–' and a mark explained in the notes)."
@@ -182,8 +199,8 @@ class Table:
         df = self.data
         if any(n is not None for n in df.index.names):
             df = df.reset_index(drop=any(n in df.columns for n in df.index.names))
-        if len(self.reasons) == 1: df = df.map(lambda v: BLANK if isinstance(v, str) and v.startswith(BLANK) and v[1:] in _MARKS else v)
-        return df.map(lambda v: BLANK if _missing(v) else v)
+        one = len(self.reasons) == 1
+        return _objmap(df, lambda v: BLANK if _missing(v) or (one and isinstance(v, str) and v.startswith(BLANK) and v[1:] in _MARKS) else v)
 
     def all_notes(self) -> list[str]:
         "The notes, then one line per blank reason."
@@ -193,7 +210,8 @@ class Table:
 # %% ../nbs/52_report.ipynb #7f4cd9f0
 FORMATS = ("text", "md", "latex", "csv")
 _LATEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-          "^": r"\textasciicircum{}", "\\": r"\textbackslash{}", "−": "$-$", "×": r"$\times$", "≥": r"$\geq$", "≤": r"$\leq$"}
+          "^": r"\textasciicircum{}", "\\": r"\textbackslash{}", "−": "$-$", "×": r"$\times$", "≥": r"$\geq$", "≤": r"$\leq$",
+          "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
 
 def _tex(s) -> str:
     out = re.sub(r"(?<![\w.])-(?=\d)", "−", str(s))                      # a negative number's minus sign
@@ -202,9 +220,8 @@ def _tex(s) -> str:
 
 def _head(c) -> str: return " ".join(str(x) for x in c if str(x) != "") if isinstance(c, tuple) else str(c)
 
-def _latex(df, title: str, notes: list[str]) -> str:
-    levels = df.columns.nlevels
-    heads = []
+def _latex_head(df) -> list[str]:
+    levels, heads = df.columns.nlevels, []
     for lv in range(levels):
         cells, prev = [], None
         for c in df.columns:
@@ -218,11 +235,136 @@ def _latex(df, title: str, notes: list[str]) -> str:
             if k > 1: spans.append(rf"\cmidrule(lr){{{col}-{col + k - 1}}}")
             col += k
         if spans: heads.append(" ".join(spans))
-    body = [" & ".join(_tex(v) for v in row) + r" \\" for row in df.itertuples(index=False)]
+    return heads
+
+# %% ../nbs/52_report.ipynb #h9c5l002
+_PAPER_REF = re.compile(r"^\s*(?P<ref>(?:Table|Tab\.)\s*[0-9A-Z]+[a-z]?)\s*[:.]\s*", re.I)
+
+def digits_for(n) -> int:
+    "Decimals for a percentage on n items: one finer than the leading digit of its widest 95% CI half-width (98/√n points), at most 2."
+    if _missing(n) or n <= 0: return 1
+    return int(min(2, max(0, 1 - math.floor(math.log10(98 / math.sqrt(n))))))
+
+def latex_caption(title: str, label: str = "") -> tuple[str, str]:
+    "(caption text without a 'Table N:' prefix, `tab:` label from `label` or the caption's first words)."
+    title = str(title or "")
+    m = _PAPER_REF.match(title)
+    text = f"{title[m.end():].strip()} (paper {m['ref']})" if m else title
+    slug = "-".join(re.findall(r"[a-z0-9]+", (label or text).lower())[:6]) or "table"
+    return text, f"tab:{slug}"
+
+# %% ../nbs/52_report.ipynb #h9c5l005
+SCRIPT_FONTS = {"devanagari": ("\u0900-\u097f", "Noto Sans Devanagari"), "bengali": ("\u0980-\u09ff", "Noto Sans Bengali"),
+                "gurmukhi": ("\u0a00-\u0a7f", "Noto Sans Gurmukhi"), "gujarati": ("\u0a80-\u0aff", "Noto Sans Gujarati"),
+                "oriya": ("\u0b00-\u0b7f", "Noto Sans Oriya"), "tamil": ("\u0b80-\u0bff", "Noto Sans Tamil"),
+                "telugu": ("\u0c00-\u0c7f", "Noto Sans Telugu"), "kannada": ("\u0c80-\u0cff", "Noto Sans Kannada"),
+                "malayalam": ("\u0d00-\u0d7f", "Noto Sans Malayalam"), "arabic": ("\u0600-\u06ff", "Noto Sans Arabic"),
+                "cjk": ("\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef", "Noto Sans CJK SC")}
+
+def _script_runs(text: str) -> tuple[str, set]:
+    "Each run of a non-Latin script wrapped in its font command (`{\\tamilfont …}`), and the scripts found."
+    found = set()
+    for name, (chars, _) in SCRIPT_FONTS.items():
+        pat = f"[{chars}][{chars}\u200c\u200d\\s]*(?<!\\s)"
+        if re.search(pat, text):
+            found.add(name)
+            text = re.sub(pat, lambda m: "{\\" + name + "font " + m.group(0) + "}", text)
+    return text, found
+
+def _script_preamble(found: set) -> list[str]:
+    if not found: return []
+    names = ", ".join(sorted(n.capitalize() if n != "cjk" else "CJK" for n in found))
+    fams = [rf"\ifdefined\{n}font\else\newfontfamily\{n}font{{{SCRIPT_FONTS[n][1]}}}" + ("" if n == "cjk" else f"[Script={n.capitalize()}]") + r"\fi"
+            for n in sorted(found)]
+    return [f"% This table has {names} script: compile with XeLaTeX or LuaLaTeX (pdfLaTeX cannot set it),",
+            r"% with \usepackage{fontspec} in the preamble and the Noto fonts installed; the font families are defined here.", *fams]
+
+# %% ../nbs/52_report.ipynb #h9c5l007
+COLUMN_PT, TEXT_PT, PROSE_CHARS = 238.0, 498.0, 40            # 3.3 in and 6.9 in; a cell longer than this is prose
+
+def _by_n(v, percent: bool):
+    "A percentage cell that knows its n, else None."
+    c = _as_cell(v, percent)
+    return c if isinstance(c, Cell) and c.percent and c.n is not None and c.value is not None else None
+
+def _tex_cell(v, percent: bool = False) -> str:
+    "A cell for LaTeX; a percentage with its n gets `digits_for(n)` decimals (a shown string only ever loses digits)."
+    c = _by_n(v, percent)
+    if c is None: return _tex(v)
+    shown, d = str(c).split(" ")[0], digits_for(c.n)
+    if not isinstance(v, Cell) and d >= len(shown.partition(".")[2]): return _tex(v)
+    return _tex(f"{100 * c.value:.{d}f}" + str(c)[len(shown):])
+
+def _colspec(df) -> tuple[str, float, list]:
+    "The column spec (prose columns as wrapping `p`), the estimated natural width in pt (5 pt a character, 12 pt padding), which are prose."
+    widths = [max([len(_head(c)) if df.columns.nlevels == 1 else len(str(c[-1]))] +
+                  [len(str(v)) for v in df[c]]) for c in df.columns]
+    prose = [w > PROSE_CHARS for w in widths]
+    fixed = sum(5 * w + 12 for w, p in zip(widths, prose) if not p)
+    if not any(prose): return "l" + "r" * (len(widths) - 1), fixed, prose
+    share = max(0.15, (1 - fixed / TEXT_PT) / sum(prose) - 0.02)
+    spec = "".join(rf"p{{{share:.2f}\linewidth}}" if p else ("l" if i == 0 else "r") for i, p in enumerate(prose))
+    return spec, fixed + sum(prose) * share * TEXT_PT, prose
+
+def _breakable(tex: str) -> str:
+    "Prose with a break allowed after `_ . / = : @ >` inside long identifiers and paths (`benchmark_kwargs.prompt_language=en`)."
+    return re.sub(r"(\\_|\\textgreater\{\}|[./=:@])(?=[^\s$])", r"\1\\allowbreak{}", tex)
+
+def _latex_notes(notes: list[str], by_n: bool) -> list[str]:
+    if not by_n: return list(notes)
+    out = [re.sub(r" ?\(\d+ decimals?\)", "", re.sub(r"\(\d+ decimals?; ", "(", n)) for n in notes]
+    return out + ["Percentages carry the decimals their n supports: none below 97 items, 1 below 9,605, 2 beyond "
+                  "(one digit finer than the 95% confidence half-width)."]
+
+# %% ../nbs/52_report.ipynb #h9c5l008
+def _latex(df, t: Table, notes: list[str]) -> str:
+    "A `table` (or `table*`) float: caption, label, booktabs rules, decimals by n, wrapping prose, script fonts named."
+    heads = _latex_head(df)
+    pcts = [_head(c).endswith("%") for c in df.columns]
+    spec, width, prose = _colspec(df)
+    cell = lambda v, p, w: _breakable(_tex_cell(v, p)) if w else _tex_cell(v, p)
+    body = [" & ".join(cell(v, p, w) for v, p, w in zip(row, pcts, prose)) + r" \\" for row in df.itertuples(index=False)]
+    by_n = any(_by_n(v, p) is not None for row in df.itertuples(index=False) for v, p in zip(row, pcts))
+    notes = _latex_notes(notes, by_n)
+    wide = width > COLUMN_PT
+    env = "table*" if wide else "table"
+    caption, label = latex_caption(t.title, t.label)
     foot = [r"\par\smallskip{\footnotesize " + r" \\ ".join(_tex(n) for n in notes) + "}"] if notes else []
-    return "\n".join([r"\begin{table}[t]", r"\centering", *([rf"\caption{{{_tex(title)}}}"] if title else []),
-                      r"\begin{tabular}{" + "l" + "r" * (len(df.columns) - 1) + "}", r"\toprule", *heads, r"\midrule", *body,
-                      r"\bottomrule", r"\end{tabular}", *foot, r"\end{table}"])
+    tab = [r"\begin{tabular}{" + spec + "}", r"\toprule", *heads, r"\midrule", *body, r"\bottomrule", r"\end{tabular}"]
+    if wide: tab = [r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%", *tab, "}"]
+    lines, found = _script_runs("\n".join([rf"\begin{{{env}}}[t]", r"\centering", r"\small",
+                                           *([rf"\caption{{{_tex(caption)}}}"] if caption else []), rf"\label{{{label}}}",
+                                           *tab, *foot, rf"\end{{{env}}}"]))
+    return "\n".join([*_script_preamble(found), r"% Needs \usepackage{booktabs}" + (r" and \usepackage{graphicx}." if wide else "."), lines])
+
+# %% ../nbs/52_report.ipynb #h9c5v002
+_SHOWN = re.compile(r"^(?P<v>-?\d+(?:\.\d+)?)(?: \(n=(?P<n>\d+)\))?$")
+
+def _as_cell(v, percent: bool):
+    "A `Cell` for a cell shown as '41.2' or '41.2 (n=17)' (a percentage when `percent` or it shows its n); else `v`."
+    if isinstance(v, Cell) or not isinstance(v, str) or not (m := _SHOWN.match(v)): return v
+    pc = percent or m["n"] is not None
+    x = round(float(m["v"]) / 100, len(m["v"].partition(".")[2]) + 2) if pc else float(m["v"])
+    return Cell(v, x, None if m["n"] is None else int(m["n"]), pc)
+
+def _plain(v):
+    if isinstance(v, str) and (v == "" or v.startswith(BLANK) and all(ch in _MARKS for ch in v[1:])): return None
+    return v.value if isinstance(v, Cell) else v
+
+def machine_frame(table):
+    "A `Table` as numbers: context columns first, fractions for percentages, `<column> n` for each cell's n, blanks empty."
+    import pandas as pd
+    t = table if isinstance(table, Table) else Table(table)
+    df = t.frame()
+    out = {k: [v] * len(df) for k, v in t.context.items()}
+    for c in df.columns:
+        name = _head(c)
+        col = [_as_cell(v, name.endswith("%")) for v in df[c]]
+        cells = [v for v in col if isinstance(v, Cell)]
+        if all(v.percent for v in cells): name = re.sub(r"\s*%$", "", name)
+        out[name] = [t.context[name] if name in t.context and _plain(v) is None else _plain(v) for v in col]
+        if any(v.n is not None and "(n=" in v for v in cells): out[f"{name} n"] = [v.n if isinstance(v, Cell) else None for v in col]
+    return pd.DataFrame(out).convert_dtypes()
 
 # %% ../nbs/52_report.ipynb #80a5e0f1
 def render_table(table, fmt: str = "text") -> str:
@@ -230,10 +372,8 @@ def render_table(table, fmt: str = "text") -> str:
     if fmt not in FORMATS: raise ValueError(f"--format must be one of {', '.join(FORMATS)}; got {fmt!r}")
     t = table if isinstance(table, Table) else Table(table)
     df, notes = t.frame(), t.all_notes()
-    if fmt == "csv":
-        flat = df.set_axis([_head(c) for c in df.columns], axis=1)
-        return flat.to_csv(index=False).rstrip("\n")
-    if fmt == "latex": return _latex(df, t.title, notes)
+    if fmt == "csv": return machine_frame(t).to_csv(index=False).rstrip("\n")
+    if fmt == "latex": return _latex(df, t, notes)
     if fmt == "text":
         body = df.to_string(index=False) if len(df) else "(no rows)"
         return "\n".join(([t.title] if t.title else []) + [body] + notes)
@@ -263,13 +403,15 @@ def save(self: Table, folder, name: str, formats: Sequence[str] = ("md", "latex"
     ext = {"md": "md", "latex": "tex", "csv": "csv", "text": "txt"}
     out = []
     for f in formats:
-        p = folder / f"{name}.{ext[f]}"; p.write_text(render_table(self, f) + "\n", encoding="utf-8"); out.append(p)
+        t = self if self.label else replace(self, label=name)
+        p = folder / f"{name}.{ext[f]}"; p.write_text(render_table(t, f) + "\n", encoding="utf-8"); out.append(p)
     return out
 
 # %% ../nbs/52_report.ipynb #e60b4657
 def rate_cell(x, n=None, digits: int = 1) -> str:
     "'41.2 (n=17)': a fraction as a percentage with the number of items it rests on."
-    return pct(x, digits) + ("" if _missing(n) else f" (n={int(n)})")
+    if _missing(x): return BLANK
+    return Cell(pct(x, digits) + ("" if _missing(n) else f" (n={int(n)})"), float(x), None if _missing(n) else int(n), True)
 
 def rate_grid(values, counts=None, digits: int = 1, title: str = "", metric: str = "accuracy",
               empty: str = "no scored items", notes: Sequence[str] = (), why=None) -> Table:
@@ -305,9 +447,10 @@ def _summary_row(t: Table, g: dict, label: dict, judged: bool, native: list, dig
     def rate(k):
         if mixed: return t.blank("not pooled: the groups are on different scales (see the paper metrics)")
         if on_native: return t.blank("scored on a native scale (see its column)")
-        return pct(g.get(k), digits) if not _missing(g.get(k)) else t.blank("no scored items")
+        n = g.get("n_answered") if k == "accuracy_answered" else g.get("n")
+        return pct(g.get(k), digits, n) if not _missing(g.get(k)) else t.blank("no scored items")
     r = {**label, "n": g.get("n", BLANK), "accuracy %": rate("accuracy"), "answered acc. %": rate("accuracy_answered"),
-         "invalid %": pct(g.get("invalid_rate"), digits), "errors": g.get("n_errors", BLANK)}
+         "invalid %": pct(g.get("invalid_rate"), digits, g.get("n")), "errors": g.get("n_errors", BLANK)}
     if judged: r["judge invalid %"] = pct(g.get("judge_invalid_rate", (g.get("judge_invalid") or 0) / g["n_judged"] if g.get("n_judged") else None), digits) \
         if g.get("n_judged") else t.blank("no item went to the judge")
     for c in native:
@@ -317,6 +460,16 @@ def _summary_row(t: Table, g: dict, label: dict, judged: bool, native: list, dig
             "no valid judgments" if _no_valid(g) else "not pooled: the groups are on different scales (see the paper metrics)"
             if mixed else "not on this scale" if c not in g else "not judged")
     return r
+
+# %% ../nbs/52_report.ipynb #2a4f8b9b
+def _with_unread_rows(t: Table, df, summary: dict):
+    "`df` with a 'rows not read' column after n when the run's data had rows that never became items."
+    lost = len(summary.get("row_errors") or [])
+    if not lost or "n" not in df.columns: return df
+    df.insert(df.columns.get_loc("n") + 1, "rows not read", [BLANK] * (len(df) - 1) + [lost])
+    t.notes.append(f"{lost} data row{'s' if lost != 1 else ''} could not be read and never became items: not in n or in any rate "
+                   "(row_errors in summary.json).")
+    return df
 
 # %% ../nbs/52_report.ipynb #2a4f8b9c
 def _headline_note(t: Table, bs: dict, groups: list, digits: int) -> str | None:
@@ -330,6 +483,16 @@ def _headline_note(t: Table, bs: dict, groups: list, digits: int) -> str | None:
     parts = [f"{name} {val(k, unit)}" for k, (name, unit) in _HEADLINE.items() if k in bs]
     return ("Paper metrics: " + " · ".join(parts)) if parts else None
 
+# %% ../nbs/52_report.ipynb #2a4f8b9d
+def usage_note(o: dict) -> str | None:
+    "One line with a run's billed cost and the cached share of its input tokens (None for a run that was not billed)."
+    if _missing(o.get("cost_usd")) and not o.get("cached_input_tokens"): return None      # a local model: no bill
+    cost = f"cost ${o['cost_usd']:.4f}" if not _missing(o.get("cost_usd")) else "cost – (no price for this model: set VLMLENS_PRICES)"
+    share = o.get("cached_input_share")
+    return (f"API usage: {cost} · {int(o.get('input_tokens') or 0):,} input tokens, "
+            f"{pct(share or 0.0, 1)} % read from the provider's prompt cache · {int(o.get('output_tokens') or 0):,} output tokens")
+
+# %% ../nbs/52_report.ipynb #2a4f8b9f
 def summary_table(summary: dict, digits: int = 1, title: str = "") -> Table:
     "A run summary as a `Table`: one row per group and an 'all items' row, rates in % with n, native scales named."
     import pandas as pd
@@ -343,29 +506,36 @@ def summary_table(summary: dict, digits: int = 1, title: str = "") -> Table:
                                   "wrong; answered acc. is over answered items only."])
     show = lambda k, v: language_name(v) if k in ("language", "locale") else (BLANK if _missing(v) or v == "" else str(v))
     rows = [_summary_row(t, g, {k: show(k, g.get(k)) for k in keys}, judged, native, digits) for g in groups]
-    mixed = bool(native) and any(not any(c in g for c in native) for g in groups)
+    mixed = (bool(native) and any(not any(c in g for c in native) for g in groups)) or bool(o.get("headline"))
     label = {k: ("all items" if i == 0 else "") for i, k in enumerate(keys)} if keys else {"group": "all items"}
     rows.append(_summary_row(t, {k: v for k, v in o.items() if not _NATIVE.match(k)}, label, judged, native, digits, mixed))
-    note = _headline_note(t, bs, groups, digits)
-    if note: t.notes.append(note)
-    t.data = pd.DataFrame(rows)
+    for note in (_headline_note(t, bs, groups, digits), usage_note(o)):
+        if note: t.notes.append(note)
+    t.data = _with_unread_rows(t, pd.DataFrame(rows, dtype=object), summary)
     return t
 
 # %% ../nbs/52_report.ipynb #d716cabd
-def run_header(summary: dict, config: dict | None = None) -> str:
-    "One line naming a run: benchmark, model, language, strategy, modality, frames, judge, n."
+def run_context(summary: dict, config: dict | None = None) -> dict:
+    "A run's identifying settings for a reader: benchmark, model, language, strategy, input, frames (and judge when set)."
     c = config or {}
-    o = summary.get("overall") or {}
     modality = c.get("modality") or "video"
     frames = (f"{c['num_frames']} frames" if c.get("num_frames") else f"{float(c['fps']):g} fps" if c.get("fps") else "model preset") \
         if modality in VIDEO_MODALITIES else "no video"
     lang = c.get("language")
-    parts = [str(summary.get("benchmark") or c.get("benchmark") or BLANK), model_name(summary.get("model") or c.get("model")),
-             f"language {', '.join(language_name(x) for x in str(lang).split(',')) if lang else 'all'}",
-             f"strategy {c.get('strategy') or 'standard'}", f"input {modality}", frames]
-    if c.get("judge"): parts.append(setting_text("judge", c["judge"]))
-    parts.append(f"n {o.get('n', BLANK)}")
-    return " · ".join(parts)
+    out = {"benchmark": str(summary.get("benchmark") or c.get("benchmark") or BLANK), "model": model_name(summary.get("model") or c.get("model")),
+           "language": ", ".join(language_name(x) for x in str(lang).split(",")) if lang else "all",
+           "strategy": c.get("strategy") or "standard", "input": modality, "frames": frames}
+    if c.get("judge"): out["judge"] = setting_text("judge", c["judge"], named=False)
+    return out
+
+def run_header(summary: dict, config: dict | None = None) -> str:
+    "One line naming a run: benchmark, model, language, strategy, modality, frames, judge, n."
+    x = run_context(summary, config)
+    parts = [x["benchmark"], x["model"], f"language {x['language']}", f"strategy {x['strategy']}", f"input {x['input']}", x["frames"]]
+    if "judge" in x: parts.append(setting_text("judge", config["judge"]))
+    ds = summary.get("dataset") or {}
+    if ds.get("digest"): parts.append(f"data {ds.get('location')} @ {str(ds.get('revision') or '?').strip(chr(34))[:12]} (lock {ds['digest'][:8]})")
+    return " · ".join(parts + [f"n {(summary.get('overall') or {}).get('n', BLANK)}"])
 
 # %% ../nbs/52_report.ipynb #e61d7a5e
 RATE_COLUMNS = ("accuracy", "accuracy_answered", "invalid_rate", "error_rate", "judge_invalid_rate")
@@ -382,7 +552,7 @@ def rates_table(df, digits: int = 1):
 SETTING_HEADERS = {"num_frames": "frames", "max_new_tokens": "max new tokens"}
 
 def runs_overview(runs, digits: int = 1) -> Table:
-    "One row per run: the settings that differ, status, n, errors, accuracy and answered accuracy (in %)."
+    "One row per run: the settings that differ, status, n, errors, accuracy and answered accuracy (in %), a benchmark's own headline."
     import pandas as pd
     diff = list(differing_settings(runs)) or ["model"]
     first = next((run_settings(r) for r in runs if r.config is not None), {})
@@ -393,12 +563,20 @@ def runs_overview(runs, digits: int = 1) -> Table:
         if s.get(k) is None and k in ("num_frames", "fps", "max_frames"):
             return t.blank("no video input" if s.get("modality") not in VIDEO_MODALITIES else "not set (the other sampling setting or the model's preset)")
         return setting_text(k, s.get(k), named=False)
+    heads = list(dict.fromkeys(k for r in runs for k in (r.overall.get("headline") or ()) if k in _HEADLINE))
+    def rate(o, k):
+        return t.blank("not pooled: the benchmark's headline is its own (see its columns)") if o.get("headline") else pct(o.get(k), digits)
+    def head(o, k):
+        v, unit = o.get(k), _HEADLINE[k][1]
+        if _missing(v): return t.blank("not this benchmark's number" if k not in (o.get("headline") or ()) else "not scored")
+        return pct(v, digits) if unit == "%" else num(v)
     for r in runs:
         s, o = run_settings(r), r.overall
         rows.append({**{SETTING_HEADERS.get(k, k.split(".")[-1].replace("_", " ")): cell(k, s) for k in diff}, "status": r.status,
-                     "n": o.get("n", BLANK), "errors": o.get("n_errors", BLANK), "accuracy %": pct(o.get("accuracy"), digits),
-                     "answered acc. %": pct(o.get("accuracy_answered"), digits), "invalid %": pct(o.get("invalid_rate"), digits)})
-    t.data = pd.DataFrame(rows)
+                     "n": o.get("n", BLANK), "errors": o.get("n_errors", BLANK), "accuracy %": rate(o, "accuracy"),
+                     "answered acc. %": rate(o, "accuracy_answered"), "invalid %": pct(o.get("invalid_rate"), digits),
+                     **{" ".join(_HEADLINE[k]): head(o, k) for k in heads}})
+    t.data = pd.DataFrame(rows, dtype=object)
     return t
 
 # %% ../nbs/52_report.ipynb #9b1f0123

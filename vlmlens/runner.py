@@ -8,16 +8,19 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import shutil
 import time
 import traceback
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from . import media, prompts
+from . import data, media, prompts
 from .benchmarks.base import Benchmark, get_benchmark
-from .core import VIDEO_MODALITIES, Generation, Judgment, Prediction, RunConfig, Sample
+from .core import VIDEO_MODALITIES, Generation, Judgment, NothingAnswered, Prediction, RunConfig, Sample, most_common_error
 from .judges import JudgeItem, reference_text
 from .metrics import aggregate, rates
 from .models import registry
+from .models.api import cost_usd
 from .store import RunStore, open_run, shard_filter
 
 log = logging.getLogger("vlmlens")
@@ -25,10 +28,12 @@ log = logging.getLogger("vlmlens")
 # %% auto #0
 __all__ = ['log', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_selection', 'frame_fit', 'prepare', 'gold_text',
            'needs_judge', 'finish_prediction', 'prediction_of', 'run_batch', 'latest_judgments', 'make_judge',
-           'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize', 'write_summary', 'reopen', 'rescore',
-           'rejudge', 'score_files', 'launch_env', 'apply_launch', 'launch_barrier', 'write_launch_summary',
+           'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize', 'write_summary', 'run_notes', 'reopen',
+           'rescore', 'rejudge', 'score_files', 'launch_env', 'apply_launch', 'launch_barrier', 'write_launch_summary',
            'load_run_samples', 'video_key', 'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams',
-           'stream_pending', 'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'run']
+           'stream_pending', 'generate_claimed', 'generate_pending', 'fit_context', 'judge_pending', 'backend_options',
+           'check_output_root', 'check_before_run', 'open_locked', 'discard_unused', 'check_answered', 'run',
+           'price_estimate', 'estimate_run']
 
 # %% ../nbs/40_runner.ipynb #66ec6bad
 def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | None = None) -> tuple[list[Sample], dict]:
@@ -223,7 +228,7 @@ def _known(sid, samples) -> bool:
     return True
 
 # %% ../nbs/40_runner.ipynb #4b5c6db9
-_ROW_USAGE = ("input_tokens", "output_tokens", "reasoning_tokens", "cost_usd")
+_ROW_USAGE = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens", "cost_usd")
 
 def score_row(bench: Benchmark, s: Sample, p: Prediction, judgment: Judgment | None = None) -> dict:
     "One scored row: the item, the answer, usage and the benchmark's score fields."
@@ -245,25 +250,39 @@ def score_rows(bench: Benchmark, samples: list[Sample], preds: dict, judgments: 
 
 # %% ../nbs/40_runner.ipynb #6d7e8fdb
 def summarize(bench: Benchmark, rows: list[dict], cfg: RunConfig, n_expected: int | None = None) -> dict:
-    "Overall and per-group rates (fractions), plus the benchmark's own metrics."
+    "Overall and per-group rates (fractions), plus the benchmark's own metrics (its `headline` replacing the pooled accuracy)."
     out = {"overall": rates(rows), "groups": aggregate(rows, by=bench.group_by)}
     if n_expected is not None: out["overall"]["n_missing"] = n_expected - len(rows)
-    extra = bench.summarize(rows, cfg)
-    if extra: out["benchmark_summary"] = extra
+    out["benchmark_summary"] = bench.summarize(rows, cfg) or None     # always a key: what a summary computes is fixed
+    if bench.headline:          # a pooled item accuracy would average the benchmark's different scales: none is given
+        out["overall"].update(accuracy=None, accuracy_answered=None, headline=list(bench.headline),
+                              **{k: (out["benchmark_summary"] or {}).get(k) for k in bench.headline})
     return out
 
 # %% ../nbs/40_runner.ipynb #9dfc37a8
 def write_summary(store: RunStore, bench: Benchmark, samples: list[Sample], cfg: RunConfig, notes: dict | None = None,
                   judge_id: str | None = None) -> dict:
     "Score every stored prediction for `samples` (with `judge_id`'s judgments, else the latest), write scores.csv and summary.json."
-    preds = store.load_predictions()
-    rows = score_rows(bench, samples, preds, latest_judgments(store.load_judgments(), judge_id))
-    summary = summarize(bench, rows, cfg, n_expected=len(samples))
-    summary.update(benchmark=cfg.benchmark, model=cfg.model, config_hash=cfg.hash(), run_dir=str(store.run_dir),
-                   **(notes or {}), **({"judge_id": judge_id} if judge_id else {}))
-    store.write_scores_csv(rows)
-    store.write_summary(summary)
+    with store.summary_lock():                    # read every file and write under one lock: a later writer saw more
+        preds = store.load_predictions()
+        rows = score_rows(bench, samples, preds, latest_judgments(store.load_judgments(), judge_id))
+        summary = summarize(bench, rows, cfg, n_expected=len(samples))
+        summary.update(benchmark=cfg.benchmark, model=cfg.model, config_hash=cfg.hash(), run_dir=str(store.run_dir),
+                       judge_id=judge_id)
+        kept = {**run_notes(store, summary), **(notes or {})}
+        summary.update({k: v for k, v in kept.items() if k not in summary})
+        store.write_scores_csv(rows)
+        store.write_summary(summary)
     return summary
+
+def run_notes(store: RunStore, scored: dict) -> dict:
+    "The run's notes so far: the previous summary's keys that `scored` does not hold (else the notes run.json lists)."
+    try: old = store.read_summary()
+    except (OSError, ValueError): old = None
+    if isinstance(old, dict): return {k: v for k, v in old.items() if k not in scored}
+    try: info = store._read_run_json() or {}
+    except (OSError, ValueError): info = {}
+    return {k: info[k] for k in info.get("note_keys") or () if k in info and k not in scored}
 
 # %% ../nbs/40_runner.ipynb #5c7d2fae
 def reopen(run_dir) -> tuple:
@@ -279,9 +298,7 @@ def rescore(run_dir) -> dict:
     try: langs = languages_of(registry.get_spec(cfg.model), cfg.benchmark)
     except (KeyError, ValueError): langs = tuple((info.get("model") or {}).get("languages") or ())   # a model no longer registered
     samples, notes = select_samples(samples, cfg, langs)
-    old = store.read_summary() or {}
-    keep = {k: old[k] for k in ("row_errors", "force", "frames_note") if k in old}
-    return write_summary(store, bench, samples, cfg, {**keep, **notes}, judge_id=old.get("judge_id"))
+    return write_summary(store, bench, samples, cfg, notes, judge_id=run_notes(store, {}).get("judge_id"))
 
 # %% ../nbs/40_runner.ipynb #8b2ab7e1
 def rejudge(run_dir, judges: list, progress: bool = True) -> list[Judgment]:
@@ -298,7 +315,7 @@ def score_files(benchmark: str, folder, judge=None, **kw) -> dict:
     bench = get_benchmark(benchmark)
     rows, items, errors = bench.read_official(folder)
     judgments = judge_items(judge, items, progress=kw.pop("progress", False)) if judge is not None and items else []
-    return bench.official_summary(rows, judgments, row_errors=errors, **kw)
+    return bench.official_summary(rows, judgments, row_errors=errors, judged=judge is not None, **kw)
 
 # %% ../nbs/40_runner.ipynb #7b2d0f02
 def launch_env(env=None) -> dict | None:
@@ -417,11 +434,13 @@ def streams(bench: Benchmark, backend, cfg: RunConfig) -> bool:
     "Whether items go through `backend.generate_iter` one by one (single-stage benchmarks on API backends)."
     return int(bench.num_stages(cfg)) == 1 and callable(getattr(backend, "generate_iter", None))
 
-def stream_pending(bench: Benchmark, backend, items: list[Sample], cfg: RunConfig, cache, frames, done, root=_RUN_ROOTS):
-    "Send `items` through `generate_iter` (no batch barrier); `done([prediction])` as each one finishes."
+def stream_pending(bench: Benchmark, backend, items: list[Sample], cfg: RunConfig, cache, frames, done, root=_RUN_ROOTS,
+                   claim=None):
+    "Send `items` through `generate_iter` (no batch barrier); `done([prediction])` as each one finishes; `claim(s)` false skips `s`."
     sent, fit = [], frame_fit(backend)
     def requests():                               # consumed lazily: only the requests in flight hold their frames
         for s in items:
+            if claim is not None and not claim(s): continue      # asked when its turn comes, not before
             req, err = prepare(bench, s, cfg, cache, frames=frames, root=root, fit=fit)
             if err is not None: done([prediction_of(bench, s, cfg, backend, [], [], 0.0, None, err)]); continue
             sent.append(s); yield req
@@ -429,12 +448,29 @@ def stream_pending(bench: Benchmark, backend, items: list[Sample], cfg: RunConfi
                                       seed=cfg.seed, progress=False):
         done([prediction_of(bench, sent[i], cfg, backend, [g.text], [g.usage], g.latency_s or 0.0, g.finish_reason, g.error)])
 
+# %% ../nbs/40_runner.ipynb #b2c3d41b
+def generate_claimed(bench: Benchmark, backend, items: list[Sample], cfg: RunConfig, store: RunStore, cache, frames, done,
+                     root=_RUN_ROOTS) -> list[Sample]:
+    "Ask the `items` this process can claim (video first; streamed or in batches); returns the items other live processes hold."
+    held, step = [], max(1, cfg.batch_size, int(getattr(backend, "preferred_batch_size", 1) or 1))
+    def claimed(batch: list[Sample]) -> list[Sample]:
+        got = set(store.claim(s.id for s in batch))
+        held.extend(s for s in batch if s.id not in got)
+        return [s for s in batch if s.id in got]
+    order = batches(video_first(items), step, warms_server_prefix(backend))
+    if streams(bench, backend, cfg):
+        for part in stream_parts(order):
+            stream_pending(bench, backend, part, cfg, cache, frames, done, root, claim=lambda s: bool(claimed([s])))
+    else:
+        for batch in order:
+            if mine := claimed(batch): done(run_batch(bench, backend, mine, cfg, cache, frames, root))
+    return held
+
 # %% ../nbs/40_runner.ipynb #cbf3fa6d
 def generate_pending(bench: Benchmark, backend, pending: list[Sample], cfg: RunConfig, store: RunStore, frames: int | None = None):
-    "Run the pending items video first — streamed on API backends, batch by batch otherwise — appending each prediction."
+    "Run the pending items this process can claim, video first; a second look at those others held; each prediction appended."
     from tqdm.auto import tqdm
     cache, n_err, root = media.shared_frame_cache(), 0, _media_root(bench, cfg)    # the roots once per run, not per item
-    step = max(1, cfg.batch_size, int(getattr(backend, "preferred_batch_size", 1) or 1))
     with tqdm(total=len(pending), desc=f"{cfg.benchmark}:{cfg.model}"[:60], disable=not cfg.progress, unit="item") as bar:
         def done(preds):
             nonlocal n_err
@@ -442,11 +478,12 @@ def generate_pending(bench: Benchmark, backend, pending: list[Sample], cfg: RunC
             n_err += sum(p.error is not None for p in preds)
             bar.update(len(preds)); bar.set_postfix(errors=n_err)
         try:
-            order = batches(video_first(pending), step, warms_server_prefix(backend))
-            if streams(bench, backend, cfg):
-                for part in stream_parts(order): stream_pending(bench, backend, part, cfg, cache, frames, done, root)
-            else:
-                for batch in order: done(run_batch(bench, backend, batch, cfg, cache, frames, root))
+            held = generate_claimed(bench, backend, pending, cfg, store, cache, frames, done, root)
+            if held: held = generate_claimed(bench, backend, held, cfg, store, cache, frames, done, root)   # holders gone since?
+            if held:
+                bar.total -= len(held); bar.refresh()
+                log.info("%d items were left to other processes working on %s (answered by them or still being asked); "
+                         "the last process to finish writes the complete summary", len(held), store.run_dir)
         except KeyboardInterrupt:
             log.warning("interrupted: finished items are saved in %s; rerun the same command to resume", store.run_dir)
             raise
@@ -471,11 +508,12 @@ def fit_context(bench: Benchmark, backend, pending: list[Sample], cfg: RunConfig
 
 # %% ../nbs/40_runner.ipynb #c3d4e531
 def judge_pending(bench: Benchmark, judge, store: RunStore, samples: list[Sample], mine: list[Sample], cfg: RunConfig) -> str | None:
-    "Judge this process's items that the benchmark's rule sends to a judge; returns the judge id (None without a judge)."
+    "Judge this process's items that the benchmark's rule sends to a judge (and it can claim); the judge id (None without one)."
     if judge is None: return None
     try:
         preds = store.load_predictions()
         only = [s.id for s in mine if s.id in preds and needs_judge(bench, s, preds[s.id])]
+        only = [k.split(":", 1)[1] for k in store.claim(f"judge:{sid}" for sid in only)]   # judged once across processes
         judge_run(store, {s.id: s for s in samples}, judge, preds, only=only, bench=bench, progress=cfg.progress)
     finally: judge.close()
     return judge.judge_id
@@ -488,24 +526,66 @@ def backend_options(cfg: RunConfig, spec) -> dict:
     if spec is not None and spec.backend in registry.LOCAL_BACKENDS and cfg.batch_size > 1: opts["batch_size"] = cfg.batch_size
     return {**opts, **cfg.model_kwargs}
 
+# %% ../nbs/40_runner.ipynb #e1de52d2
+def check_output_root(path) -> Path:
+    "`path` made absolute; a one-line ValueError when it cannot be created or written (nothing is created)."
+    p = Path(path).expanduser().absolute()
+    probe = p
+    while not probe.exists() and probe.parent != probe: probe = probe.parent
+    if not probe.is_dir(): raise ValueError(f"--output-root {path}: {probe} is a file, not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK): raise ValueError(f"--output-root {path}: no permission to write in {probe}")
+    return p
+
+def check_before_run(bench: Benchmark, cfg: RunConfig):
+    "The checks that need neither the items nor the model: the benchmark's options, the run folder's place (one line each)."
+    bench.check_kwargs(cfg.benchmark_kwargs)
+    check_output_root(cfg.output_root)
+
+def open_locked(cfg: RunConfig, judge=None) -> tuple[RunStore, Path | None]:
+    "The run's store, created and locked, and the outermost folder that creating it made (None if the folder was there)."
+    made = Path(cfg.output_root, cfg.run_name or cfg.default_run_name()).absolute()
+    while not made.parent.exists(): made = made.parent
+    made = None if made.exists() else made
+    try: return RunStore.open(cfg).lock(), made
+    except BaseException:
+        if judge is not None: judge.close()
+        raise
+
+def discard_unused(store: RunStore, made: Path | None):
+    "Remove the folders `open_locked` made when the run stopped before writing anything (only its lock files are there)."
+    if made is None or any(not p.name.startswith(".") for p in store.run_dir.iterdir()): return
+    shutil.rmtree(made, ignore_errors=True)
+
+def check_answered(summary: dict, store: RunStore | None = None) -> dict:
+    "`summary`, unless its run answered nothing: then NothingAnswered (carrying the summary) with the most common error."
+    o = summary.get("overall") or {}
+    if not o.get("n") or o.get("n_answered"): return summary
+    store = store or open_run(summary["run_dir"])[1]
+    errors = [p.error for p in store.load_predictions().values() if p.error]
+    raise NothingAnswered(Path(summary.get("run_dir") or "run").name, int(o["n"]), most_common_error(errors), result=summary)
+
 # %% ../nbs/40_runner.ipynb #db0975e2
 def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
-    "Run one configuration end to end; return its summary (also written to `summary.json`)."
+    "Run one configuration end to end; return its summary (also written to `summary.json`); NothingAnswered after it if no item was answered."
     cfg = (config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))).validate()
+    if samples is None: cfg = data.resolve_data_path(cfg)   # the fetched release when no --data-path; else one line naming `vlmlens data get`
     spec, preset = None if backend is not None else registry.get_spec(cfg.model), None
     launch, cfg = launch_env(), apply_launch(cfg, spec is not None and spec.backend in registry.LOCAL_BACKENDS)
     if spec is not None:
         cfg, preset = registry.apply_preset(cfg, spec)    # the paper's frames for this model when none are given
         spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
     bench = get_benchmark(cfg.benchmark)
+    check_before_run(bench, cfg)                          # options, output root: one line, nothing created
     samples, notes = load_run_samples(bench, cfg, languages_of(backend or spec, cfg.benchmark), samples)
+    if cfg.data_path: notes["dataset"] = data.provenance(cfg.data_path)   # source, revision, lock digest: runs on other data never pool
     if preset: notes["preset"] = preset
-    store = RunStore.open(cfg).lock()
+    if spec is not None: registry.preflight(spec, cfg, **backend_options(cfg, spec))   # keys, model options, checkpoint
+    judge = make_judge(bench, cfg, shard_filter(samples, cfg))   # before anything exists: a missing judge key fails here
+    store, made = open_locked(cfg, judge)
     try:
         mine = shard_filter(samples, cfg)
         done = store.done_ids()
         pending = [s for s in mine if s.id not in done]
-        judge = make_judge(bench, cfg, mine)  # before any item runs: a missing judge API key fails here
         if pending:
             own = backend is None
             if own: backend = registry.load_backend(cfg.model, **backend_options(cfg, spec))
@@ -513,11 +593,67 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
                 frames, fit = fit_context(bench, backend, pending, cfg)
                 if fit: notes["frames_fit"] = fit
                 store.write_run_json({"config": cfg.to_dict(), "config_hash": cfg.hash(), "model": backend.info(),
-                                      "model_id": backend.model_id, "model_revision": backend.revision, **notes})
+                                      "model_id": backend.model_id, "model_revision": backend.revision, **notes,
+                                      "note_keys": list(notes)})
                 generate_pending(bench, backend, pending, cfg, store, frames)
             finally:
                 if own: backend.close()
         judge_id = judge_pending(bench, judge, store, samples, mine, cfg)
-        if launch is None: return write_summary(store, bench, samples, cfg, notes, judge_id=judge_id)
+        if launch is None: return check_answered(write_summary(store, bench, samples, cfg, notes, judge_id=judge_id), store)
+    except ValueError:            # a refusal only the loaded model could make (no frame fits its context): leave nothing behind
+        discard_unused(store, made); raise
     finally: store.close()
-    return write_launch_summary(launch, store, bench, samples, cfg, notes, judge_id)
+    return check_answered(write_launch_summary(launch, store, bench, samples, cfg, notes, judge_id), store)
+
+# %% ../nbs/40_runner.ipynb #e5f60a01
+def price_estimate(items: list[dict], price: dict | None, kind: str = "", max_new_tokens: int = 0) -> dict:
+    "Totals and USD for items `{'video', 'visual', 'text'}` (tokens each): all uncached, and with each video's frames cached after its first question."
+    seen, read, write = set(), 0, 0
+    for it in items:
+        if it["video"] is None or not it["visual"]: continue
+        if it["video"] in seen: read += it["visual"]
+        else: seen.add(it["video"]); write += it["visual"] if kind == "anthropic" else 0
+    n_in = sum((it["visual"] or 0) + it["text"] for it in items)
+    n_out = len(items) * int(max_new_tokens)
+    write = write if read else 0                                          # a breakpoint nobody reads is never set
+    out = {"items": len(items), "videos": len(seen), "input_tokens": n_in, "output_tokens_max": n_out,
+           "cacheable_tokens": read, "unknown_visual": sum(it["visual"] is None for it in items)}
+    out["cost_usd_uncached"] = cost_usd({"input_tokens": n_in, "output_tokens": n_out}, price)
+    out["cost_usd_cached"] = cost_usd({"input_tokens": n_in, "cached_input_tokens": read, "cache_write_tokens": write,
+                                       "output_tokens": n_out}, price)
+    return out
+
+# %% ../nbs/40_runner.ipynb #e5f60a03
+def _item_tokens(bench: Benchmark, backend, s: Sample, cfg: RunConfig, sizes: dict) -> dict:
+    "One item's estimate: its video (file and clip), visual tokens the provider bills for its frames/images, text tokens."
+    req = bench.build_request(s, cfg)
+    text = sum(len(p.get("text") or "") for m in req.messages for p in (m.get("content") or []) if isinstance(p, dict))
+    video, visual = None, 0
+    vids = s.media_of("video") if cfg.modality in VIDEO_MODALITIES and cfg.num_frames else []
+    for m in vids[:1]:
+        if m.path not in sizes:
+            info = media.probe(m.path); sizes[m.path] = media.fit_size(info["width"], info["height"], cfg.max_side)
+        video, visual = (m.path, m.start, m.end), backend.billed_visual_tokens(*sizes[m.path], cfg.num_frames)
+    for m in s.media_of("image") if cfg.modality != "text" else []:
+        if m.path not in sizes: sizes[m.path] = media.fit_size(*media.load_image(m.path).size, cfg.max_side)
+        t = backend.billed_visual_tokens(*sizes[m.path])
+        visual = None if visual is None or t is None else visual + t
+    return {"video": video, "visual": visual, "text": text // 4 + 4}
+
+def estimate_run(config) -> dict:
+    "What a run would send and cost, before any call and creating nothing (API models only): `price_estimate` plus the run's identity."
+    cfg = (config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))).validate()
+    cfg, spec = data.resolve_data_path(cfg), registry.get_spec(cfg.model)
+    if spec.backend in registry.LOCAL_BACKENDS: raise ValueError(f"--dry-run estimates what an API run is billed; {cfg.model} runs locally")
+    cfg, _ = registry.apply_preset(cfg, spec); spec.check(cfg)
+    bench = get_benchmark(cfg.benchmark)
+    check_before_run(bench, cfg)
+    samples, _ = load_run_samples(bench, cfg, languages_of(spec, cfg.benchmark), None)
+    opts = {**backend_options(cfg, spec), "cache": False, "progress": False}
+    registry.preflight(spec, cfg, **opts)
+    backend, sizes = registry.load_backend(cfg.model, **opts), {}
+    try: items = [_item_tokens(bench, backend, s, cfg, sizes) for s in shard_filter(samples, cfg)]
+    finally: backend.close()
+    price = backend.price or {}
+    return {"benchmark": cfg.benchmark, "model": cfg.model, "num_frames": cfg.num_frames, "price_source": price.get("source"),
+            **price_estimate(items, backend.price, backend.kind, cfg.max_new_tokens)}

@@ -569,11 +569,12 @@ def _vqa_word_step(text: str, lang: str = "en") -> str:
     return " ".join(words)
 
 # %% ../nbs/20_scoring.ipynb #a6c0e2f1
+def _vqa_clean(text) -> str: return str(text).replace("\n", " ").replace("\t", " ").strip()
+
 def vqa_normalize(text: str | None, lang: str = "en") -> str:
     "VQA comparison form: the official English rules, or their Hindi/Telugu extension for other languages."
     if text is None: return ""
-    t = str(text).replace("\n", " ").replace("\t", " ").strip()
-    return _vqa_word_step(_vqa_punct_step(t, lang), lang)
+    return _vqa_word_step(_vqa_punct_step(_vqa_clean(text), lang), lang)
 
 # %% ../nbs/20_scoring.ipynb #c609b992
 def vqa_accuracy(pred: str | None, gt_answers, lang: str = "en", official: bool = True) -> float:
@@ -581,11 +582,9 @@ def vqa_accuracy(pred: str | None, gt_answers, lang: str = "en", official: bool 
     if pred is None: return 0.0
     gts = [gt_answers] if isinstance(gt_answers, str) else [str(g) for g in gt_answers]
     if not gts: raise ValueError("vqa_accuracy: gt_answers is empty")
-    res = vqa_normalize(pred, lang)
-    if official:
-        if len(set(gts)) > 1: gts = [_vqa_punct_step(g, lang) for g in gts]
-    else:
-        gts = [vqa_normalize(g, lang) for g in gts]
+    res, gts = _vqa_clean(pred), [_vqa_clean(g) for g in gts]
+    if not official or len(set(gts)) > 1: res, gts = vqa_normalize(res, lang), [vqa_normalize(g, lang) for g in gts]
+    if not official:
         if not res: return 0.0
         if len(gts) == 1: return float(res == gts[0])
     accs = [min(1.0, sum(1 for j, g in enumerate(gts) if j != i and g == res) / 3) for i in range(len(gts))]

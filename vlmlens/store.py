@@ -5,6 +5,7 @@
 # %% ../nbs/02_store.ipynb #a28f0039
 from __future__ import annotations
 
+import contextlib
 import csv
 import errno
 import functools
@@ -32,7 +33,7 @@ from .core import TRANSPORT_KWARGS, VIDEO_MODALITIES, Judgment, Prediction, RunC
 # %% auto #0
 __all__ = ['REDACTED', 'atomic_write', 'remove_stale_temps', 'looks_secret', 'remember_secret', 'secret_values', 'scrub_text',
            'scrub_secrets', 'parse_kv', 'package_git_info', 'environment_info', 'utc_now', 'iter_jsonl',
-           'RunConflictError', 'RunLockedError', 'RunStore', 'open_run', 'shard_filter', 'Run', 'RunSet',
+           'RunConflictError', 'RunLockedError', 'RunStore', 'flocked', 'open_run', 'shard_filter', 'Run', 'RunSet',
            'config_columns']
 
 # %% ../nbs/02_store.ipynb #7725a7a7
@@ -231,6 +232,7 @@ class RunStore:
         self.config, self.overwrite = config, overwrite
         self._fds: dict[Path, int] = {}
         self._lock_fd: int | None = None
+        self._claims: _Claims | None = None
 
     def __repr__(self): return f"RunStore({str(self.run_dir)!r}, {self.config_hash[:12]!r}, shard={self.shard})"
     def __enter__(self): return self
@@ -253,7 +255,8 @@ def summary_path(self: RunStore) -> Path: return self.run_dir / "summary.json"
 
 @patch
 def close(self: RunStore):
-    "Close the files this store appends to and release its lock (also on `with` exit and garbage collection)."
+    "Close the files this store appends to and release its lock and claims (also on `with` exit and garbage collection)."
+    if getattr(getattr(self, "_claims", None), "fd", None) is not None: self._release_claims()
     for fd in list(getattr(self, "_fds", {}).values()) + ([self._lock_fd] if getattr(self, "_lock_fd", None) else []):
         try: os.close(fd)
         except OSError: pass
@@ -321,6 +324,26 @@ def write_run_json(self: RunStore, info: dict | None = None) -> dict:
     atomic_write(self.run_json_path, json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
     return doc
 
+# %% ../nbs/02_store.ipynb #c1a1b0a1
+@dataclass
+class _Claims:
+    "This process's view of a run's claims (see `RunStore.claim`); started when it takes its lock."
+    token: str                                      # this worker's name: `<pid>-<random>`
+    sizes: dict = field(default_factory=dict)       # predictions file -> bytes read for `since` (its size at the start)
+    since: set = field(default_factory=set)         # ids with a prediction written after the start
+    owner: dict = field(default_factory=dict)       # sample id -> the worker that claimed it last
+    offset: int = 0                                 # bytes of the claims log read so far
+    dead: set = field(default_factory=set)          # workers seen dead
+    stale: bool = False                             # a worker died since `since` was last read
+    fd: int | None = None                           # this worker's file, held locked while the process lives
+
+@patch
+def _start_claims(self: RunStore):
+    "Begin this process's claims: remember how much of each predictions file existed now."
+    if self._claims is None:
+        sizes = {p: p.stat().st_size for p in self.run_dir.glob("predictions*.jsonl")}
+        self._claims = _Claims(f"{os.getpid()}-{uuid.uuid4().hex[:8]}", sizes)
+
 # %% ../nbs/02_store.ipynb #6a0d9e31
 @patch
 def lock(self: RunStore, wait: bool = False) -> RunStore:
@@ -340,6 +363,7 @@ def lock(self: RunStore, wait: bool = False) -> RunStore:
         raise
     os.ftruncate(fd, 0); os.write(fd, str(os.getpid()).encode())
     self._lock_fd = fd
+    self._start_claims()
     return self
 
 # %% ../nbs/02_store.ipynb #d8c9fd89
@@ -432,6 +456,122 @@ def load_judgments(self: RunStore, all_shards: bool = True) -> list[Judgment]:
     "All judgments recorded in this run, in file order."
     return list(_records(self, "judgments", Judgment, all_shards))
 
+# %% ../nbs/02_store.ipynb #c1a1b0b1
+@contextlib.contextmanager
+def flocked(path):
+    "Hold an exclusive `flock` on `path` (a folder, or a file created if missing) for the `with` block; yields the fd."
+    import fcntl
+    path = Path(path)
+    fd = os.open(path, os.O_RDONLY) if path.is_dir() else os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally: os.close(fd)                                   # closing the descriptor releases the lock
+
+def _worker_alive(path: Path) -> bool:
+    "Whether the process that made worker file `path` still holds its lock (a missing file is a gone worker)."
+    import fcntl
+    try: fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError: return False
+    try: fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK): return True
+        raise
+    finally: os.close(fd)
+    return False
+
+# %% ../nbs/02_store.ipynb #c1a1b0b4
+@patch
+def _read_claims(self: RunStore, fd: int):
+    "Take in the claims appended to the log (open on `fd`) since the last read."
+    c = self._claims
+    data = os.pread(fd, max(0, os.fstat(fd).st_size - c.offset), c.offset)
+    end = data.rfind(b"\n") + 1                             # a claim cut by a killed writer is never completed: skip it
+    for line in data[:end].split(b"\n"):
+        try: rec = json.loads(line)
+        except ValueError: continue
+        if isinstance(rec, dict) and isinstance(rec.get("id"), str): c.owner[rec["id"]] = rec.get("w")
+    c.offset += end
+
+@patch
+def _read_since(self: RunStore):
+    "Take in the ids of this configuration's predictions appended since the start (complete lines only)."
+    c = self._claims
+    for p in self._files("predictions", True):
+        start = c.sizes.get(p, 0)
+        with open(p, "rb") as f:
+            f.seek(start); data = f.read()
+        end = data.rfind(b"\n") + 1
+        for line in data[:end].split(b"\n"):
+            try: rec = json.loads(line)
+            except ValueError: continue
+            if isinstance(rec, dict) and rec.get("config_hash") == self.config_hash: c.since.add(str(rec.get("sample_id")))
+        c.sizes[p] = start + end
+    c.stale = False
+
+# %% ../nbs/02_store.ipynb #c1a1b0b6
+_CLAIMS, _WORKERS = ".claims", ".workers"
+
+@patch
+def _become_worker(self: RunStore):
+    "Create this process's worker file and hold its lock while the process lives."
+    import fcntl
+    (self.run_dir / _WORKERS).mkdir(exist_ok=True)
+    path = self.run_dir / _WORKERS / self._claims.token
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    self._claims.fd = fd
+
+@patch
+def _release_claims(self: RunStore):
+    "Give up this process's claims; the last worker of a run empties the claims log."
+    c, self._claims = self._claims, None
+    if c is None or c.fd is None: return
+    try:
+        with flocked(self.run_dir / _CLAIMS) as fd:
+            (self.run_dir / _WORKERS / c.token).unlink(missing_ok=True)
+            os.close(c.fd); c.fd = None
+            if not any(_worker_alive(p) for p in (self.run_dir / _WORKERS).iterdir()):
+                os.ftruncate(fd, 0)
+                for p in (self.run_dir / _WORKERS).iterdir(): p.unlink(missing_ok=True)
+                (self.run_dir / _WORKERS).rmdir()
+    except Exception as e:                                  # (also at interpreter exit, when modules are half gone)
+        try: warnings.warn(f"{self.run_dir}: could not release this process's claims ({e})")
+        except Exception: pass
+    finally:
+        if c.fd is not None:
+            try: os.close(c.fd)
+            except Exception: pass
+
+# %% ../nbs/02_store.ipynb #c1a1b0b5
+@patch
+def _free(self: RunStore, sid: str, alive: dict) -> bool:
+    "May this process claim `sid` now? (`alive` caches worker liveness within one `claim` call.)"
+    c = self._claims
+    w = c.owner.get(sid)
+    if w is None or w == c.token: return True
+    if w not in c.dead:
+        if w not in alive: alive[w] = _worker_alive(self.run_dir / _WORKERS / w)
+        if alive[w]: return False
+        c.dead.add(w); c.stale = True
+    if c.stale: self._read_since()
+    return sid not in c.since
+
+@patch
+def claim(self: RunStore, ids: Iterable[str]) -> list[str]:
+    "The ids of `ids` this process may ask now, claimed for it; the others are held by live workers or done since it started."
+    self._start_claims()
+    c, ids, alive = self._claims, [str(i) for i in ids], {}
+    self.run_dir.mkdir(parents=True, exist_ok=True)
+    with flocked(self.run_dir / _CLAIMS) as fd:
+        if c.fd is None: self._become_worker()               # under the log's lock: no one sees our file unlocked
+        self._read_claims(fd)
+        got = [sid for sid in ids if self._free(sid, alive)]
+        new = [sid for sid in got if c.owner.get(sid) != c.token]
+        if new: _write_all(fd, "".join(json.dumps({"id": sid, "w": c.token}) + "\n" for sid in new).encode("utf-8"))
+        c.owner.update((sid, c.token) for sid in new)
+    return got
+
 # %% ../nbs/02_store.ipynb #a914d0a4
 def _plain(x: Any) -> Any:
     "JSON-safe copy: NaN/inf -> None, numpy scalars -> Python, paths -> str."
@@ -455,7 +595,7 @@ def write_scores_csv(self: RunStore, rows: list[dict]) -> Path:
     "Write scores.csv atomically (columns = union of keys, first-seen order; secrets scrubbed)."
     cols = list(dict.fromkeys(k for r in rows for k in r))
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     w.writeheader()
     for r in scrub_secrets(rows): w.writerow({k: _csv_cell(v) for k, v in r.items()})
     atomic_write(self.scores_path, buf.getvalue())
@@ -474,6 +614,12 @@ def read_summary(self: RunStore) -> dict | None:
     if not self.summary_path.exists(): return None
     try: return json.loads(self.summary_path.read_text(encoding="utf-8"))
     except ValueError as e: raise ValueError(f"{self.summary_path}: not valid JSON ({e})") from None
+
+@patch
+def summary_lock(self: RunStore):
+    "A context manager holding the run's summary lock: read every file, compute and write the summary inside it."
+    self.run_dir.mkdir(parents=True, exist_ok=True)
+    return flocked(self.run_dir)
 
 # %% ../nbs/02_store.ipynb #72f79b2c
 def open_run(run_dir) -> tuple[RunConfig, RunStore, dict]:
@@ -556,7 +702,7 @@ def scores(self: Run):
     import pandas as pd
     p = self.dir / "scores.csv"
     if not p.exists() or not p.read_text(encoding="utf-8").strip(): return pd.DataFrame(columns=["sample_id", "score"])
-    try: return pd.read_csv(p, dtype=_ID_COLS, keep_default_na=True)
+    try: return pd.read_csv(p, dtype=_ID_COLS, keep_default_na=False, na_values=[""])
     except Exception as e: raise ValueError(f"{p}: cannot read ({type(e).__name__}: {e})") from None
 
 # %% ../nbs/02_store.ipynb #3cef5822
@@ -573,6 +719,8 @@ def settings(self: Run) -> dict:
         for a, b in (d.pop(k, None) or {}).items():
             if not (k != "benchmark_kwargs" and a in TRANSPORT_KWARGS + ("retries",)): d[f"{k}.{a}"] = b
     if d.get("modality") not in VIDEO_MODALITIES: d.update(num_frames=None, fps=None, max_frames=None)
+    ds = (self.info or {}).get("dataset") or (self.summary or {}).get("dataset")
+    if ds: d["dataset"] = ds.get("digest") or ds.get("path")        # the data's lock digest: other bytes, another setting
     return d
 
 # %% ../nbs/02_store.ipynb #8f2d6b04
@@ -623,13 +771,13 @@ _HEADLINE = ("n", "n_answered", "n_errors", "n_invalid", "n_missing", "accuracy"
 
 @patch
 def table(self: RunSet):
-    "One row per run: name, folder, status, problem, `cfg_*` settings and the headline numbers of its summary."
+    "One row per run: name, folder, status, problem, `cfg_*` settings and the headline numbers of its summary (a benchmark's own headline too)."
     import pandas as pd
     rows = []
     for r in self.runs:
         s = r.summary or {}
         rows.append({"run": r.name, "run_dir": str(r.dir), "status": r.status, "problem": r.problem, **config_columns(r),
-                     **{k: r.overall.get(k) for k in _HEADLINE}, "judge_id": s.get("judge_id"),
+                     **{k: r.overall.get(k) for k in (*_HEADLINE, *(r.overall.get("headline") or ()))}, "judge_id": s.get("judge_id"),
                      "model_id": r.info.get("model_id") or (r.info.get("model") or {}).get("model_id")})
     return pd.DataFrame(rows)
 

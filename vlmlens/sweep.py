@@ -18,6 +18,7 @@ from .core import RunConfig, sha256_json, slug
 from .models import registry
 from .store import Run, atomic_write, looks_secret, scrub_secrets
 from .report import kernel_manager
+from .runner import check_output_root
 
 log = logging.getLogger("vlmlens")
 
@@ -113,10 +114,11 @@ def find_notebook(path=None) -> Path:
 # %% ../nbs/41_sweep.ipynb #bdb6849d
 def sweep_row(run: dict, status: str, run_dir: Path | None, error: str | None) -> dict:
     "One row of sweep.csv: the run's name and parameters, its status and its summary's headline numbers."
-    o = Run.read(run_dir).overall if run_dir is not None and status == "ok" else {}
+    o = (Run.read(run_dir).overall or {}) if run_dir is not None else {}
     return {"run": run["run_name"], **{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in run["params"].items()},
             "status": status, "n": o.get("n"), "accuracy": o.get("accuracy"), "accuracy_answered": o.get("accuracy_answered"),
-            "invalid_rate": o.get("invalid_rate"), "error_rate": o.get("error_rate"), "n_errors": o.get("n_errors"), "error": error}
+            "invalid_rate": o.get("invalid_rate"), "error_rate": o.get("error_rate"), "n_errors": o.get("n_errors"),
+            **{k: o.get(k) for k in o.get("headline") or ()}, "error": error}   # a benchmark's own headline (InfiniBench Acc/Score/Overall)
 
 def _scrub_notebook(path: Path):
     if path.exists(): atomic_write(path, json.dumps(scrub_secrets(json.loads(path.read_text(encoding="utf-8"))), indent=1, ensure_ascii=False))
@@ -136,7 +138,8 @@ def execute_run(run: dict, root: Path, nb_path: Path, kernel_name: str | None = 
         msg = str(getattr(e, "evalue", "") or e).strip().splitlines()
         name = getattr(e, "ename", type(e).__name__)
         status = "skipped" if name == "LanguageNotClaimed" else "failed"   # the paper does not run this model in this language
-        return sweep_row(run, status, None, f"{name}: {msg[-1] if msg else ''}")
+        answered_nothing = name == "NothingAnswered"       # its summary is written: the row shows n and the error rate
+        return sweep_row(run, status, run_dir if answered_nothing else None, f"{name}: {msg[-1] if msg else ''}")
     finally: _scrub_notebook(run_dir / "evaluate.ipynb")
 
 # %% ../nbs/41_sweep.ipynb #5c1e0a02
@@ -368,7 +371,7 @@ def run_sweep(spec_or_path, output_root=None, notebook=None, kernel_name=None, p
     runs = expand_grid(spec)
     opts = executor_options(spec, executor, {r["params"].get("model") for r in runs})
     name = slug(spec.get("name", "sweep"))
-    root = Path(output_root or spec.get("output_root") or "outputs").resolve() / name
+    root = check_output_root(output_root or spec.get("output_root") or "outputs").resolve() / name   # one line, nothing made
     root.mkdir(parents=True, exist_ok=True)
     nb_path = find_notebook(notebook or spec.get("notebook")).resolve()
     rows = [r for r in (finished_row(run, root) for run in runs) if r is not None]

@@ -5,7 +5,9 @@
 # %% ../../nbs/30_benchmarks_base.ipynb #00978844
 from __future__ import annotations
 
+import difflib
 import importlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from ..prompts import build_request
 from ..scoring import parse_answer, score_answer
 
 # %% auto #0
-__all__ = ['BENCHMARKS', 'Benchmark', 'register_benchmark', 'get_benchmark']
+__all__ = ['OPTION_TYPES', 'BENCHMARKS', 'Benchmark', 'Option', 'check_options', 'register_benchmark', 'get_benchmark']
 
 # %% ../../nbs/30_benchmarks_base.ipynb #6e5bf65b
 class Benchmark:
@@ -27,6 +29,10 @@ class Benchmark:
     group_by = ("subset", "language")
     #: the score range of this benchmark's LLM judge (open-ended 0–10 by default)
     judge_scale = (0, 10)
+    #: the `benchmark_kwargs` a run may set, as `Option`s (None: not declared, so not checked)
+    kwargs_schema: tuple | None = None
+    #: `summarize` numbers that replace the pooled item accuracy as a run's headline (empty: the pooled accuracy)
+    headline: tuple = ()
 
     def load(self, cfg: RunConfig) -> tuple[list[Sample], list]:
         "Return `(samples, row_errors)` for `cfg`."
@@ -108,6 +114,83 @@ def filter(self: Benchmark, samples: list[Sample], cfg: RunConfig) -> list[Sampl
     def _ok(values, wanted):
         return wanted in (None, "", "all") or any(v in [w.strip() for w in str(wanted).split(",")] for v in values)
     return [s for s in samples if _ok([s.subset], cfg.subset) and _ok([s.language, s.locale], cfg.language)]
+
+# %% ../../nbs/30_benchmarks_base.ipynb #597dac72
+OPTION_TYPES = {"str": "a string", "path": "an existing file or folder", "int": "an integer", "float": "a number", "bool": "true or false",
+                "dict": 'a JSON object ({"key": value})', "list": "a list (JSON, or comma-separated)", "any": "any JSON value"}
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+def _as_type(kind: str, v):
+    if kind == "bool":
+        if isinstance(v, bool) or str(v).strip().lower() in _TRUE + _FALSE: return v if isinstance(v, bool) else str(v).strip().lower() in _TRUE
+    elif kind == "int":
+        if not isinstance(v, (bool, float)) and str(v).strip().lstrip("+-").isdigit(): return int(v)
+        if isinstance(v, float) and v.is_integer(): return int(v)
+    elif kind == "float":
+        if not isinstance(v, bool):
+            try: return float(v)
+            except (TypeError, ValueError): pass
+    elif kind in ("str", "path"):
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v).strip(): return str(v)
+    elif kind == "dict":
+        if isinstance(v, dict): return v
+    elif kind == "list":
+        if isinstance(v, (list, tuple)): return list(v)
+        if isinstance(v, str): return [x.strip() for x in v.split(",") if x.strip()]
+    else: return v
+    raise ValueError(kind)
+
+# %% ../../nbs/30_benchmarks_base.ipynb #3fa32602
+@dataclass(frozen=True)
+class Option:
+    "One `benchmark_kwargs` key a benchmark reads: its type (a key of `OPTION_TYPES`), default, allowed values and help."
+    name: str
+    type: str = "str"
+    default: Any = None
+    help: str = ""
+    choices: tuple = ()
+
+    def __post_init__(self):
+        if self.type not in OPTION_TYPES: raise ValueError(f"Option {self.name}: type must be one of {', '.join(OPTION_TYPES)}")
+
+    def coerce(self, value):
+        "`value` in this option's type, checked against its choices; a one-line ValueError naming the option otherwise."
+        if value is None: return None
+        try: out = _as_type(self.type, value)
+        except (TypeError, ValueError): raise ValueError(f"benchmark_kwargs {self.name} must be {OPTION_TYPES[self.type]}, got {value!r}") from None
+        if self.type == "path" and not Path(out).expanduser().exists():      # a missing media root: refused before the run
+            raise ValueError(f"benchmark_kwargs {self.name}: {out} does not exist")
+        if self.choices and out not in self.choices:
+            raise ValueError(f"benchmark_kwargs {self.name} must be one of {', '.join(map(repr, self.choices))}, got {value!r}")
+        return out
+
+# %% ../../nbs/30_benchmarks_base.ipynb #c4bb9f8a
+def check_options(name: str, schema, kwargs: dict | None) -> dict:
+    "`kwargs` checked against the `Option`s of benchmark `name` and coerced, defaults filled in; one-line ValueError otherwise."
+    kw, known = dict(kwargs or {}), {o.name: o for o in schema}
+    for k in kw:
+        if k in known: continue
+        close = difflib.get_close_matches(str(k), list(known), n=1, cutoff=0.6)
+        valid = f"valid: {', '.join(known)}" if known else f"{name} takes none"
+        raise ValueError(f"{name}: unknown benchmark_kwargs {k!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                         + f"; {valid} (vlmlens run --benchmark {name} --help-kwargs)")
+    return {n: o.coerce(kw[n]) if n in kw else o.default for n, o in known.items()}
+
+@patch
+def check_kwargs(self: Benchmark, kwargs: dict | None) -> dict:
+    "The run's `benchmark_kwargs` checked against `kwargs_schema` (`check_options`); unchecked when none is declared."
+    return dict(kwargs or {}) if self.kwargs_schema is None else check_options(self.name, self.kwargs_schema, kwargs)
+
+@patch
+def kwargs_help(self: Benchmark) -> str:
+    "The declared options as a text table: name, type, default, help (and the allowed values)."
+    opts = self.kwargs_schema or ()
+    if not opts: return f"{self.name}: no benchmark options (--benchmark-kwarg)"
+    rows = [(o.name, o.type, "-" if o.default is None else repr(o.default),
+             o.help + (f" (one of: {', '.join(map(str, o.choices))})" if o.choices else "")) for o in opts]
+    w = [max(len(r[i]) for r in rows + [("name", "type", "default", "")]) for i in range(3)]
+    head = f"{self.name} options (--benchmark-kwarg KEY=VALUE):\n" + "  ".join(x.ljust(w[i]) for i, x in enumerate(("name", "type", "default"))) + "  help"
+    return head + "\n" + "\n".join("  ".join(r[i].ljust(w[i]) for i in range(3)) + "  " + r[3] for r in rows)
 
 # %% ../../nbs/30_benchmarks_base.ipynb #565ef0e3
 BENCHMARKS: dict[str, str] = {

@@ -478,6 +478,7 @@ def ensure_demo_data(root=None, progress: bool = True) -> Path:
 class DemoBenchmark(Benchmark):
     "The shipped synthetic demo benchmark (videos, images, subtitles; en/hi/te)."
     name = "demo"
+    kwargs_schema = ()        # the demo takes no --benchmark-kwarg: any key is a typo
 
     def __init__(self, root=None):
         self.root = root

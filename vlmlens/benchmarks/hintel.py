@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 from fastcore.basics import patch
 
-from .base import Benchmark
+from .base import Benchmark, Option, check_options
 from .demo import candles_image, hintel_examples, split_inline_options, zebra_image
 from ..core import Judgment, Media, Prediction, Request, RunConfig, Sample, message
 from ..fidelity import PaperPrompt, record
@@ -30,9 +30,9 @@ from ..scoring import (english_reasoning, extract_choice, final_answer_text, has
 
 # %% auto #0
 __all__ = ['SUBSETS', 'SUBSET_NAMES', 'SUBSET_LANGS', 'OURS', 'OURS_NAMES', 'MCQ_SUBSETS', 'JUDGED_SUBSETS', 'JEE_SUBSETS',
-           'LANGS', 'STRATEGIES', 'JEE_TYPES', 'BENCHMARK_KWARGS', 'JEE_COT', 'JEE_STANDARD', 'STANDARD_MCQ',
-           'STANDARD_SHORT', 'COT_SYSTEM', 'COT_USER_MCQ', 'COT_USER_SHORT', 'CAPTION', 'CAPTION_QA', 'PROMPT_NAMES',
-           'PROMPTS', 'VQA_JUDGE_SYSTEM', 'VQA_JUDGE_USER', 'CLEVR_JUDGE_SYSTEM', 'CLEVR_JUDGE_USER',
+           'LANGS', 'STRATEGIES', 'JEE_TYPES', 'KWARGS_SCHEMA', 'BENCHMARK_KWARGS', 'JEE_COT', 'JEE_STANDARD',
+           'STANDARD_MCQ', 'STANDARD_SHORT', 'COT_SYSTEM', 'COT_USER_MCQ', 'COT_USER_SHORT', 'CAPTION', 'CAPTION_QA',
+           'PROMPT_NAMES', 'PROMPTS', 'VQA_JUDGE_SYSTEM', 'VQA_JUDGE_USER', 'CLEVR_JUDGE_SYSTEM', 'CLEVR_JUDGE_USER',
            'HINTEL_JUDGE_MODEL', 'VQA_JUDGE', 'CLEVR_JUDGE', 'TABLES', 'LANG_LABEL', 'PAPER_TABLES', 'TASKS',
            'TABLE5_ORDER', 'STRATEGY_NAMES', 'FAILURE_CATEGORIES', 'PAPER_TABLE6', 'PRELABEL_PROMPT', 'PAPER_ROSTER',
            'REGISTRY_NAMES', 'prompt', 'sample_id', 'subset_of_id', 'record_to_sample', 'subset_file', 'load_hintel',
@@ -59,9 +59,16 @@ JEE_SUBSETS = ("jee_h", "jee_t")
 LANGS = ("en", "hi", "te")
 STRATEGIES = ("standard", "cot", "caption")
 JEE_TYPES = {"MCQ": "mcq", "MCQ(multiple)": "mcq_multi", "Integer": "integer", "Numeric": "numeric"}
-#: the options a run can set in `benchmark_kwargs`, with their defaults
-BENCHMARK_KWARGS = {"prompt_language": "item", "prompt_files": {}, "caption_max_new_tokens": 256, "jee_scoring": "official",
-                    "jee_explanation_rule": True, "jee_english_rule": True, "jee_english_min_words": 4}
+#: the options a run can set in `benchmark_kwargs` (checked by `Benchmark.check_kwargs`), and their defaults
+KWARGS_SCHEMA = (
+    Option("prompt_language", "str", "item", "the prompts' language: the item's (the paper's translations) or English", ("item", "en")),
+    Option("prompt_files", "dict", {}, "{prompt name: file} replacing the paper's prompts (names: PROMPT_NAMES)"),
+    Option("caption_max_new_tokens", "int", 256, "token limit of the caption stage (strategy caption)"),
+    Option("jee_scoring", "str", "official", "JEE: the official script's comparison, or vlmlens' label reading", ("official", "vlmlens")),
+    Option("jee_explanation_rule", "bool", True, "JEE standard prompt: an answer with an explanation is wrong (the paper's rule)"),
+    Option("jee_english_rule", "bool", True, "JEE-H CoT: reasoning in English is wrong (the paper's rule)"),
+    Option("jee_english_min_words", "int", 4, "English words that make reasoning count as English"))
+BENCHMARK_KWARGS = {o.name: o.default for o in KWARGS_SCHEMA}
 
 # %% ../../nbs/32_benchmarks_hintel.ipynb #c18416cc
 _A3, _A4 = "HinTel-AlignBench App. A.3", "HinTel-AlignBench App. A.4"
@@ -835,15 +842,9 @@ class HinTelJudge:
 # %% ../../nbs/32_benchmarks_hintel.ipynb #8f1a776f
 def run_options(cfg: RunConfig) -> dict:
     "The run's HinTel options (defaults filled in), checked; stamped into each sample as `metadata['hintel_run']`."
-    kw = dict(cfg.benchmark_kwargs or {})
-    unknown = set(kw) - set(BENCHMARK_KWARGS)
-    if unknown: raise ValueError(f"hintel: unknown benchmark_kwargs {sorted(unknown)}; known: {', '.join(BENCHMARK_KWARGS)}")
-    opts = {**BENCHMARK_KWARGS, **kw, "strategy": cfg.strategy}
-    if opts["jee_scoring"] not in ("official", "vlmlens"): raise ValueError(f"hintel: jee_scoring must be 'official' or 'vlmlens', got {opts['jee_scoring']!r}")
-    if opts["prompt_language"] not in ("item", "en"): raise ValueError(f"hintel: prompt_language must be 'item' or 'en', got {opts['prompt_language']!r}")
+    opts = {**check_options("hintel", KWARGS_SCHEMA, cfg.benchmark_kwargs), "strategy": cfg.strategy}
     bad = set(opts["prompt_files"] or {}) - set(PROMPT_NAMES)
     if bad: raise ValueError(f"hintel: prompt_files names unknown prompt(s) {sorted(bad)}; known: {', '.join(PROMPT_NAMES)}")
-    for b in ("jee_explanation_rule", "jee_english_rule"): opts[b] = str(opts[b]).lower() not in ("false", "0", "no", "off")
     return opts
 
 # %% ../../nbs/32_benchmarks_hintel.ipynb #0b2c4d6e
@@ -852,6 +853,7 @@ class HinTelBenchmark(Benchmark):
     name = "hintel"
     judge_scale = (0, 1)
     group_by = ("subset", "language")
+    kwargs_schema = KWARGS_SCHEMA
 
     def load(self, cfg: RunConfig) -> tuple[list[Sample], list]:
         "Samples under `cfg.data_path` for `cfg.subset` / `cfg.language`, and the row errors."

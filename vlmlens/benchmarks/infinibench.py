@@ -21,7 +21,7 @@ from typing import Iterator
 from fastcore.basics import patch
 
 from .. import fidelity
-from .base import Benchmark
+from .base import Benchmark, Option
 from .demo import srt_time
 from .. import media, prompts
 from ..core import Judgment, Media, Prediction, Request, RunConfig, Sample, VIDEO_MODALITIES, message, text_part
@@ -37,7 +37,7 @@ from ..store import Run, RunSet, open_run
 # %% auto #0
 __all__ = ['MCQ_SKILLS', 'OPEN_SKILLS', 'SKILLS', 'OFFICIAL_FILES', 'SKILL_TITLES', 'TABLE3_SOURCE', 'TABLE3_PUBLISHED',
            'QWEN_VIDEO_PIXELS', 'IDK_TEXT', 'MCQ_NUMBER_PROMPT', 'SUMMARY_QUESTIONS', 'SHOW_NAMES',
-           'SUBTITLE_MODALITIES', 'OFFICIAL_JUDGE_SYSTEM', 'OFFICIAL_JUDGE_USER', 'OFFICIAL_JUDGE',
+           'SUBTITLE_MODALITIES', 'KWARGS_SCHEMA', 'OFFICIAL_JUDGE_SYSTEM', 'OFFICIAL_JUDGE_USER', 'OFFICIAL_JUDGE',
            'OFFICIAL_JUDGE_FENCED', 'SYN_SCENES', 'SYN_TITLE', 'SETTINGS', 'normalize_skill', 'skill_from_filename',
            'official_format', 'grounding_accuracy', 'reasoning_score', 'overall_score', 'table3_from_cells',
            'frames_preset', 'count_frames', 'check_fits', 'is_idk', 'apply_idk', 'option_text', 'number_prompt',
@@ -560,12 +560,29 @@ def real_text_samples(data: dict, cfg: RunConfig) -> tuple[list[Sample], list[Ro
     _summary_samples(data, cfg, samples, errors)
     return _by_video(samples), errors
 
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #e2b25594
+KWARGS_SCHEMA = (
+    Option("source", "str", None, "the items: release rows (--data-path file) or the packaged real IMDb text", ("release", "real_text")),
+    Option("real_root", "path", None, "folder of the real-text data (default: the packaged copy)"),
+    Option("video_root", "path", None, "folder of the videos (<key>.mp4; release: default beside the rows file)"),
+    Option("subtitle_root", "path", None, "folder of the subtitles (<key>.srt; default: video_root)"),
+    Option("titles", "any", None, "movie titles: a JSON file or an object {imdb id: title or {title, year}}"),
+    Option("subtitle_mode", "str", "per_frame", "subtitles of the sampled frames, or the whole subtitle text", ("per_frame", "full")),
+    Option("idk_option", "bool", True, "keep the official 'I don't know' option in the MCQ choices"),
+    Option("answer_format", "str", "number", "MCQ options numbered (the official prompt) or lettered", ("number", "letter")),
+    Option("scoring", "str", "official", "the official script's rules, or strict (invalid judge replies scored 0, accuracy over rows with a gold index)", ("official", "strict")),
+    Option("frames", "str", None, "'preset': the paper's frames for the model (App. B.7)", ("preset",)),
+    Option("check_fits", "bool", False, "drop the videos whose frames cannot fit the model's context, recorded as row errors"),
+    Option("judge_fence", "bool", False, "fence the answer in the judge prompt (the official prompt does not)"))
+
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #29bde3e1
 class InfiniBenchBenchmark(Benchmark):
     "InfiniBench: 4 grounding MCQ skills + 4 reasoning open-ended skills on long movies and TV episodes."
     name = "infinibench"
     judge_scale = (0, 10)
+    kwargs_schema = KWARGS_SCHEMA
     group_by = ("subset",)
+    headline = ("acc", "score_0_10", "overall_0_100")      # Table 3; a pooled item accuracy would mix 0/1 and 0–10
 
     def source(self, cfg: RunConfig) -> str:
         s = _kw(cfg).get("source")
@@ -589,7 +606,7 @@ class InfiniBenchBenchmark(Benchmark):
             samples, errors = self._fit_filter(samples, errors, cfg)
         return samples, errors
 
-_CHOICES = {"answer_format": ("number", "letter"), "scoring": ("official", "strict"), "subtitle_mode": ("per_frame", "full")}
+_CHOICES = {o.name: o.choices for o in KWARGS_SCHEMA if o.name in ("answer_format", "scoring", "subtitle_mode")}
 
 def _options(cfg: RunConfig) -> dict:
     "The benchmark_kwargs with their defaults, checked (a bad value is a ValueError naming the key and the choices)."
@@ -737,7 +754,9 @@ fidelity.record("infinibench", "judge model (§4.4.1 reading)", "model_id", "pap
 fidelity.record("infinibench", "judge sampling", "default", _JUDGE_SRC + " (temperature=0.1, max_tokens=500, "
                 "response_format json_object)", "official", "the same settings; vlmlens also sends seed=0 (the script sends none)", "")
 fidelity.record("infinibench", "judge reply parsing", "rule", _JUDGE_SRC + " (ast.literal_eval; score int 0-10; justification present)",
-                "official", "an unreadable reply is not re-asked and is left out of the mean", "")
+                "official", "an unreadable reply is not re-asked and is left out of the mean (the script re-asks only "
+                "when its error text happens to hold a word of its retryable-error list, such as a score of 500 or a "
+                "justification saying 'connection'; the reply to a repeated request is what decides then)", "")
 fidelity.record("infinibench", "judge fencing", "prompt", "vlmlens.judges (fenced data blocks)", "departure",
                 "optional: the question, reference and answer fenced as data so that an answer cannot instruct the judge",
                 "benchmark_kwargs judge_fence=false (the default)")
@@ -1017,8 +1036,8 @@ def import_official(folder) -> tuple[dict[str, list[dict]], list[RowError]]:
     return out, errors
 
 def _written_score(r: dict):
-    v = r.get("gpt_score", r.get("score"))
-    return None if v is None or isinstance(v, bool) else v
+    v = r.get("gpt_score")
+    return v if isinstance(v, (int, float)) else None
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #7d9c71fe
 def _official_mcq_row(r: dict, skill: str) -> dict:
@@ -1057,15 +1076,15 @@ def read_official(self: InfiniBenchBenchmark, folder) -> tuple[list[dict], list[
 
 @patch
 def official_summary(self: InfiniBenchBenchmark, rows: list[dict], judgments: list[Judgment], row_errors=(),
-                     rule: str = "official") -> dict:
-    "The official numbers of official-file rows, with the judgments of their judge items."
+                     rule: str = "official", judged: bool | None = None) -> dict:
+    "The official numbers of official-file rows, with the judgments of their judge items (`judged`: a judge was given)."
     by_id = {j.sample_id: j for j in judgments if j.raw is not None}
     for row in rows:
         j = by_id.get(row["sample_id"])
         if j is None or not row.get("judge_missing"): continue
         row.pop("judge_missing")
         row.update(judge_valid=j.valid, judge_score=j.score if j.valid else None, score=j.score / 10 if j.valid else 0.0)
-    judging = bool(by_id) or any("judge_score" in r for r in rows)
+    judging = bool(judged) or bool(judgments) or any("judge_score" in r for r in rows)   # even if no call succeeded
     st = skill_stats(rows, rule, judging)
     return {"skills": st, **aggregates(st, rule), "row_errors": [str(e) for e in row_errors]}
 

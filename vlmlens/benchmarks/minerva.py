@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlparse
 from fastcore.basics import patch
 
 from .. import fidelity
-from .base import Benchmark
+from .base import Benchmark, Option
 from ..core import Media, Request, RunConfig, Sample, message, text_part
 from ..judges import Judge, JudgeTemplate, Vote, load_judge_model, parse_json_score
 from ..metrics import aggregate, rates
@@ -30,12 +30,12 @@ from ..scoring import final_answer_text, parse_answer, score_answer
 # %% auto #0
 __all__ = ['CURVE_CATEGORIES', 'LOCALE_LANGUAGE', 'PAPER_RESOURCE_SETS', 'CURVE_MAIN_TABLE', 'CURVE_ROSTER', 'VIDEO_EXTS',
            'MINERVA_DIRECT', 'MINERVA_REASON', 'CURVE_DIRECT', 'CURVE_REASON', 'CURVE_JUDGE_SYSTEM', 'CURVE_JUDGE_USER',
-           'CURVE_JUDGE', 'CURVE_JUDGE_MODEL', 'ACCURACY_METRICS', 'resource_sets', 'resource_level',
-           'paper_main_table', 'parse_timestamps', 'youtube_id', 'read_video_map', 'video_locator', 'norm_choice',
-           'match_choice', 'minerva_mapper', 'curve_mapper', 'with_video', 'load_benchmark_file', 'wants_reasoning',
-           'answer_prompt', 'prompt_text', 'minerva_request', 'curve_judge', 'MinervaBenchmark', 'by_group', 'overall',
-           'accuracy_metric', 'CurveBenchmark', 'run_scores', 'group_table', 'run_table', 'curve_main_table',
-           'resource_comparison', 'ablation_table']
+           'CURVE_JUDGE', 'CURVE_JUDGE_MODEL', 'MINERVA_KWARGS', 'ACCURACY_METRICS', 'CURVE_KWARGS', 'resource_sets',
+           'resource_level', 'paper_main_table', 'parse_timestamps', 'youtube_id', 'read_video_map', 'video_locator',
+           'norm_choice', 'match_choice', 'minerva_mapper', 'curve_mapper', 'with_video', 'load_benchmark_file',
+           'wants_reasoning', 'answer_prompt', 'prompt_text', 'minerva_request', 'curve_judge', 'MinervaBenchmark',
+           'by_group', 'overall', 'accuracy_metric', 'CurveBenchmark', 'run_scores', 'group_table', 'run_table',
+           'curve_main_table', 'resource_comparison', 'ablation_table']
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #1228b686
 CURVE_CATEGORIES = ("Sports", "Cuisine", "Festivals", "Tourism", "Rituals", "Education")
@@ -386,12 +386,21 @@ def curve_judge(model=CURVE_JUDGE_MODEL, k: int = 3, *, models=None, sample_temp
     judges = [Judge(backend, CURVE_JUDGE, temperature=sample_temperature, seed=s, **kw) for s in range(int(k))]
     return Vote(judges, owned=[backend] if owned else [])
 
+# %% ../../nbs/34_benchmarks_minerva.ipynb #d3cf50df
+MINERVA_KWARGS = (
+    Option("video_root", "path", None, "folder holding the videos as <youtube id>.<ext> (default: videos/ beside the data file)"),
+    Option("video_map", "path", None, "a file mapping video ids or URLs to local paths (replaces video_root)"),
+    Option("prompt_file", "path", None, "a text file replacing the answer prompt (it must keep the prompt's placeholders)"),
+    Option("reasoning", "bool", False, "ask for step-by-step reasoning with timestamps (as strategy=cot)"),
+    Option("subtitles", "bool", True, "send an item's subtitles with the video frames when it has them"))
+
 # %% ../../nbs/34_benchmarks_minerva.ipynb #cbf5e00f
 class MinervaBenchmark(Benchmark):
     "MINERVA: multiple choice (5 options) on long videos."
     name = "minerva"
     group_by = ("split",)
     mapper = staticmethod(minerva_mapper)
+    kwargs_schema = MINERVA_KWARGS
 
     def load(self, cfg: RunConfig):
         return load_benchmark_file(cfg.data_path, self.mapper, cfg, self.name)
@@ -449,6 +458,12 @@ def accuracy_metric(cfg: RunConfig) -> str:
     if m not in ACCURACY_METRICS: raise ValueError(f"benchmark_kwargs accuracy must be one of {', '.join(ACCURACY_METRICS)}; got {m!r}")
     return m
 
+# %% ../../nbs/34_benchmarks_minerva.ipynb #21c0e8b8
+CURVE_KWARGS = MINERVA_KWARGS + (
+    Option("accuracy", "str", "share_of_2s", "the headline accuracy", ACCURACY_METRICS),
+    Option("resource_sets", "dict", None, 'the low/high locale comparison sets, {"low": [...], "high": [...]} (default: the paper\'s)'),
+    Option("human_baseline", "float", None, "a human accuracy to print beside the run's (a fraction)"))
+
 # %% ../../nbs/34_benchmarks_minerva.ipynb #b1d2f3a4
 class CurveBenchmark(MinervaBenchmark):
     "MINERVA-Cultural (CURVE): open answers in 18 locales, judged 0/1/2 by majority vote; accuracy = share of 2s."
@@ -457,6 +472,7 @@ class CurveBenchmark(MinervaBenchmark):
     mapper = staticmethod(curve_mapper)
     judge_scale = (0, 2)
     metric, sets = "share_of_2s", PAPER_RESOURCE_SETS
+    kwargs_schema = CURVE_KWARGS
 
     def load(self, cfg: RunConfig):
         self.metric, self.sets = accuracy_metric(cfg), resource_sets(cfg)

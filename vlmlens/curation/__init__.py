@@ -12,7 +12,7 @@ from typing import Iterable, Sequence
 
 from .. import fidelity
 from .review import ReviewWidget, Verdict, VerdictLog, agreement, consensus, stratified_sample, validity
-from .store import Step
+from .store import Step, balance_change
 
 # %% auto #0
 __all__ = ['temporal_certificate', 'certificate_stats', 'review_items', 'review_sample', 'verification', 'verify_step']
@@ -70,7 +70,9 @@ def review_sample(step: Step, frac: float = 0.2, seed: int = 0, skip_skills: Seq
     return review_items(stratified_sample(recs, key=lambda r: r["item"].get("skill_name"), frac=frac, seed=seed))
 
 fidelity.record("infinibench", "human verification sample", "rule", "InfiniBench §3.2.3 (4), App. B.6", "reading",
-                "20% of each skill's items, drawn deterministically (hash of seed and id); summarization not reviewed")
+                "20% of each skill's items, drawn deterministically (hash of seed and id); summarization is not reviewed, as in B.6 "
+                "('Summarization questions do not require human verification, as they are sourced from the official IMDb website'); "
+                "skip_skills=() reviews it too")
 
 # %% ../../nbs/66_curation_verify.ipynb #f581f2e0
 def verification(records: Sequence[dict], log: VerdictLog, valid: Sequence[str] = ("valid",)) -> dict:
@@ -113,5 +115,5 @@ def verify_step(root, upstream: Step, log: VerdictLog, frac: float = 0.2, seed: 
                                                   "certificate": cert}}, r["provenance"])
     st.process([("all", None)], run)
     st.finish({"validity": res["validity"], "agreement": res["agreement"], "certificates": {k: v for k, v in res["certificates"].items() if k != "items"},
-               "n_sampled": len(sample), "n_pending": len(sample) - len(res["consensus"])})
+               "n_sampled": len(sample), "n_pending": len(sample) - len(res["consensus"]), "answer_balance": balance_change(recs, st.items())})
     return st

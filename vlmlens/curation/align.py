@@ -19,7 +19,7 @@ from .. import fidelity
 from ..store import iter_jsonl, utc_now
 from .review import ReviewWidget, Verdict, VerdictLog, consensus
 from .store import Step
-from .translate import (DEFAULT_FIELDS, PAPER_ENGINES, backtranslation_scores, keyed, lang_code,
+from .translate import (DEFAULT_FIELDS, PAPER_ENGINES, backtranslation_scores, keyed, lang_code, script_problem,
                                         segments)
 
 # %% auto #0
@@ -100,7 +100,7 @@ def review_items(step: Step | Sequence[dict], images=None, with_engine: bool = F
         src = it.get("source_text", {})
         opts = [src.get(f"options.{k}", v) for k, v in (it["options"].items() if isinstance(it.get("options"), dict) else enumerate(it.get("options") or []))]
         img = it.get("image")
-        out.append({"id": review_id(it, with_engine), "stratum": f"{it.get('subset') or ''}/{it['language']}".lstrip("/"),
+        out.append({"id": review_id(it, with_engine), "stratum": f"{it.get('subset') or ''}/{it['language']}".lstrip("/"), "language": it["language"],
                     "image": str(Path(images) / img) if img and images is not None and not Path(img).is_absolute() else img,
                     "question": src.get("question", it.get("question")), "options": opts,
                     "answer": src.get("answer", it.get("answer")), "flags": it.get("flags", []),
@@ -166,6 +166,9 @@ def submit(self: TranslationReviewWidget, label: str):
                  "answer": "", "answers": (self.item.get("translated_answers") or "").split("\n")}, changed)
     except ValueError as e:
         self.status.value = f"<b style='color:#b00'>not saved</b>: {e}"
+        return None
+    if bad := [f"{k}: {why}" for k, v in changed.items() if (why := script_problem(v, self.item.get("language") or ""))]:
+        self.status.value = "<b style='color:#b00'>not saved</b>: " + "; ".join(bad)      # an edit in the wrong script
         return None
     self.log.next_criteria = crit
     try: return ReviewWidget.submit(self, label)

@@ -13,8 +13,10 @@ from pathlib import Path
 from ..store import parse_kv
 from ..readers import read_records
 from . import align, calibration, captions, ocr, translate
+from ..core import NothingAnswered, most_common_error
+from .cli import command, model_kwargs, report_step
 from .review import VerdictLog
-from .store import Step, list_steps, open_step
+from .store import Step, list_steps, open_step, step_folder
 
 # %% auto #0
 __all__ = ['COMMANDS', 'add_parsers', 'dispatch']
@@ -23,9 +25,10 @@ __all__ = ['COMMANDS', 'add_parsers', 'dispatch']
 def _list(s) -> list[str]: return [x.strip() for x in str(s or "").split(",") if x.strip()]
 
 def _step(out, src: str) -> Step:
-    "A step given as a folder, or by name in the build `out` (exactly one step of that name)."
-    p = Path(src)
+    "A step given as a folder (or `<build>/<name>@latest`), or by name in the build `out` (exactly one step of that name)."
+    p = step_folder(src)
     if (p / "step.json").is_file(): return open_step(p)
+    if out is None: raise ValueError(f"--from {src}: " + ("no such folder" if not p.exists() else "not a step folder (no step.json)"))
     found = [r["dir"] for r in list_steps(out) if r.get("step") == src] if out and Path(out).is_dir() else []
     if len(found) != 1: raise ValueError(f"--from {src}: " + ("no step folder and no step of that name" if not found else
                                                                f"{len(found)} steps named {src!r}; pass the folder") + f" in {out}")
@@ -39,53 +42,49 @@ def _records(path) -> list[dict]:
     return recs
 
 # %% ../../nbs/79_curation_aligned_cli.ipynb #68dea1a3
-def _cmd(sub, name: str, help: str, out: bool = True):
-    c = sub.add_parser(name, help=help)
-    if out: c.add_argument("--out", required=True, help="the build folder")
-    return c
-
 def _translation_parsers(sub):
-    c = _cmd(sub, "translate", "translate records into a target language (aws, azure, google, llm:<model>)")
+    c = command(sub, "translate", "translate records into a target language (aws, azure, google, indictrans, llm:<model>)")
     c.add_argument("--records", required=True); c.add_argument("--engine", required=True); c.add_argument("--target", required=True)
     c.add_argument("--source", default="en"); c.add_argument("--subset", help="tag the records with this subset")
     c.add_argument("--fields", default=",".join(translate.DEFAULT_FIELDS)); c.add_argument("--no-protect", action="store_true")
     c.add_argument("--engine-option", action="append", metavar="KEY=VALUE", help="engine option, e.g. region=eastus, concurrency=32")
-    c = _cmd(sub, "back-translate", "translate a translation step back to its source language"); c.add_argument("--from", dest="src", required=True)
+    c = command(sub, "back-translate", "translate a translation step back to its source language"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--engine"); c.add_argument("--engine-option", action="append", metavar="KEY=VALUE")
-    c = _cmd(sub, "compare-engines", "the engine comparison on a review set (back-translation as a signal, reviewers pick)")
+    c = command(sub, "compare-engines", "the engine comparison on a review set (back-translation as a signal, reviewers pick)")
     c.add_argument("--records", required=True); c.add_argument("--target", required=True); c.add_argument("--engines", required=True)
     c.add_argument("--n", type=int, default=translate.REVIEW_SET_SIZE); c.add_argument("--verdicts", help="the comparison review's verdict file")
     c.add_argument("--engine-option", action="append", metavar="ENGINE:KEY=VALUE", help="option for one engine")
-    c = _cmd(sub, "translation-stats", "review statistics per subset and language", out=False)
+    c = command(sub, "translation-stats", "review statistics per subset and language", out=False)
     c.add_argument("--from", dest="src", required=True, help="translation step folder(s), comma-separated"); c.add_argument("--verdicts", required=True)
-    c = _cmd(sub, "release-aligned", "write the reviewed, aligned subset", out=False)
+    c = command(sub, "release-aligned", "write the reviewed, aligned subset", out=False)
     c.add_argument("--records", required=True); c.add_argument("--subset", required=True)
     c.add_argument("--translations", required=True, help="LANG=STEP_FOLDER,..."); c.add_argument("--verdicts", required=True)
     c.add_argument("--images", help="folder the records' image paths are relative to"); c.add_argument("--release", required=True)
 
 # %% ../../nbs/79_curation_aligned_cli.ipynb #c22e1af6
 def _native_parsers(sub):
-    c = _cmd(sub, "caption-mcq", "aligned en + native MCQs from image captions"); c.add_argument("--captions", required=True)
+    c = command(sub, "caption-mcq", "aligned en + native MCQs from image captions"); c.add_argument("--captions", required=True)
     c.add_argument("--generator", default="gpt-4.1"); c.add_argument("--shuffle-options", action="store_true"); c.add_argument("--seed", type=int, default=0)
     c.add_argument("--model-kwarg", action="append", metavar="KEY=VALUE"); c.add_argument("--prompt-file")
-    c = _cmd(sub, "text-filter", "drop MCQs every model answers without the image"); c.add_argument("--from", dest="src", required=True)
-    c.add_argument("--models", default="gpt-4.1"); c.add_argument("--model-kwarg", action="append", metavar="KEY=VALUE")
-    c = _cmd(sub, "mcq-report", "answer-position distribution and distractor check", out=False); c.add_argument("--from", dest="src", required=True)
-    c = _cmd(sub, "release-mcq", "write the verified MCQs as a HinTel vaani_* subset", out=False); c.add_argument("--from", dest="src", required=True)
+    c = command(sub, "text-filter", "drop MCQs every model answers without the image"); c.add_argument("--from", dest="src", required=True)
+    c.add_argument("--models", default="gpt-4.1")
+    c.add_argument("--model-kwarg", action="append", metavar="[MODEL:]KEY=VALUE", help="option for every model, or for one (repeatable)")
+    c = command(sub, "mcq-report", "answer-position distribution and distractor check", out=False); c.add_argument("--from", dest="src", required=True)
+    c = command(sub, "release-mcq", "write the verified MCQs as a HinTel vaani_* subset", out=False); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--verdicts", required=True); c.add_argument("--subset", required=True); c.add_argument("--release", required=True); c.add_argument("--images")
-    c = _cmd(sub, "ocr", "exam page images → JEEBench rows"); c.add_argument("--pages", required=True, help="a folder of page images, or files, comma-separated")
+    c = command(sub, "ocr", "exam page images → JEEBench rows"); c.add_argument("--pages", required=True, help="a folder of page images, or files, comma-separated")
     c.add_argument("--language", required=True); c.add_argument("--model", default=ocr.OCR_MODEL); c.add_argument("--answer-key")
     c.add_argument("--description", default=""); c.add_argument("--model-kwarg", action="append", metavar="KEY=VALUE")
-    c = _cmd(sub, "release-exam", "write the reviewed rows as a HinTel jee_* subset", out=False)
-    c.add_argument("--from", dest="src", required=True, help="LANG=OCR_STEP_FOLDER,..."); c.add_argument("--verdicts", required=True, help="LANG=VERDICTS,...")
+    c = command(sub, "release-exam", "write the reviewed rows as a HinTel jee_* subset", out=False)
+    c.add_argument("--from", dest="src", required=True, help="LANG=OCR_STEP_FOLDER,... (several papers of one language: LANG=STEP1+STEP2)"); c.add_argument("--verdicts", required=True, help="LANG=VERDICTS,...")
     c.add_argument("--subset", required=True); c.add_argument("--release", required=True)
 
 def _calibration_parsers(sub):
-    c = _cmd(sub, "calibrate-difficulty", "CURVE shortcut baselines on the pre-labelled sample"); c.add_argument("--data", required=True)
+    c = command(sub, "calibrate-difficulty", "CURVE shortcut baselines on the pre-labelled sample"); c.add_argument("--data", required=True)
     c.add_argument("--video-root", required=True); c.add_argument("--model", required=True); c.add_argument("--judge", default="gemini-2.5-flash")
     c.add_argument("--baselines", default=",".join(calibration.BASELINES)); c.add_argument("--frac", type=float, default=calibration.PRELABEL_FRAC)
     c.add_argument("--model-kwarg", action="append", metavar="KEY=VALUE"); c.add_argument("--judge-kwarg", action="append", metavar="KEY=VALUE")
-    c = _cmd(sub, "calibrate-correctness", "auditors' blind answers against the gold; human baseline per locale"); c.add_argument("--data", required=True)
+    c = command(sub, "calibrate-correctness", "auditors' blind answers against the gold; human baseline per locale"); c.add_argument("--data", required=True)
     c.add_argument("--verdicts", required=True); c.add_argument("--judge", help="CURVE judge model (default: normalised exact match)")
     c.add_argument("--min-auditors", type=int, default=2); c.add_argument("--judge-kwarg", action="append", metavar="KEY=VALUE")
 
@@ -97,20 +96,13 @@ def add_parsers(sub) -> None:
     _translation_parsers(sub); _native_parsers(sub); _calibration_parsers(sub)
 
 # %% ../../nbs/79_curation_aligned_cli.ipynb #5e02e96c
-def _report(st: Step) -> int:
-    s = st.store.read_summary() or st.summary()
-    extra = f", {s['n_flagged']} flagged {s.get('flags_by_kind')}" if s.get("n_flagged") else ""
-    print(f"{st.name}: {s['n_items']} items, {s['n_rejected']} rejected {s.get('rejected_by_stage') or ''}{extra} -> {st.dir}")
-    if s.get("n_failed"): print(f"{s['n_failed']} unit(s) failed; rerun the same command to retry them: {s['failed_units']}", file=sys.stderr)
-    return 1 if s.get("n_failed") else 0
-
 def _table(rows: list[dict]) -> None:
     import pandas as pd
     with pd.option_context("display.width", 200, "display.max_columns", 30): print(pd.DataFrame(rows).to_string(index=False))
 
 def _translate(a) -> int:
     recs = [dict(r, subset=a.subset) if a.subset else r for r in _records(a.records)]
-    return _report(translate.translate(recs, a.out, a.engine, a.target, source=a.source, fields=_list(a.fields),
+    return report_step(translate.translate(recs, a.out, a.engine, a.target, source=a.source, fields=_list(a.fields),
                                        protect_spans=not a.no_protect, engine_options=parse_kv(a.engine_option), where=str(a.records)))
 
 def _per_engine(items) -> dict:
@@ -129,6 +121,7 @@ def _compare(a) -> int:
     for e in engines:
         fwd = translate.translate(sample, a.out, e, a.target, engine_options=opts.get(e), where=str(a.records))
         runs[(translate.lang_code(a.target), e)] = {"forward": fwd, "back": translate.back_translate(fwd, a.out, engine_options=opts.get(e))}
+    if all(not r["forward"].items() for r in runs.values()): next(iter(runs.values()))["forward"].raise_if_empty()   # no engine translated
     items = [it for r in runs.values() for it in align.review_items(r["forward"], with_engine=True)]
     Path(a.out, f"compare_{a.target}_review.json").write_text(json.dumps(items, ensure_ascii=False, indent=1), encoding="utf-8")
     rows = align.compare_engines(sample, runs, align.TranslationLog(a.verdicts) if a.verdicts else align.TranslationLog(Path(a.out) / f"compare_{a.target}_verdicts.jsonl"))
@@ -137,18 +130,23 @@ def _compare(a) -> int:
     print(rows[0]["basis"])
     return 0
 
+def _released(what: str, n: int, dropped: dict) -> None:
+    "`NothingAnswered` when a release command released nothing (the count dropped and the most common reason)."
+    if n == 0: raise NothingAnswered(f"curate {what}", len(dropped), most_common_error(map(str, dropped.values())) or "no item to release")
+
 def _release_aligned(a) -> int:
     steps = {l: open_step(p) for l, p in parse_kv(_list(a.translations)).items()}
     rep = align.release(a.release, _records(a.records), steps, align.TranslationLog(a.verdicts), a.subset, images=a.images)
     print(f"{a.subset}: {rep['n_released']} of {rep['n_source']} items released in {', '.join(rep['languages'])} -> {a.release}")
     for k, why in rep["dropped"].items(): print(f"dropped {k}: {why}")
+    _released("release-aligned", rep["n_released"], rep["dropped"])
     return 0
 
 # %% ../../nbs/79_curation_aligned_cli.ipynb #b6377ede
 def _caption_mcq(a) -> int:
     caps, errs = captions.load_captions(a.captions)
     for e in errs: print(f"row error: {e}", file=sys.stderr)
-    return _report(captions.generate_mcqs(caps, a.out, a.generator, generator_kwargs=parse_kv(a.model_kwarg), shuffle_options=a.shuffle_options,
+    return report_step(captions.generate_mcqs(caps, a.out, a.generator, generator_kwargs=parse_kv(a.model_kwarg), shuffle_options=a.shuffle_options,
                                           seed=a.seed, prompt_file=a.prompt_file))
 
 def _mcq_report(a) -> int:
@@ -163,30 +161,39 @@ def _ocr(a) -> int:
     p = Path(a.pages)
     pages = sorted(x for x in p.iterdir() if x.suffix.lower() in (".png", ".jpg", ".jpeg")) if p.is_dir() else [Path(x) for x in _list(a.pages)]
     if not pages: raise ValueError(f"--pages {a.pages}: no page images")
-    return _report(ocr.ocr_pages(pages, a.out, a.language, description=a.description, model=a.model, model_kwargs=parse_kv(a.model_kwarg),
+    return report_step(ocr.ocr_pages(pages, a.out, a.language, description=a.description, model=a.model, model_kwargs=parse_kv(a.model_kwarg),
                                  answer_key=a.answer_key))
 
 def _release_exam(a) -> int:
-    steps = {l: open_step(p) for l, p in parse_kv(_list(a.src)).items()}
+    steps = {l: [open_step(x) for x in str(p).split("+")] for l, p in parse_kv(_list(a.src)).items()}
     logs = {l: VerdictLog(p, ocr.FIX_LABELS) for l, p in parse_kv(_list(a.verdicts)).items()}
     if set(logs) != set(steps): raise ValueError(f"--verdicts must name the languages of --from ({', '.join(steps)})")
     rep = ocr.release_exam(a.release, a.subset, steps, logs)
     print(f"{a.subset}: {rep['n_released']} questions in {', '.join(rep['languages'])} -> {a.release}")
     for k, why in rep["dropped"].items(): print(f"dropped {k}: {why}")
+    _released("release-exam", rep["n_released"], rep["dropped"])
     return 0
 
 # %% ../../nbs/79_curation_aligned_cli.ipynb #a8ce523d
+def _difficulty_lines(rep: dict) -> None:
+    "Print each baseline's solved count (with its errors, or why it has no row), the skipped ones, and the flagged questions."
+    for b, r in rep["baselines"].items():
+        if not r["n"]: print(f"{b}: no row ({r.get('top_error')}) -> {r['run']}", file=sys.stderr); continue
+        errs = f" ({r['n_errors']} errors; most common: {r['top_error']})" if r.get("n_errors") else ""
+        print(f"{b}: solved {r['n_solved']} of {r['n']}{errs} -> {r['run']}")
+    for b, why in rep["skipped"].items(): print(f"{b}: skipped ({why})")
+    print(f"flagged for revision: {', '.join(f['key'] + ' (' + '/'.join(f['solved_by']) + ')' for f in rep['flagged']) or 'none'}")
+
 def _calibrate(a) -> int:
     rows, errs = calibration.load_curve_rows(a.data)
     for e in errs: print(f"row error: {e}", file=sys.stderr)
     bad = calibration.skills_check(rows)
     for b in bad: print(f"skills {b['key']}: {'; '.join(b['problems'])}", file=sys.stderr)
     if a.curate_command == "calibrate-difficulty":
-        rep = calibration.difficulty_calibration(rows, a.out, a.model, video_root=a.video_root, judge=a.judge, baselines=_list(a.baselines),
-                                                 frac=a.frac, model_kwargs=parse_kv(a.model_kwarg), judge_kwargs=parse_kv(a.judge_kwarg))
-        for b, r in rep["baselines"].items(): print(f"{b}: solved {r['n_solved']} of {r['n']} -> {r['run']}")
-        for b, why in rep["skipped"].items(): print(f"{b}: skipped ({why})")
-        print(f"flagged for revision: {', '.join(f['key'] + ' (' + '/'.join(f['solved_by']) + ')' for f in rep['flagged']) or 'none'}")
+        try: rep = calibration.difficulty_calibration(rows, a.out, a.model, video_root=a.video_root, judge=a.judge, baselines=_list(a.baselines),
+                                                      frac=a.frac, model_kwargs=parse_kv(a.model_kwarg), judge_kwargs=parse_kv(a.judge_kwarg))
+        except NothingAnswered as e: _difficulty_lines(e.result); raise
+        _difficulty_lines(rep)
         return 0
     rep = calibration.correctness_calibration(rows, VerdictLog(a.verdicts, calibration.AUDIT_LABELS), a.out, judge=a.judge,
                                               judge_kwargs=parse_kv(a.judge_kwarg), min_auditors=a.min_auditors)
@@ -202,18 +209,21 @@ def _run(a) -> int:
     if c == "translate": return _translate(a)
     if c == "back-translate":
         st = _step(a.out, a.src)
-        return _report(translate.back_translate(st, a.out, a.engine, engine_options=parse_kv(a.engine_option)))
+        return report_step(translate.back_translate(st, a.out, a.engine, engine_options=parse_kv(a.engine_option)))
     if c == "compare-engines": return _compare(a)
     if c == "translation-stats":
         items = [it for s in _list(a.src) for it in align.review_items(open_step(s))]
         _table(align.review_stats(align.TranslationLog(a.verdicts), items)); return 0
     if c == "release-aligned": return _release_aligned(a)
     if c == "caption-mcq": return _caption_mcq(a)
-    if c == "text-filter": return _report(captions.text_only_filter(_step(a.out, a.src), a.out, _list(a.models), model_kwargs=parse_kv(a.model_kwarg)))
+    if c == "text-filter":
+        common, per = model_kwargs(a.model_kwarg)
+        return report_step(captions.text_only_filter(_step(a.out, a.src), a.out, _list(a.models), model_kwargs=common, per_model=per))
     if c == "mcq-report": return _mcq_report(a)
     if c == "release-mcq":
         rep = captions.release_mcqs(_step(None, a.src), VerdictLog(a.verdicts, captions.MCQ_LABELS), a.release, a.subset, images=a.images)
-        print(f"{a.subset}: {rep['n_released']} of {rep['n_items']} released -> {a.release}; dropped {rep['dropped']}"); return 0
+        print(f"{a.subset}: {rep['n_released']} of {rep['n_items']} released -> {a.release}; dropped {rep['dropped']}")
+        _released("release-mcq", rep["n_released"], rep["dropped"]); return 0
     if c == "ocr": return _ocr(a)
     if c == "release-exam": return _release_exam(a)
     return _calibrate(a)

@@ -27,9 +27,9 @@ from .store import Provenance, Step
 # %% auto #0
 __all__ = ['OUTFIT_SYSTEM', 'OUTFIT_USER', 'OUTFIT_IMAGE_LABEL', 'OUTFIT_QUESTIONS', 'OUTFIT_DISTRACTORS', 'draw_person',
            'write_cast_video', 'HogPeopleDetector', 'YoloPeopleDetector', 'Dinov2Features', 'tiny_dinov2',
-           'ColourHistogram', 'HaarFaceDetector', 'FeatureFaceMatcher', 'InsightFaceMatcher', 'detect_characters',
-           'dedup_crops', 'outfit_messages', 'parse_outfits', 'load_outfit_file', 'outfit_mcq', 'appearance_crops',
-           'describe_outfits', 'appearance_questions']
+           'ColourHistogram', 'HaarFaceDetector', 'FeatureFaceMatcher', 'haar_matcher', 'InsightFaceMatcher',
+           'check_engines', 'detect_characters', 'dedup_crops', 'outfit_messages', 'parse_outfits', 'load_outfit_file',
+           'outfit_mcq', 'appearance_crops', 'describe_outfits', 'appearance_questions']
 
 # %% ../../nbs/63_curation_appearance.ipynb #c1b0c255
 OUTFIT_SYSTEM = PaperPrompt("infinibench", "outfit descriptions (system)", 'You are an intelligent vision system that can track changes in the outfit of a character in a sequence of images. Identify transitions between different outfits for the character in the images.Your output should strictly follow this JSON format: {{"outfits": "<outfit_transitions>","indices": "<transitions_indices>"}}, where \'<outfit_transitions>\' is a Python list containing the DETAILED descriptions of the unique outfits in the sequence of images and \'<transitions_indices>\' is a Python list containing the indices of the images where the transitions occur. the descriptions of the outfits should be detailed and should not contain any other information.',
@@ -234,6 +234,11 @@ class FeatureFaceMatcher:
         sims = self.features([im.crop(self._grow(b)) for b in boxes]) @ self.refs.T
         return [(b, self.names[int(s.argmax())], float(s.max())) for b, s in zip(boxes, sims) if s.max() >= self.threshold]
 
+# %% ../../nbs/63_curation_appearance.ipynb #93bac240
+def haar_matcher(references: dict, scale: float = 1.03, neighbours: int = 2, expand: float = 0.5, threshold: float = 0.2) -> FeatureFaceMatcher:
+    "The offline face matcher: Haar faces (hair included) matched to the references by colour histogram."
+    return FeatureFaceMatcher(references, ColourHistogram(), threshold, HaarFaceDetector(scale=scale, neighbours=neighbours), expand)
+
 # %% ../../nbs/63_curation_appearance.ipynb #dc817ba3
 class InsightFaceMatcher:
     "InsightFace face detection + recognition embeddings matched to reference images (the official `character_detection.py`)."
@@ -257,6 +262,27 @@ class InsightFaceMatcher:
 
 fidelity.record("infinibench", "face matching threshold", "default", "Vision-CAIR/Infinibench global_apprerance/tvqa/character_detection.py", "official",
                 "cosine similarity >= 0.2 between a face's InsightFace (buffalo_l) embedding and the character's reference embedding")
+
+# %% ../../nbs/63_curation_appearance.ipynb #5e0c7a11
+def check_engines(detector: str = "hog", matcher: str = "insightface", features: str = "facebook/dinov2-giant") -> None:
+    "`ValueError` naming every missing engine (and what installs it) for this detector, matcher and DINOv2 model; None when all load."
+    import importlib.util
+    need = lambda mod: importlib.util.find_spec(mod) is not None
+    probs = []
+    if detector.partition(":")[0] not in ("hog", "yolo"): probs.append(f"--detector {detector!r}: use hog or yolo[:weights.pt]")
+    elif detector.startswith("yolo") and not need("ultralytics"): probs.append("--detector yolo needs `pip install ultralytics` (or --detector hog)")
+    if matcher not in ("insightface", "haar"): probs.append(f"--matcher {matcher!r}: use insightface or haar")
+    elif matcher == "insightface" and not (need("insightface") and need("onnxruntime")):
+        probs.append("--matcher insightface needs `pip install insightface onnxruntime` (not in vlmlens[curation]; or --matcher haar)")
+    if not (need("cv2")): probs.append("the detectors need OpenCV: `pip install vlmlens[curation]`")
+    if not (need("torch") and need("transformers") and need("torchvision")): probs.append("--features (DINOv2) needs `pip install vlmlens[hf]`")
+    else:
+        from transformers import AutoConfig
+        try: AutoConfig.from_pretrained(features)
+        except (OSError, ValueError) as e:
+            probs.append(f"--features {features}: DINOv2 weights not available ({str(e).splitlines()[0][:120]}); download them once with "
+                         f"`huggingface-cli download {features}` or pass a local model folder")
+    if probs: raise ValueError("; ".join(probs))
 
 # %% ../../nbs/63_curation_appearance.ipynb #d24c5bd2
 def _inside(a, b) -> bool: return a[0] >= b[0] and a[1] >= b[1] and a[2] <= b[2] and a[3] <= b[3]

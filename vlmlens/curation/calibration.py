@@ -16,7 +16,7 @@ from fastcore.basics import patch
 
 from .. import fidelity
 from ..benchmarks import minerva
-from ..core import RunConfig, sha256_json
+from ..core import NothingAnswered, RunConfig, most_common_error, sha256_json
 from ..judges import JudgeItem
 from ..models.registry import get_spec
 from ..readers import FieldError, RowError, read_records
@@ -128,16 +128,19 @@ def shortcut_config(baseline: str, model: str, data_path, out, video_root=None, 
 
 # %% ../../nbs/74_curation_calibration.ipynb #5114f865
 def _solved(out: Path, baselines: Sequence[str]) -> tuple[dict, dict]:
-    "({key: [baselines that solved it]}, {baseline: {n, n_solved, solved_rate, status}}) read from the runs."
-    solved, rates = {}, {}
+    "({key: [baselines that solved it]}, {baseline: {n, n_solved, n_errors, top_error, solved_rate, status, run}}) read from the runs."
+    solved = {}
+    rates = {b: {"n": 0, "n_solved": 0, "n_errors": 0, "top_error": "no run and no item", "solved_rate": None, "status": "missing", "run": None}
+             for b in baselines}                                        # a baseline that left no run stays in the report
     for r in RunSet.discover(out / "runs"):
         name = r.config.run_name
         if name not in baselines: continue
         sc = r.scores()
         ok = set(sc.loc[sc["score"] == 1, "sample_id"]) if len(sc) else set()
         for k in ok: solved.setdefault(k, []).append(name)
-        rates[name] = {"n": len(sc), "n_solved": len(ok), "solved_rate": len(ok) / len(sc) if len(sc) else None,
-                       "status": r.status, "run": str(r.dir)}
+        errs = [e for e in (sc["error"] if "error" in sc else []) if isinstance(e, str) and e]
+        rates[name] = {"n": len(sc), "n_solved": len(ok), "n_errors": len(errs), "top_error": most_common_error(errs) if len(sc) else "no item reached the model",
+                       "solved_rate": len(ok) / len(sc) if len(sc) else None, "status": r.status, "run": str(r.dir)}
     return {k: sorted(v) for k, v in solved.items()}, rates
 
 def _audio_map(sample: Sequence[dict], video_root, out: Path) -> Path:
@@ -149,7 +152,7 @@ def _audio_map(sample: Sequence[dict], video_root, out: Path) -> Path:
         if src is None: continue
         dest = out / "audio_only" / f"{minerva.youtube_id(r['video_id'])}.mp4"
         if not dest.exists(): audio_only(src, dest)
-        rows.append({"video_id": r["video_id"], "path": str(dest)})
+        rows.append({"video_id": r["video_id"], "path": dest.name})      # relative to the map's folder, wherever `out` is
     path = out / "audio_only" / "video_map.csv"
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, ["video_id", "path"]); w.writeheader(); w.writerows(rows)
@@ -159,22 +162,28 @@ def _audio_map(sample: Sequence[dict], video_root, out: Path) -> Path:
 def difficulty_calibration(rows: Sequence[dict], out, model: str, *, video_root, judge: str | None = minerva.CURVE_JUDGE_MODEL,
                            baselines: Sequence[str] = BASELINES, frac: float = PRELABEL_FRAC, seed: int = 0,
                            model_kwargs: dict | None = None, judge_kwargs: dict | None = None, **run_kw) -> dict:
-    "Run the shortcut baselines on the pre-labelled sample; flag the questions a baseline solves. Writes `<out>/difficulty.json`."
+    """Run the shortcut baselines on the pre-labelled sample; flag the questions a baseline solves. Writes `<out>/difficulty.json`;
+    `NothingAnswered` (report in `.result`) when no baseline got a single answer."""
+    unknown = [b for b in baselines if b not in BASELINES]
+    if unknown or not baselines: raise ValueError(f"unknown baseline(s) {unknown}; the baselines are {', '.join(BASELINES)}")
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     sample = prelabel_sample(rows, frac, seed)
     data = out / "prelabel_sample.json"
     data.write_text(json.dumps(list(sample), ensure_ascii=False, indent=1), encoding="utf-8")
-    skipped, summaries = {}, {}
+    skipped = {}
     for b in baselines:
         if b == "audio_only" and (why := supports_audio(model)): skipped[b] = why; continue
         vmap = _audio_map(sample, video_root, out) if b == "audio_only" else None
-        cfg = shortcut_config(b, model, data, out, video_root, vmap, judge, model_kwargs, judge_kwargs, **run_kw)
-        summaries[b] = run_config(cfg)
+        try: run_config(shortcut_config(b, model, data, out, video_root, vmap, judge, model_kwargs, judge_kwargs, **run_kw))
+        except NothingAnswered: pass                                    # the run is saved; counted below with the others
     solved, rates = _solved(out, [b for b in baselines if b not in skipped])
     report = {"model": model, "judge": judge, "sample": [r["key"] for r in sample], "n_rows": len(rows), "frac": frac,
               "baselines": rates, "skipped": skipped, "solved_by": solved,
               "flagged": [{"key": k, "locale": next(r["locale"] for r in sample if r["key"] == k), "solved_by": v} for k, v in sorted(solved.items())]}
     (out / "difficulty.json").write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
+    if rates and all(r["n_errors"] == r["n"] for r in rates.values()):
+        worst = max(rates.values(), key=lambda r: r["n_errors"])
+        raise NothingAnswered("curate calibrate-difficulty", sum(r["n"] for r in rates.values()), worst["top_error"], result=report)
     return report
 
 # %% ../../nbs/74_curation_calibration.ipynb #71755632
@@ -213,7 +222,11 @@ def _agree(pairs: list[tuple[dict, str, str]], judge=None, judge_kwargs: dict | 
     j = minerva.curve_judge(judge, **{"k": 1, **(judge_kwargs or {})}) if isinstance(judge, str) else judge
     try:
         items = [JudgeItem(f"{who}/{r['key']}", r["question"], r["answer"], a, r["locale"].split("-")[0]) for r, who, a in pairs]
-        return [bool(x.valid) and x.score == 2 for x in (j.judge(items) if items else [])]
+        res = j.judge(items) if items else []
+        errs = [getattr(j, "last_errors", {}).get(it.sample_id) for it in items]
+        if items and all(errs):                                         # no judgment at all: not "every auditor disagrees"
+            raise NothingAnswered("curate calibrate-correctness: the judge", len(items), most_common_error(errs))
+        return [bool(x.valid) and x.score == 2 for x in res]
     finally:
         if isinstance(judge, str): j.close()
 

@@ -167,8 +167,8 @@ def _filter_unit(payload, w, models):
 
 # %% ../../nbs/72_curation_captions.ipynb #d3ecec94
 def text_only_filter(step: Step | Sequence[dict], root, models: Sequence[str] = ("gpt-4.1",), *, backends: dict | None = None,
-                     model_kwargs: dict | None = None, max_new_tokens: int = 32) -> Step:
-    "Drop items that all `models` answer correctly without the image; the step `<root>/text_only_filter-<hash>`."
+                     model_kwargs: dict | None = None, per_model: dict | None = None, max_new_tokens: int = 32) -> Step:
+    "Drop items that all `models` answer correctly without the image (`model_kwargs` for every model, `per_model`: {model: kwargs}); the step `<root>/text_only_filter-<hash>`."
     if not models: raise ValueError("text_only_filter needs at least one model")
     recs = [r["item"] for r in step.items()] if isinstance(step, Step) else list(step)
     by: dict[str, dict] = {}
@@ -178,7 +178,7 @@ def text_only_filter(step: Step | Sequence[dict], root, models: Sequence[str] = 
     keys = [(a, l) for a, v in todo for l in v]
     answers: dict = {a: {l: {} for l in v} for a, v in todo}
     for m in models:
-        b = (backends or {}).get(m) or load_backend(m, **(model_kwargs or {}))
+        b = (backends or {}).get(m) or load_backend(m, **{**(model_kwargs or {}), **(per_model or {}).get(m, {})})
         try:
             reqs = [Request(f"{l}/{a}", [message("user", text_only_prompt(by[a][l]))], max_new_tokens=max_new_tokens) for a, l in keys]
             for (a, l), g in zip(keys, b.generate(reqs, max_new_tokens=max_new_tokens, temperature=0.0) if reqs else []):

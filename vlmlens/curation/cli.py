@@ -14,53 +14,57 @@ from typing import Sequence
 from ..store import parse_kv
 from . import appearance, dedup, filters, generate, release, verify_step
 from .review import VerdictLog
-from .store import Step, combine, find_step, list_steps, open_step
+from .store import Step, combine, find_step, list_steps, open_step, step_folder
 
 # %% auto #0
-__all__ = ['add_parser', 'resolve_steps', 'check_device', 'main']
+__all__ = ['command', 'add_parser', 'resolve_steps', 'report_step', 'model_kwargs', 'check_device', 'main']
 
 # %% ../../nbs/68_curation_cli.ipynb #00ab04c6
 def _list(s: str | None) -> list[str]: return [x.strip() for x in (s or "").split(",") if x.strip()]
 
 # %% ../../nbs/68_curation_cli.ipynb #83672067
-def _cmd(sub, name: str, help: str, out: bool = True):
+def command(sub, name: str, help: str, out: bool = True) -> argparse.ArgumentParser:
+    "One `curate` sub-command: `--out` (the build folder) when it writes one, and `--allow-failures` on every command."
     c = sub.add_parser(name, help=help)
     if out: c.add_argument("--out", required=True, help="the build folder")
+    c.add_argument("--allow-failures", action="store_true", help="exit 0 even when the step produced nothing or every call failed")
     return c
 
 def _generation_commands(sub):
-    c = _cmd(sub, "generate", "generate questions per skill from transcripts, summaries and the IMDb FAQ")
+    c = command(sub, "generate", "generate questions per skill from transcripts, summaries and the IMDb FAQ")
     c.add_argument("--sources", required=True); c.add_argument("--generator", help="registered model name (e.g. gpt-4o)")
     c.add_argument("--skills", default=",".join(generate.GENERATED_SKILLS)); c.add_argument("--seed", type=int, default=72)
     c.add_argument("--temperature", type=float, default=0.0); c.add_argument("--linking-input", default="summary", choices=("summary", "events"))
     c.add_argument("--official-cleanup", action="store_true"); c.add_argument("--encoding")
     c.add_argument("--model-kwarg", action="append", metavar="KEY=VALUE", help="generator backend option (repeatable)")
-    c = _cmd(sub, "appearance", "global-appearance questions: from a released outfit file, or detection → matching → outfits")
+    c = command(sub, "appearance", "global-appearance questions: from a released outfit file, or detection → matching → outfits")
     c.add_argument("--outfits", help="released outfit file (season → episode → character → outfits)"); c.add_argument("--show", default="bbt")
     c.add_argument("--sources"); c.add_argument("--references", help="folder with one sub-folder of images per character")
     c.add_argument("--detector", default="hog", help="hog | yolo[:weights.pt]"); c.add_argument("--matcher", default="insightface", help="insightface | haar")
     c.add_argument("--features", default="facebook/dinov2-giant"); c.add_argument("--crop-threshold", type=float, default=0.6)
     c.add_argument("--describer", help="registered VLM for outfit descriptions"); c.add_argument("--model-kwarg", action="append", metavar="KEY=VALUE")
     c.add_argument("--seed", type=int, default=72)
-    c = _cmd(sub, "combine", "one step from several (e.g. generate,appearance_qa)"); c.add_argument("--from", dest="src", required=True)
+    c = command(sub, "combine", "one step from several (e.g. generate,appearance_qa)"); c.add_argument("--from", dest="src", required=True)
 
 # %% ../../nbs/68_curation_cli.ipynb #51f188cc
 def _refinement_commands(sub):
-    c = _cmd(sub, "dedup", "flag and remove near-duplicate questions"); c.add_argument("--from", dest="src", required=True)
+    c = command(sub, "dedup", "flag and remove near-duplicate questions"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--threshold", type=float, default=0.95); c.add_argument("--scope", default="video", choices=dedup.SCOPES)
-    c.add_argument("--embedding-model"); c.add_argument("--flag-only", action="store_true")
+    c.add_argument("--embedding-model"); c.add_argument("--drop", action="store_true", help="remove every flagged item but the first of its cluster, unreviewed")
+    c.add_argument("--verdicts", help="reviewed pairs (duplicate | distinct): remove the later item of each confirmed duplicate")
     c.add_argument("--device", help="where to embed: cuda, cuda:1, cpu (default: a GPU when there is one)")
-    c = _cmd(sub, "filter", "knowledge (metadata-only) and vision (subtitles-only) filters"); c.add_argument("--from", dest="src", required=True)
+    c = command(sub, "filter", "knowledge (metadata-only) and vision (subtitles-only) filters"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--models", default=",".join(filters.PAPER_FILTER_MODELS)); c.add_argument("--kinds", default="knowledge,vision")
-    c.add_argument("--judge", default="none"); c.add_argument("--runs", help="folder for the filter runs (default BUILD/filter_runs)")
-    c.add_argument("--model-kwarg", action="append", metavar="MODEL:KEY=VALUE", help="option for one filter model (repeatable)")
-    c = _cmd(sub, "verify", "apply the review's verdicts (invalid items removed)"); c.add_argument("--from", dest="src", required=True)
+    c.add_argument("--judge", help="judge of open-ended answers (default: InfiniBench's gpt-4o-mini)")
+    c.add_argument("--judge-kwarg", action="append", metavar="KEY=VALUE", help="judge backend option (repeatable)"); c.add_argument("--runs", help="folder for the filter runs (default BUILD/filter_runs)")
+    c.add_argument("--model-kwarg", action="append", metavar="[MODEL:]KEY=VALUE", help="option for every filter model, or for one (repeatable)")
+    c = command(sub, "verify", "apply the review's verdicts (invalid items removed)"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--verdicts", required=True); c.add_argument("--frac", type=float, default=0.2); c.add_argument("--seed", type=int, default=0)
-    c = _cmd(sub, "release", "write the release rows, official files and dataset card"); c.add_argument("--from", dest="src", required=True)
+    c = command(sub, "release", "write the release rows, official files and dataset card"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--release", required=True, help="release folder"); c.add_argument("--split-rule", default="paper")
     c.add_argument("--name", default="InfiniBench-style benchmark")
     c.add_argument("--media-root", help="folder the rows' video/subtitle paths are written from (default: the one holding them all)")
-    c = _cmd(sub, "status", "list the steps of a build", out=False); c.add_argument("build")
+    c = command(sub, "status", "list the steps of a build", out=False); c.add_argument("build")
 
 # %% ../../nbs/68_curation_cli.ipynb #3e8be21c
 def add_parser(subparsers, extensions: Sequence = ()) -> argparse.ArgumentParser:
@@ -73,10 +77,10 @@ def add_parser(subparsers, extensions: Sequence = ()) -> argparse.ArgumentParser
 
 # %% ../../nbs/68_curation_cli.ipynb #73e7091c
 def resolve_steps(out, src: str) -> list[Step]:
-    "The steps `src` names (folders, or step names in the build `out`); `ValueError` when a name is missing or ambiguous."
+    "The steps `src` names (folders, `<build>/<name>@latest`, or step names in the build `out`); `ValueError` when a name is missing or ambiguous."
     steps = []
     for s in _list(src):
-        p = Path(s)
+        p = step_folder(s)
         if (p / "step.json").is_file(): steps.append(open_step(p)); continue
         try: steps.append(find_step(out, s))
         except ValueError as e: raise ValueError(f"--from {s}: {e}") from None
@@ -84,59 +88,88 @@ def resolve_steps(out, src: str) -> list[Step]:
     return steps
 
 # %% ../../nbs/68_curation_cli.ipynb #5c356098
-def _report(st: Step) -> int:
+def report_step(st: Step) -> int:
+    "Print a step's counts, flags and answer balance per skill; `NothingAnswered` when it holds no item; 1 when units failed."
     s = st.store.read_summary() or st.summary()
-    print(f"{st.name}: {s['n_items']} items, {s['n_rejected']} rejected {s.get('rejected_by_stage') or ''} -> {st.dir}")
+    extra = f", {s['n_flagged']} flagged {s.get('flags_by_kind')}" if s.get("n_flagged") else ""
+    print(f"{st.name}: {s['n_items']} items, {s['n_rejected']} rejected {s.get('rejected_by_stage') or ''}{extra} -> {st.dir}")
+    if "n_pairs_flagged" in s: print(f"{s['n_pairs_flagged']} near-duplicate pair(s) flagged (pairs.json); removed: {s.get('removal')}")
+    fmt = lambda c: ", ".join(f"{k} {v}" for k, v in c.items()) or "none"
+    for skill, b in (s.get("answer_balance") or {}).items():
+        print(f"  answers {skill}: {fmt(b['before'])} -> {fmt(b['after'])}" + ("" if b["before"] == b["after"] else "  (changed)"))
     if s.get("n_failed"): print(f"{s['n_failed']} unit(s) failed; rerun the same command to retry them: {s['failed_units']}", file=sys.stderr)
+    st.raise_if_empty()
     return 1 if s.get("n_failed") else 0
 
-def _generate(a) -> int:
-    srcs, errs = generate.load_sources(a.sources, a.encoding)
+# %% ../../nbs/68_curation_cli.ipynb #5c35609a
+def _sources(path, encoding: str | None = None) -> list:
+    "The sources of `--sources` (a manifest, or a folder holding `sources.jsonl`); row errors printed; none usable is a mistake."
+    p = Path(path)
+    if p.is_dir():
+        if not (p / "sources.jsonl").is_file(): raise FileNotFoundError(f"--sources {path}: a folder without sources.jsonl; name the manifest file")
+        p = p / "sources.jsonl"
+    srcs, errs = generate.load_sources(p, encoding)
     for e in errs: print(f"row error: {e}", file=sys.stderr)
+    if not srcs: raise ValueError(f"--sources {p}: no usable source row" + (f" ({len(errs)} row errors above)" if errs else " (the manifest is empty)"))
+    return srcs
+
+def _generate(a) -> int:
+    srcs = _sources(a.sources, a.encoding)
     cfg = generate.GenConfig(a.generator, a.seed, a.temperature, linking_input=a.linking_input, official_cleanup=a.official_cleanup, encoding=a.encoding)
-    return _report(generate.generate(srcs, a.out, a.generator, _list(a.skills), cfg, generator_kwargs=parse_kv(a.model_kwarg)))
+    return report_step(generate.generate(srcs, a.out, a.generator, _list(a.skills), cfg, generator_kwargs=parse_kv(a.model_kwarg)))
 
 def _appearance(a) -> int:
-    if a.outfits: return _report(appearance.appearance_questions(appearance.load_outfit_file(a.outfits, a.show), a.out, seed=a.seed))
+    if a.outfits: return report_step(appearance.appearance_questions(appearance.load_outfit_file(a.outfits, a.show), a.out, seed=a.seed))
     if not (a.sources and a.references and a.describer): raise ValueError("appearance needs --outfits FILE, or --sources, --references and --describer")
-    srcs, errs = generate.load_sources(a.sources)
-    for e in errs: print(f"row error: {e}", file=sys.stderr)
+    appearance.check_engines(a.detector, a.matcher, a.features)          # a missing engine is named before any work
+    if not Path(a.references).is_dir(): raise FileNotFoundError(f"--references {a.references}: no such folder")
+    srcs = _sources(a.sources)
     refs = {d.name: sorted(p for p in d.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png")) for d in sorted(Path(a.references).iterdir()) if d.is_dir()}
     feats = appearance.Dinov2Features(a.features)
     det = appearance.HogPeopleDetector() if a.detector == "hog" else appearance.YoloPeopleDetector(a.detector.partition(":")[2] or "yolov8l.pt")
-    match = appearance.InsightFaceMatcher(refs) if a.matcher == "insightface" else appearance.FeatureFaceMatcher(refs, appearance.ColourHistogram())
+    match = appearance.InsightFaceMatcher(refs) if a.matcher == "insightface" else appearance.haar_matcher(refs)
     crops = appearance.appearance_crops(srcs, a.out, det, match, feats, threshold=a.crop_threshold)
+    crops.raise_if_empty()                                                 # a failed crop step is a failure, not "0 items"
     outfits = appearance.describe_outfits(crops, a.out, a.describer, describer_kwargs=parse_kv(a.model_kwarg))
-    return _report(appearance.appearance_questions(outfits, a.out, srcs, a.seed))
+    outfits.raise_if_empty()
+    return report_step(appearance.appearance_questions(outfits, a.out, srcs, a.seed))
 
 # %% ../../nbs/68_curation_cli.ipynb #f0deeab6
-def _model_kwargs(items) -> dict:
-    "`MODEL:KEY=VALUE` options → {model: {key: value}}."
-    out: dict = {}
+def model_kwargs(items) -> tuple[dict, dict]:
+    "`--model-kwarg` values → (options for every model from `KEY=VALUE`, {model: options} from `MODEL:KEY=VALUE`)."
+    common, per = {}, {}
     for it in items or []:
-        m, sep, kv = it.partition(":")
-        if not sep or "=" not in kv: raise ValueError(f"--model-kwarg for filters is MODEL:KEY=VALUE, got {it!r}")
-        out.setdefault(m, {}).update(parse_kv([kv]))
-    return out
+        key, eq, _ = it.partition("=")
+        if not eq: raise ValueError(f"--model-kwarg is KEY=VALUE or MODEL:KEY=VALUE, got {it!r}")
+        model, colon, k = key.rpartition(":")                     # a model name may itself hold ':' (openai-compatible:m@http://h:8000)
+        if colon: per.setdefault(model, {}).update(parse_kv([k + it[len(key):]]))
+        else: common.update(parse_kv([it]))
+    return common, per
 
 def _filter(a) -> int:
     (up,) = resolve_steps(a.out, a.src)
+    filters.check_judge(a.judge, [r["item"] for r in up.items()])             # before any file is written
     runs_root = Path(a.runs or Path(a.out) / "filter_runs")
     rows = filters.candidate_rows(up, runs_root / f"candidates-{up.dir.name}.jsonl")
-    kinds, models, kw = _list(a.kinds), _list(a.models), _model_kwargs(a.model_kwarg)
+    kinds, models, (common, per) = _list(a.kinds), _list(a.models), model_kwargs(a.model_kwarg)
+    kw = {m: {**common, **per.get(m, {})} for m in models}
     bad = [k for k in kinds if k not in ("knowledge", "vision")]
     if bad: raise ValueError(f"--kinds: unknown filter(s) {bad}; use knowledge and/or vision")
-    runs = {k: filters.run_filter_models(k, rows, models, runs_root, a.judge, kw) for k in kinds}
+    runs = {k: filters.run_filter_models(k, rows, models, runs_root, a.judge, kw, parse_kv(a.judge_kwarg)) for k in kinds}
     st = filters.filter_step(a.out, up, runs.get("knowledge"), runs.get("vision"))
     for k, r in runs.items(): print(f"{k} runs: {', '.join(str(x.dir) for x in r)}")
-    return _report(st)
+    return report_step(st)
 
 def _release(a) -> int:
     (up,) = resolve_steps(a.out, a.src)
     steps = {r["step"]: open_step(r["dir"]) for r in list_steps(a.out) if r.get("step") in ("generate", "appearance_qa", "dedup", "filter", "verify")}
+    if not up.items(): up.raise_if_empty()
     paths = release.write_release(up, a.release, steps, a.name, a.split_rule, media_root=a.media_root)
     print(f"release: {paths['rows']} ({sum(1 for _ in open(paths['rows']))} rows), card {paths['card']}")
     if paths["media_root"]: print(f"media paths are written from {paths['media_root']}: evaluate with --benchmark-kwarg video_root={paths['media_root']}")
+    if miss := paths["missing_media"]:
+        print(f"{len(miss)} row(s) name a video that is not here (e.g. {miss[0]}, looked under {paths['media_root'] or 'nothing'}): "
+              "evaluate with --benchmark-kwarg video_root=<a folder holding them>, or their rows fail", file=sys.stderr)
     return 0
 
 # %% ../../nbs/68_curation_cli.ipynb #badee444
@@ -154,20 +187,23 @@ def _dispatch(a) -> int:
     c = a.curate_command
     if c == "generate": return _generate(a)
     if c == "appearance": return _appearance(a)
-    if c == "combine": return _report(combine(a.out, resolve_steps(a.out, a.src)))
+    if c == "combine": return report_step(combine(a.out, resolve_steps(a.out, a.src)))
     if c == "dedup":
         check_device(a.device)
         (up,) = resolve_steps(a.out, a.src)
-        return _report(dedup.dedup_step(a.out, up, a.embedding_model, a.threshold, scope=a.scope, drop=not a.flag_only, device=a.device))
+        if a.verdicts and not Path(a.verdicts).is_file(): raise FileNotFoundError(f"pair verdict file not found: {a.verdicts}")
+        log = VerdictLog(a.verdicts, dedup.PAIR_LABELS) if a.verdicts else None
+        return report_step(dedup.dedup_step(a.out, up, a.embedding_model, a.threshold, scope=a.scope, drop=a.drop, confirmed=log, device=a.device))
     if c == "filter": return _filter(a)
     if c == "verify":
         (up,) = resolve_steps(a.out, a.src)
         if not Path(a.verdicts).is_file(): raise FileNotFoundError(f"verdict file not found: {a.verdicts}")
-        return _report(verify_step(a.out, up, VerdictLog(a.verdicts), a.frac, a.seed))
+        return report_step(verify_step(a.out, up, VerdictLog(a.verdicts), a.frac, a.seed))
     if c == "release": return _release(a)
     if c == "status":
         if not Path(a.build).is_dir(): raise FileNotFoundError(f"build folder not found: {a.build}")
-        for r in list_steps(a.build): print(f"{r.get('step')!s:18} {r.get('n_done', 0):>5} units done {r.get('n_items', 0):>7} items  {r['dir']}")
+        if not (rows := list_steps(a.build)): raise ValueError(f"{a.build}: no curation steps here (a build is the folder a command's --out named)")
+        for r in rows: print(f"{r.get('step')!s:18} {r.get('n_done', 0):>5} units done {r.get('n_items', 0):>7} items  {r['dir']}")
         return 0
     raise ValueError(f"unknown curate command {c!r}")
 

@@ -18,11 +18,11 @@ from ..metrics import round_half_up
 from ..models.registry import Backend, load_backend
 from ..store import RunSet, iter_jsonl
 from .release import media_folder, release_row, write_rows
-from .store import Step
+from .store import Step, balance_change
 
 # %% auto #0
-__all__ = ['PAPER_FILTER_MODELS', 'SUBTITLES_ONLY', 'InstructedBackend', 'candidate_rows', 'run_filter_models', 'correct_by',
-           'filter_step', 'filter_tables']
+__all__ = ['PAPER_FILTER_MODELS', 'SUBTITLES_ONLY', 'InstructedBackend', 'candidate_rows', 'check_judge', 'run_filter_models',
+           'correct_by', 'filter_step', 'filter_tables']
 
 # %% ../../nbs/65_curation_filters.ipynb #754f051c
 PAPER_FILTER_MODELS = ("gpt-4o", "gemini-2.0-flash", "qwen2.5-vl-7b")
@@ -35,6 +35,9 @@ fidelity.record("infinibench", "filter models", "model_id", "InfiniBench §3.2.3
 fidelity.record("infinibench", "filter rule", "rule", "InfiniBench §3.2.3 (2)-(3)", "reading",
                 "an item is removed when every filter model answers it correctly; for open-ended skills 'correctly' means a judge "
                 "score of at least 8/10 (the paper does not say); an item a model could not be asked (no subtitles) is kept")
+fidelity.record("infinibench", "filter judge", "model_id", "InfiniBench §4.2 (GPT-4o mini judge); official evaluation/eval_script.py", "reading",
+                "the filters judge open-ended answers with the benchmark's own judge (gpt-4o-mini) by default; running them without a "
+                "judge is refused when open-ended items are present, since those items could never be filtered")
 
 # %% ../../nbs/65_curation_filters.ipynb #897156fa
 class InstructedBackend(Backend):
@@ -58,15 +61,24 @@ def candidate_rows(step: Step, path) -> Path:
 
 def _safe(name: str) -> str: return re.sub(r"[^\w.-]+", "_", name)
 
-def run_filter_models(kind: str, rows, models: Sequence[str] = PAPER_FILTER_MODELS, out="outputs/filters", judge: str = "none",
+def check_judge(judge: str | None, items, what: str = "the filters") -> None:
+    "`ValueError` when `judge` is 'none' and `items` (rows or step items) hold open-ended skills, which could then never be filtered."
+    open_ = sorted({ib.normalize_skill(r.get("skill_name")) for r in items} & set(ib.OPEN_SKILLS))
+    if (judge or "").lower() == "none" and open_:
+        raise ValueError(f"{what} need a judge for the open-ended skills ({', '.join(open_)}): without one they can never "
+                         "be filtered; drop --judge none (the default is InfiniBench's gpt-4o-mini) or name another judge model")
+
+def run_filter_models(kind: str, rows, models: Sequence[str] = PAPER_FILTER_MODELS, out="outputs/filters", judge: str | None = None,
                       model_kwargs: dict | None = None, judge_kwargs: dict | None = None, backends: dict | None = None,
                       max_new_tokens: int = 256, media_root=None) -> RunSet:
     """Run each model on `rows` with `kind='knowledge'` (metadata only) or `'vision'` (subtitles only + instruction); returns the runs.
+    Open-ended answers are judged by `judge` (default: InfiniBench's judge, gpt-4o-mini); 'none' is refused when there are any.
     Media are read from `media_root` (default: the folder holding the media the rows name)."""
     if kind not in ("knowledge", "vision"): raise ValueError(f"kind must be 'knowledge' or 'vision', got {kind!r}")
     if not Path(rows).is_file(): raise FileNotFoundError(f"candidate rows not found: {rows}")
-    bkw = {"source": "release", "filter": kind}
-    if (root := media_root or media_folder([r for _, r in iter_jsonl(rows)])): bkw["media_root"] = str(root)
+    check_judge(judge, (r for _, r in iter_jsonl(rows)), f"the {kind} filter runs")
+    bkw = {"source": "release"}
+    if (root := media_root or media_folder([r for _, r in iter_jsonl(rows)])): bkw["video_root"] = str(root)   # also the runs' media root
     dirs = []
     for m in models:
         kw = dict((model_kwargs or {}).get(m, {}))
@@ -126,7 +138,7 @@ def filter_step(root, upstream: Step, knowledge: RunSet | None = None, vision: R
         for r in left: w.accept(r["id"], r["item"], r["provenance"])
     st.process([("all", None)], run)
     prev = st.store.read_summary() or {}
-    st.finish({k: stats.get(k) or prev.get(k) for k in runs})
+    st.finish({**{k: stats.get(k) or prev.get(k) for k in runs}, "answer_balance": balance_change(upstream.items(), st.items())})
     return st
 
 # %% ../../nbs/65_curation_filters.ipynb #bef787b5
@@ -136,8 +148,11 @@ def _rows(df) -> list[dict]:
         out.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rec.items()})
     return out
 
-def _table_row(rows: list[dict]) -> dict:
-    st = ib.skill_stats(rows)
+def _table_row(rows: list[dict], judging: bool = True) -> dict:
+    "One table row; a reasoning skill with no judged answer shows no score (and stays out of Score and Overall)."
+    st = ib.skill_stats(rows, judging=judging)
+    for s in ib.OPEN_SKILLS:
+        if s in st and not st[s].get("n_judged"): st[s]["score_0_10"] = None
     pct = lambda x: None if x is None else 100 * x
     r = {ib.SKILL_TITLES.get(s, s): round_half_up(pct(v.get("accuracy")) if s in ib.MCQ_SKILLS else v.get("score_0_10")) for s, v in st.items()}
     return {**r, "n": len(rows), **ib.aggregates(st)["published"]}
@@ -151,7 +166,8 @@ def filter_tables(runs: RunSet, kept_ids: set, labels: dict | None = None):
         if r.config is None: continue
         rows = _rows(r.scores())
         name = (labels or {}).get(r.name) or f"{r.config.model} [{r.config.modality}]"
-        before, after = _table_row(rows), _table_row([x for x in rows if str(x["sample_id"]).split("/", 1)[-1] in kept])
+        judging = (r.config.judge or "").lower() != "none"
+        before, after = _table_row(rows, judging), _table_row([x for x in rows if str(x["sample_id"]).split("/", 1)[-1] in kept], judging)
         out[name] = {**{("Table 8: before filtering", k): v for k, v in before.items()}, **{("Table 3: after filtering", k): v for k, v in after.items()}}
     df = pd.DataFrame.from_dict(out, orient="index")
     if len(df): df.columns = pd.MultiIndex.from_tuples(df.columns)

@@ -25,11 +25,14 @@ from .store import Provenance, Step
 
 # %% auto #0
 __all__ = ['EVENTS_SYSTEM', 'EVENTS_USER', 'SCENES_SYSTEM', 'SCENES_USER', 'ACTIONS_SYSTEM', 'ACTIONS_USER', 'CONTEXT_SYSTEM',
-           'CONTEXT_USER', 'LINKING_SYSTEM', 'LINKING_USER', 'MCQ_HEADER', 'CHRONO_QUESTIONS', 'SUB_EVENT_QUESTIONS',
-           'SCENE_QUESTIONS', 'SUMMARY_QUESTIONS', 'ACTION_DISTRACTORS', 'IDK', 'GENERATED_SKILLS', 'NEEDS', 'PROMPTS',
-           'SourceError', 'read_text_strict', 'check_subtitles', 'Source', 'load_sources', 'official_cleanup_text',
-           'parse_literal', 'anchor_lines', 'order_problem', 'anchor_scenes', 'scene_problem', 'ordering_options',
-           'check_mcq', 'chronological_items', 'scene_items', 'action_items', 'open_items', 'call_generator',
+           'CONTEXT_USER', 'LINKING_SYSTEM', 'LINKING_USER', 'MOVIE_EVENTS_SYSTEM', 'MOVIE_EVENTS_USER',
+           'MOVIE_ACTIONS_SYSTEM', 'MOVIE_ACTIONS_USER', 'MOVIE_CONTEXT_SYSTEM', 'MOVIE_CONTEXT_USER',
+           'MOVIE_LINKING_SYSTEM', 'MOVIE_LINKING_USER', 'MCQ_HEADER', 'CHRONO_QUESTIONS', 'SUB_EVENT_QUESTIONS',
+           'SCENE_QUESTIONS', 'SUMMARY_QUESTIONS', 'ACTION_DISTRACTORS', 'MOVIE_CHRONO_QUESTIONS',
+           'MOVIE_SUB_EVENT_QUESTIONS', 'IDK', 'GENERATED_SKILLS', 'NEEDS', 'PROMPTS', 'MOVIE_PROMPTS', 'SourceError',
+           'read_text_strict', 'check_subtitles', 'Source', 'load_sources', 'official_cleanup_text', 'parse_literal',
+           'anchor_lines', 'order_problem', 'anchor_scenes', 'scene_problem', 'ordering_options', 'check_mcq',
+           'chronological_items', 'scene_items', 'action_items', 'open_items', 'call_generator', 'prompts_for',
            'missing_inputs', 'GenConfig', 'generate', 'demo_transcript', 'write_demo_sources']
 
 # %% ../../nbs/62_curation_generate.ipynb #811ab670
@@ -61,6 +64,29 @@ LINKING_SYSTEM = PaperPrompt("infinibench", "linking events Q/A (system)", 'You 
     "Vision-CAIR/Infinibench data_genration/GPT4o-skills_generation/tvqa/linking_events.py (GPT-4o messages)", "official")
 LINKING_USER = PaperPrompt("infinibench", "linking events Q/A (user)", "The user input is: {summary}. Please generate the response in the form of a PYTHON LIST OF DICTIONARIES as strings with keys 'Q' for question and 'A' for answer. Each corresponding value should be the question and answer text respectively. For example, your response should look like this: [{{'Q': 'Your question here...', 'A': 'Your answer here...'}},{{'Q': 'Your question here...', 'A': 'Your answer here...'}}].DON'T output any other informations because I will parse your output list.\n",
     "Vision-CAIR/Infinibench data_genration/GPT4o-skills_generation/tvqa/linking_events.py (GPT-4o messages)", "official")
+
+# %% ../../nbs/62_curation_generate.ipynb #a15dab5e
+MOVIE_EVENTS_SYSTEM = PaperPrompt("infinibench", "movie events extraction (system)", '##TASK: Users will provide an episode Screenplay Script. Your task is to extract the events from this Screenplay Script.\n Ensure that the events are listed in chronological orderFirst read the Screenplay Script and think carefully to extract the all events.\n-Make sure to avoid to put double quotes inside string with double quotes, use single quotes instead. For example, use "I drived \'John\'s car\' yesterday" instead of \'I drived "John\'s car" yesterday\' .-please only output the required format, do not include any additional information.-Remember well the output format of ONLY a PYTHON LIST as output\n------\n##Few shot samples\nEpisode Screenplay Script: {{user Screenplay Script}}\nExtract the events from this episode Screenplay Script:\nThe response should be in the format: ["Event A", "Event B", "Event C", "Event D",...], ensuring that the event B is after event A and before Event C.\nRemember well the output format of ONLY a PYTHON LIST of events and DON\'T output the python shell because I will use python ast library to parse your output list.\n',
+    'Vision-CAIR/Infinibench data_genration/GPT4o-skills_generation/movienet/temporal_events.py (GPT-4o messages)', "official")
+MOVIE_EVENTS_USER = PaperPrompt("infinibench", "movie events extraction (user)", "Episode Screenplay Script: {script}\nExtract the events from the Screenplay Script in a list\nplease provide the response in the format of PYTHON LIST of DON'T output any other informations because I will parse your output list.\nDON't output any ’ or ' in your response but use /u2019 for ’ and /u2019s for ’s and /u2019t for ’t and s/u2019 for s' or s’ \n",
+    'Vision-CAIR/Infinibench data_genration/GPT4o-skills_generation/movienet/temporal_events.py (GPT-4o messages)', "official")
+MOVIE_ACTIONS_SYSTEM = PaperPrompt("infinibench", "movie character actions Q/A (system)", 'You play two roles: a human asking questions related to a video and an intelligent chatbot designed to help people find information from a given video. Your task is to generate a question-answer pairs specifically related to each character actions through the whole video content. Your task is to first play the role of a human who asks questions about each character actions through the whole video content. and then play the role of an AI assistant that provides information based on the video content.------##TASK: Users will provide information about a video, and you will generate a conversation-like question and answers pair specifically focusing on each character actions through the whole video content. Generate one question for each character that summariza all the actions did through the whole video content.------##INSTRUCTIONS:- The questions must be like a human conversation and directly related to each character actions through the whole video content. - The answer must be detailed and descriptive that summarize all actions for each character in the video and should directly reference the information provided.- Focus on both the visual and texual actions but focus more on the vision actions as these questions are designed for video understanding.- The answer should be a list of actions in chronological order. For example, your response should look like this: [{{"Q": "Your question here...", "A": ["Action 1","Action 2",...]}},{{"Q": "Your question here", "A": ["Action 1","Action 2",...]}}]. -Make sure to avoid to put double quotes inside string with double quotes, use single quotes instead. For example, use "I drived \'John\'s car\' yesterday" instead of \'I drived "John\'s car" yesterday\' .-please only output the required format, do not include any additional information.-Remember well the output format of ONLY a PYTHON LIST as output and DON\'T output the python shell because I will use python ast library to parse your output list.\n##SAMPLE QUESTIONS:- {{"Q1": "What did ross do through this video?",  "A": ["At the begining of the episode he dranke cofffe in central park "," went to his apparment ","then ate some pizza."}}- {{"Q1": "Summarize all actions that chandler did in this video.", "A": ["At the begining of the episode he read a magazine ","went to his work by taxi "," and finally he went to monica\'s apparment to set with his friends."]}}',
+    'Vision-CAIR/Infinibench data_genration/GPT4o-skills_generation/movienet/character_actions.py (GPT-4o messages)', "official")
+MOVIE_ACTIONS_USER = PaperPrompt("infinibench", "movie character actions Q/A (user)", 'This is the episode summary: {caption}. \nThis is the episode script: {script}. \nPlease generate the response in the form of list of Python dictionaries string with keys \'Q\' for question and \'A\' for answer. Each corresponding value should be the question and answer text respectively. For the answer please make it as a python list of actions in chronological orderFor example, your response should look like this: [{{"Q": "Your question here...", "A": ["Action 1","Action 2",...]}},{{"Q": "Your question here", "A": ["Action 1","Action 2",...]}}]. Please be very very accurate and detailed in your response. Thank you!',
+    'Vision-CAIR/Infinibench data_genration/GPT4o-skills_generation/movienet/character_actions.py (GPT-4o messages)', "official")
+
+# %% ../../nbs/62_curation_generate.ipynb #79ce5695
+MOVIE_CONTEXT_SYSTEM = PaperPrompt("infinibench", "movie deep context Q/A (system)", 'You play two roles: a human asking questions related to a video and an intelligent chatbot designed to help people find information from a given video. ------##TASK: Your task is to first play the role of a human who asks questions related to deep context understanding in the video and then play the role of an AI assistant that provides information based on the video content.Users will provide human video summary and the video script,and you will generate a conversation-like question and answers pair specifically focusing on measuring the viewer\'s deep context understanding. ------##INSTRUCTIONS:- The questions must be conversational, as if a human is asking them, and should directly relate to deep context understanding for the video content. - The answers must be detailed, descriptive, and should directly reference the information provided.- The number of questions should be up to 20 questions and answers.- The questions should be TRICKY and HARD to answer to measure the viewer\'s context understanding.- The answers must be detailed, descriptive, and should directly reference the information provided.- It will be good if most of the questions are related to the visual content of the video.-Again the questions should be very TRICKY and HARD to answer to measure the viewer\'s context understanding.Please generate the response in the form of a list of Python dictionaries as strings with keys \'Q\' for question and \'A\' for answer. Each corresponding value should be the question and answer text respectively. For example, your response should look like this: [{{"Q": "Your question here...", "A": "Your answer here..."}},{{"Q": "Your question here...", "A": "Your answer here..."}}]-Make sure to avoid to put double quotes inside string with double quotes, use single quotes instead. For example, use "I drived \'John\'s car\' yesterday" instead of \'I drived "John\'s car" yesterday\' .please only output the required format, do not include any additional information.If you want to type \'s or \'t and so on please use ’s for \'s and ’t for \'t and so on.Test your output by using the python ast library to parse your output list.Remember well the output format of ONLY a PYTHON LIST as output\n',
+    'Vision-CAIR/Infinibench data_genration/GPT4o-skills_generation/movienet/context_understanding.py (GPT-4o messages)', "official")
+MOVIE_CONTEXT_USER = PaperPrompt("infinibench", "movie deep context Q/A (user)", 'video transcript: {script}. \n\nvideo summary: {caption}. Please generate up to 20 questions and treir answers in the form of list of Python dictionaries string with keys \'Q\' for question and \'A\' for answer. Each corresponding value should be the question and answer text respectively. For example, your response should look like this: [{{"Q": "Your question here...", "A": "Your answer here..."}},{{"Q": "Your question here...", "A": "Your answer here..."}}]',
+    'Vision-CAIR/Infinibench data_genration/GPT4o-skills_generation/movienet/context_understanding.py (GPT-4o messages)', "official")
+MOVIE_LINKING_SYSTEM = PaperPrompt("infinibench", "movie linking events Q/A (system)", 'You play two roles: a human asking questions related to a video and an intelligent chatbot designed to help people find information from a given video. Your task is to generate question-answer pairs specifically related to linking multiple events in the video content. You will first play the role of a human who asks questions that link multiple events together in the video, and then play the role of an AI assistant that provides information based on the video content.------##TASK: Users will provide information about the video, and you will generate a conversation-like question and answer pairs specifically focusing on linking multiple events together in the video to make the questions comprehensive across the video. Generate up to TWENTY descriptive and conversational-style questions and their detailed answers based on the given information, specifically related to linking multiple events together in the video. ------##INSTRUCTIONS:- The questions must be conversational, as if a human is asking them, and should directly relate to linking multiple events together in the video. - The answers must be detailed, descriptive, and should directly reference the information provided.- The number of events to link together can vary from 2 to any number of events. Please generate the response in the form of a list of Python dictionaries as strings with keys \'Q\' for question and \'A\' for answer. Each corresponding value should be the question and answer text respectively. For example, your response should look like this: [{{"Q": "Your question here...", "A": "Your answer here..."}},{{"Q": "Your question here...", "A": "Your answer here..."}}]Make sure to avoid to put double quotes inside string with double quotes, use single quotes instead. For example, use "I drived \'John\'s car\' yesterday" instead of \'I drived "John\'s car" yesterday\' .please only output the required format, do not include any additional information.Remember well the output format of ONLY a PYTHON LIST as output and DON\'T output the python shell because I will use python ast library to parse your output list.\n## Few shot examples about the questions:- What is the influence of event A on event B?- How does event A lead to event B?- What is the relationship between event A and event B?- What is the impact of event A on event B?- How does event A affect event B?- What is the connection between event A, event B, and event C?',
+    'Vision-CAIR/Infinibench data_genration/GPT4o-skills_generation/movienet/linking_events.py (GPT-4o messages)', "official")
+MOVIE_LINKING_USER = PaperPrompt("infinibench", "movie linking events Q/A (user)", 'The user input is: {summary}. Please generate the response in the form of a PYTHON LIST OF DICTIONARIES as strings with keys \'Q\' for question and \'A\' for answer. Each corresponding value should be the question and answer text respectively. For example, your response should look like this: [{{"Q": "Your question here...", "A": "Your answer here..."}},{{"Q": "Your question here...", "A": "Your answer here..."}}]DON\'T output any other informations because I will parse your output list.\n',
+    'Vision-CAIR/Infinibench data_genration/GPT4o-skills_generation/movienet/linking_events.py (GPT-4o messages)', "official")
+fidelity.record("infinibench", "prompts chosen by source kind", "rule", "Vision-CAIR/Infinibench data_genration/GPT4o-skills_generation/{tvqa,movienet}/",
+                "official", "a source of kind 'movie' is sent the MovieNet prompts and question pools, an episode the TVQA ones; "
+                "movies get no scene-transition questions (there is no MovieNet scene-transition script)")
 
 # %% ../../nbs/62_curation_generate.ipynb #47f3b4e0
 MCQ_HEADER = 'Choose the correct option for the following question: '
@@ -116,6 +142,13 @@ for _what, _src in [("MCQ header and chronological question pools", "tvqa/tempor
                     ("scene transition question pool", "tvqa/scene_transition_qa_generation.py"),
                     ("character action distractors", "tvqa/character_actions_mcq.py")]:
     fidelity.record("infinibench", _what, "rule", "Vision-CAIR/Infinibench data_genration/questions_generation/" + _src, "official")
+
+# %% ../../nbs/62_curation_generate.ipynb #64bf03d7
+MOVIE_CHRONO_QUESTIONS = [q.replace("episode", "movie") for q in CHRONO_QUESTIONS]
+MOVIE_SUB_EVENT_QUESTIONS = [q.replace("episode", "movie") for q in SUB_EVENT_QUESTIONS]
+fidelity.record("infinibench", "movie chronological question pools", "rule",
+                "Vision-CAIR/Infinibench data_genration/questions_generation/movienet/temporal_events_qa_generation.py, character_actions_mcq_movienet.py",
+                "official", "the TV pools with 'episode' replaced by 'movie'; the same character-action distractor lists")
 
 # %% ../../nbs/62_curation_generate.ipynb #f442d8cb
 class SourceError(ValueError):
@@ -320,11 +353,12 @@ def check_mcq(options: Sequence, answer_idx: int | None) -> str | None:
 # %% ../../nbs/62_curation_generate.ipynb #6ce21784
 def _mcq(q, opts, gold, **kw) -> dict: return {"question": q, "options": opts, "answer_idx": gold, "answer": None, **kw}
 
-def chronological_items(events: list[str], rng: random.Random, yes_no_pairs: int = 5, sub_draws: int = 3) -> tuple[list, list]:
-    "Chronological-understanding MCQs from the true event sequence."
+def chronological_items(events: list[str], rng: random.Random, yes_no_pairs: int = 5, sub_draws: int = 3, kind: str = "episode") -> tuple[list, list]:
+    "Chronological-understanding MCQs from the true event sequence (`kind='movie'`: the MovieNet question pools)."
     if len(events) < 3: return [], [("seq", f"fewer than 3 events ({len(events)})", events)]
+    whole, subs = (MOVIE_CHRONO_QUESTIONS, MOVIE_SUB_EVENT_QUESTIONS) if kind == "movie" else (CHRONO_QUESTIONS, SUB_EVENT_QUESTIONS)
     opts, gold = ordering_options(events, rng)
-    items = [_mcq(f"{MCQ_HEADER} {rng.choice(CHRONO_QUESTIONS)}", opts, gold, events=list(events))]
+    items = [_mcq(f"{MCQ_HEADER} {rng.choice(whole)}", opts, gold, events=list(events))]
     seen = set()
     for _ in range(yes_no_pairs):
         m, n = rng.randint(0, len(events) - 1), rng.randint(0, len(events) - 1)
@@ -345,7 +379,7 @@ def chronological_items(events: list[str], rng: random.Random, yes_no_pairs: int
             sel = events[s:s + n]
             opts, gold = ordering_options(sel, rng)
             shown = list(sel); rng.shuffle(shown)
-            items.append(_mcq(f"{MCQ_HEADER} {rng.choice(SUB_EVENT_QUESTIONS).format(shown)}", opts, gold, events=list(sel)))
+            items.append(_mcq(f"{MCQ_HEADER} {rng.choice(subs).format(shown)}", opts, gold, events=list(sel)))
     return items, []
 
 fidelity.record("infinibench", "chronological MCQ construction", "rule", "Vision-CAIR/Infinibench questions_generation/tvqa/temporal_events_qa_generation.py", "reading",
@@ -411,9 +445,16 @@ NEEDS = {"chronological_understanding": ("transcript",), "scene_transitions": ("
 PROMPTS = {"chronological_understanding": (EVENTS_SYSTEM, EVENTS_USER), "scene_transitions": (SCENES_SYSTEM, SCENES_USER),
            "character_actions": (ACTIONS_SYSTEM, ACTIONS_USER), "deep_context_understanding": (CONTEXT_SYSTEM, CONTEXT_USER),
            "linking_multiple_events": (LINKING_SYSTEM, LINKING_USER)}
+MOVIE_PROMPTS = {"chronological_understanding": (MOVIE_EVENTS_SYSTEM, MOVIE_EVENTS_USER), "character_actions": (MOVIE_ACTIONS_SYSTEM, MOVIE_ACTIONS_USER),
+                 "deep_context_understanding": (MOVIE_CONTEXT_SYSTEM, MOVIE_CONTEXT_USER), "linking_multiple_events": (MOVIE_LINKING_SYSTEM, MOVIE_LINKING_USER)}
+
+def prompts_for(kind: str, skill: str) -> tuple:
+    "The official (system, user) prompts of `skill` for a source of `kind` (`movie`: the MovieNet scripts; else TVQA)."
+    return (MOVIE_PROMPTS if kind == "movie" else PROMPTS)[skill]
 
 def missing_inputs(src: Source, skill: str, linking_input: str = "summary") -> list[str]:
-    "The inputs `skill` needs that `src` lacks."
+    "The inputs `skill` needs that `src` lacks (a movie lacks a scene-transition prompt: the official pipeline has none)."
+    if src.kind == "movie" and skill in PROMPTS and skill not in MOVIE_PROMPTS: return ["MovieNet prompt (the official pipeline has none)"]
     need = ("transcript",) if skill == "linking_multiple_events" and linking_input == "events" else NEEDS[skill]
     return [f for f in need if not getattr(src, f)]
 
@@ -448,7 +489,7 @@ def _model_unit(src: Source, skill: str, ctx: dict, w) -> None:
     transcript = read_text_strict(src.transcript, cfg.encoding) if src.transcript else ""
     summary = src.summary or ""
     if skill == "linking_multiple_events" and cfg.linking_input == "events": summary = repr(ctx["events"](src))
-    sys_p, user_p = PROMPTS[skill]
+    sys_p, user_p = prompts_for(src.kind, skill)
     values = {"script": transcript, "caption": summary, "summary": summary}
     system, user = sys_p.format(), user_p.format(**{k: values[k] for k in user_p.fields})
     raw = call_generator(backend, system, user, f"{src.video_id}/{skill}", cfg.max_new_tokens, cfg.temperature, cfg.seed)
@@ -473,7 +514,7 @@ def _model_unit(src: Source, skill: str, ctx: dict, w) -> None:
         if src.kind == "movie" and cfg.max_movie_events and len(parsed) > cfg.max_movie_events:
             keep = select_diverse(parsed, cfg.max_movie_events, ctx["embedder"]())
             prov.extra["events_before_selection"] = len(parsed); parsed = [parsed[i] for i in keep]
-        items, rej = chronological_items(parsed, rng)
+        items, rej = chronological_items(parsed, rng, kind=src.kind)
     elif skill == "scene_transitions": items, rej = scene_items(parsed, rng)
     elif skill == "character_actions": items, rej = action_items(parsed, rng)
     else: items, rej = open_items(parsed)
@@ -504,7 +545,7 @@ def generate(sources: Sequence[Source], root, generator: str | None = None, skil
     if bad: raise ValueError(f"unknown skill(s) {bad}; generation covers {GENERATED_SKILLS} (global appearance: vlmlens.curation.appearance)")
     if cfg.linking_input not in ("summary", "events"): raise ValueError(f"linking_input must be 'summary' or 'events', got {cfg.linking_input!r}")
     srcs = [{**asdict(s), **{f: Path(getattr(s, f)) for f in ("transcript", "subtitles") if getattr(s, f)}} for s in sources]
-    prompts = {k: [p.text for p in v] for k, v in PROMPTS.items()}
+    prompts = {f"{kind}/{k}": [p.text for p in v] for kind, table in (("episode", PROMPTS), ("movie", MOVIE_PROMPTS)) for k, v in table.items()}
     st = Step(root, "generate", {"sources": srcs, "skills": list(skills), "cfg": asdict(cfg), "prompts": prompts},
               info={"generator": cfg.generator})
     cache: dict = {}

@@ -25,8 +25,8 @@ from .store import Provenance, Step, file_digest
 from .translate import language_name, lang_code, script_problem
 
 # %% auto #0
-__all__ = ['OCR_MODEL', 'OCR_PROMPT', 'SUBJECTS', 'FIX_LABELS', 'check_gold', 'check_row', 'to_row', 'crop_figure', 'ocr_pages',
-           'fix_items', 'fix_problems', 'OCRFixWidget', 'reviewed_rows', 'release_exam']
+__all__ = ['OCR_MODEL', 'OCR_PROMPT', 'SUBJECTS', 'FIX_LABELS', 'check_gold', 'check_row', 'to_row', 'crop_figure',
+           'question_key', 'ocr_pages', 'fix_items', 'fix_problems', 'OCRFixWidget', 'reviewed_rows', 'release_exam']
 
 # %% ../../nbs/73_curation_ocr.ipynb #f27198a5
 _S32 = "HinTel-AlignBench §3.2 'JEE-H and JEE-T Dataset Creation', Figure 2"
@@ -103,6 +103,11 @@ def crop_figure(page, boxes: Sequence, dest) -> Path:
     return dest
 
 # %% ../../nbs/73_curation_ocr.ipynb #310e8edb
+def question_key(description: str, index) -> str:
+    "A question's key across papers and years: `<paper>/<index>` (the paper slugged from the description; the index alone without one)."
+    paper = re.sub(r"[^0-9a-z]+", "-", str(description or "").lower()).strip("-")
+    return f"{paper}/{int(str(index).strip())}" if paper else str(int(str(index).strip()))
+
 def _parse_page(text: str | None) -> list:
     t = (text or "").strip()
     i = t.find("[")
@@ -117,10 +122,11 @@ def _page_items(page: Path, qs: list, ctx: dict, step_dir: Path) -> list[tuple[s
     for q in qs:
         row = to_row(q, ctx["description"], (ctx["key"] or {}).get(str(int(str(q["index"])))))
         flags = [] if row["gold"] else ["no gold answer: add it in the manual fix (or pass an answer key)"]
-        if q.get("figures"): fig = crop_figure(page, q["figures"], step_dir / "figures" / f"{page.stem}-q{row['index']}.png")
+        key = question_key(ctx["description"], row["index"])
+        if q.get("figures"): fig = crop_figure(page, q["figures"], step_dir / "figures" / f"{page.stem}-q{key.replace('/', '-')}.png")
         else: fig, flags = page, flags + ["no figure box: the whole page is the image (JEE-Vision keeps diagram questions only)"]
         if (why := script_problem(row["question"], ctx["language"])): flags.append(f"script: {why}")
-        out.append((f"{ctx['language']}/{row['index']}", {"row": row, "language": ctx["language"], "page": str(page), "figure": str(fig),
+        out.append((f"{ctx['language']}/{key}", {"row": row, "language": ctx["language"], "page": str(page), "figure": str(fig),
                                                           "figures": q.get("figures") or [], "flags": flags}))
     return out
 
@@ -136,21 +142,27 @@ def _ocr_unit(payload, w, ctx):
     idx = [str(q.get("index")) for q in qs if isinstance(q, dict)]
     problems += [f"question {i}: appears twice on the page" for i in sorted({i for i in idx if idx.count(i) > 1})]
     if problems: return w.reject(f"page/{page.name}", "schema", f"{page.name}: " + "; ".join(problems), {"page": str(page), "raw": g.text}, prov)
-    for iid, item in _page_items(page, qs, ctx, ctx["dir"]): w.accept(iid, item, prov)
+    items = _page_items(page, qs, ctx, ctx["dir"])
+    if seen := [i for i, _ in items if i in w.step._known_ids()]:
+        return w.reject(f"page/{page.name}", "schema", f"{page.name}: question(s) {', '.join(seen)} already read from another page "
+                        "(a question continued over two pages, or pages of two papers under one --description)", {"page": str(page), "raw": g.text}, prov)
+    for iid, item in items: w.accept(iid, item, prov)
 
 # %% ../../nbs/73_curation_ocr.ipynb #3bbc0a8c
 def ocr_pages(pages: Sequence, root, language: str, *, description: str = "", model: str = OCR_MODEL, backend=None,
               model_kwargs: dict | None = None, answer_key: dict | str | Path | None = None, prompt_file=None,
               max_new_tokens: int = 8192) -> Step:
-    "OCR exam page images into JEEBench rows in the step `<root>/ocr-<hash>` (pages rejected per page with the reason)."
+    "OCR exam page images into JEEBench rows in the step `<root>/ocr_<language>-<hash>` (pages rejected per page with the reason)."
     pages = [Path(p) for p in pages]
     missing = [str(p) for p in pages if not p.is_file()]
     if missing: raise FileNotFoundError(f"page image(s) not found: {', '.join(missing)}")
+    if len({p.name for p in pages}) < len(pages):
+        raise ValueError("page images share file names; OCR each paper separately, with its own --description")
     key = load_json(answer_key) if isinstance(answer_key, (str, Path)) else answer_key
     key = {str(k): v for k, v in (key or {}).items()}
     prompt = OCR_PROMPT.override(prompt_file) if prompt_file else OCR_PROMPT
     text = prompt.format(language=language_name(language))
-    st = Step(root, "ocr", {"pages": [{"name": p.name, "sha256": file_digest(p)} for p in pages], "language": lang_code(language),
+    st = Step(root, f"ocr_{re.sub('[^a-z0-9_]', '_', lang_code(language))}", {"pages": [{"name": p.name, "sha256": file_digest(p)} for p in pages], "language": lang_code(language),
               "model": model, "prompt": prompt.text, "answer_key": key, "description": description}, info={"model": model})
     todo = [p for p in pages if f"page/{p.name}" not in st.done_units()]
     b = backend or (load_backend(model, **(model_kwargs or {})) if todo else None)
@@ -220,45 +232,57 @@ def submit(self: OCRFixWidget, label: str):
     return ReviewWidget.submit(self, label)
 
 # %% ../../nbs/73_curation_ocr.ipynb #e838c123
-def reviewed_rows(step: Step, log: VerdictLog) -> tuple[dict[int, tuple[dict, str]], dict[str, str]]:
-    "`({index: (row, image path)}, {item id: why dropped})` of one language's OCR step after the manual fix."
+def reviewed_rows(step: Step, log: VerdictLog) -> tuple[dict[str, tuple[dict, str]], dict[str, str]]:
+    "`({question key: (row, image path)}, {item id: why dropped})` of one OCR step after the manual fix."
     latest = {v.item_id: v for v in log.read()}
     rows, dropped = {}, {}
     for r in step.items():
         v, it = latest.get(r["id"]), r["item"]
         if v is None or v.verdict == "reject": dropped[r["id"]] = "not reviewed" if v is None else "rejected in review"; continue
-        rows[int(it["row"]["index"])] = ((json.loads(v.edits["row"]) if v.verdict == "fixed" else it["row"]), it["figure"])
+        row = json.loads(v.edits["row"]) if v.verdict == "fixed" else it["row"]
+        rows[question_key(row.get("description", it["row"]["description"]), row["index"])] = (row, it["figure"])
     for r in step.rejected():
         v = latest.get(r["id"])
         if v is None or v.verdict != "fixed": dropped[r["id"]] = f"page not fixed ({r['reason']})"; continue
         page = Path(r["item"]["page"])
         for q in json.loads(v.edits["row"]):
-            desc = next((it["item"]["row"]["description"] for it in step.items()), "")
+            desc = step.inputs.get("description") or ""
             fig = crop_figure(page, q["figures"], step.dir / "figures" / f"{page.stem}-q{q['index']}-fixed.png") if q.get("figures") else page
-            rows[int(q["index"])] = (to_row(q, q.get("description") or desc), str(fig))
+            row = to_row(q, q.get("description") or desc)
+            rows[question_key(row["description"], row["index"])] = (row, str(fig))
     return rows, dropped
 
 # %% ../../nbs/73_curation_ocr.ipynb #1d3b2f4b
-def release_exam(out, subset: str, steps: dict, logs: dict | VerdictLog) -> dict:
-    "Write the reviewed rows of each language (`steps`: language → OCR step) as a HinTel `jee_*` subset; return a report."
-    if subset not in hintel.JEE_SUBSETS: raise ValueError(f"subset must be one of {hintel.JEE_SUBSETS}, got {subset!r}")
-    out, per, dropped = Path(out), {}, {}
-    for lang, st in steps.items():
-        per[lang], d = reviewed_rows(st, logs[lang] if isinstance(logs, dict) else logs)
+def _order(k: str): return (k.rpartition("/")[0], int(k.rpartition("/")[2]))
+
+def _language_rows(lang: str, steps, log: VerdictLog, dropped: dict) -> dict:
+    "The reviewed rows of one language from one OCR step or several (one per paper); a question in two steps is dropped."
+    rows, twice = {}, set()
+    for st in (steps if isinstance(steps, (list, tuple)) else [steps]):
+        got, d = reviewed_rows(st, log)
         dropped.update({k: f"{lang}: {v}" for k, v in d.items()})
+        twice |= set(got) & set(rows); rows.update(got)
+    for k in sorted(twice, key=_order): dropped[f"{lang}/{k}"] = "read in two OCR steps"; rows.pop(k)
+    return rows
+
+def release_exam(out, subset: str, steps: dict, logs: dict | VerdictLog) -> dict:
+    "Write the reviewed rows of each language (`steps`: language → OCR step, or a list of them) as a HinTel `jee_*` subset; return a report."
+    if subset not in hintel.JEE_SUBSETS: raise ValueError(f"subset must be one of {hintel.JEE_SUBSETS}, got {subset!r}")
+    out, dropped = Path(out), {}
+    per = {lang: _language_rows(lang, sts, logs[lang] if isinstance(logs, dict) else logs, dropped) for lang, sts in steps.items()}
     common = set.intersection(*(set(r) for r in per.values())) if per else set()
     for lang, rows in per.items():
-        for i in sorted(set(rows) - common): dropped[f"{lang}/{i}"] = "missing in " + ", ".join(l for l in per if i not in per[l])
-    ok = {i for i in common if all(per[l][i][0].get("gold") not in (None, "") for l in per)}
-    for i in sorted(common - ok): dropped[f"*/{i}"] = "no gold answer"
+        for i in sorted(set(rows) - common, key=_order): dropped[f"{lang}/{i}"] = "missing in " + ", ".join(l for l in per if i not in per[l])
+    ok = sorted((i for i in common if all(per[l][i][0].get("gold") not in (None, "") for l in per)), key=_order)
+    for i in sorted(common - set(ok), key=_order): dropped[f"*/{i}"] = "no gold answer"
     files = []
     for lang, rows in per.items():
         recs = []
-        for i in sorted(ok):
+        for i in ok:
             row, img = rows[i]
-            rel = f"images/{subset}/{lang}-{i}.png"
+            rel = f"images/{subset}/{lang}-{i.replace('/', '-')}.png"
             (out / rel).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(img, out / rel)
-            recs.append({"align_id": str(i), "question": row["question"], "answer": row["gold"], "jee_type": row["type"],
+            recs.append({"align_id": i, "question": row["question"], "answer": row["gold"], "jee_type": row["type"],
                          "subject": row["subject"], "description": row["description"], "image": rel})
         files.append(str(hintel.write_subset(out, subset, lang, recs)))
     return {"subset": subset, "languages": list(per), "n_released": len(ok), "dropped": dropped, "files": files}

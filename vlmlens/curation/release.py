@@ -21,7 +21,7 @@ from ..store import atomic_write
 
 # %% auto #0
 __all__ = ['META', 'MEDIA_FIELDS', 'assign_split', 'release_row', 'write_rows', 'write_official', 'media_folder', 'rebase_media',
-           'video_duration_s', 'release_stats', 'length_figure', 'dataset_card', 'write_release']
+           'video_duration_s', 'release_stats', 'length_figure', 'dataset_card', 'missing_media', 'write_release']
 
 # %% ../../nbs/67_curation_release.ipynb #eb92bbc4
 META = ("title", "show", "season", "episode", "imdb_id", "year", "kind", "video_id")
@@ -168,6 +168,16 @@ def dataset_card(name: str, stats: dict, steps: dict) -> str:
                        f"{ag.get('krippendorff_alpha')}. Temporal certificates: {cert.get('mean_count')} per item, {cert.get('mean_length_s')} s.\n")
     return "".join(out)
 
+# %% ../../nbs/67_curation_release.ipynb #e895990c
+def missing_media(rows: Sequence[dict], root=None) -> list[str]:
+    "The video paths of `rows` that name no existing file (as written, or under the media root `root`)."
+    out = []
+    for r in rows:
+        v = r.get("video_path_mp4")
+        if not isinstance(v, str) or not v: continue
+        if not (Path(v).is_file() or (root is not None and (Path(root) / v.lstrip("/")).is_file())): out.append(v)
+    return out
+
 # %% ../../nbs/67_curation_release.ipynb #e895990d
 def _summary(s) -> dict:
     if isinstance(s, Step):
@@ -194,7 +204,7 @@ def write_release(items: Step | Sequence[dict], out, steps: dict | None = None, 
     summaries = {k: _summary(s) for k, s in (steps or {}).items()}
     atomic_write(out / "stats.json", json.dumps({"stats": stats, "steps": summaries}, indent=1, default=str))
     atomic_write(out / "README.md", dataset_card(name, stats, summaries))
-    paths.update(stats=out / "stats.json", card=out / "README.md", media_root=root)
+    paths.update(stats=out / "stats.json", card=out / "README.md", media_root=root, missing_media=missing_media(rows, root))
     return paths
 
 fidelity.record("infinibench", "release splits", "rule", "InfiniBench §3.3", "reading",

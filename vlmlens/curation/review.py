@@ -258,6 +258,15 @@ def _path(self: ReviewWidget, p) -> str:
     p = Path(p)
     return str(p if p.is_absolute() or self.media_root is None else Path(self.media_root) / p)
 
+# %% ../../nbs/61_curation_review.ipynb #c70fef89
+def _pair_html(pair) -> str:
+    "Two items (question, options, answer) in two columns: a flagged near-duplicate pair, side by side."
+    def col(x):
+        opts = "".join(f"<li>{_esc(o)}</li>" for o in x.get("options") or [])
+        return (f"<td style='vertical-align:top;padding:4px 12px'><b>{_esc(x.get('id', ''))}</b><p>{_esc(x.get('question') or '')}</p>"
+                + (f"<ol start='0'>{opts}</ol>" if opts else "") + f"<p><b>answer</b>: {_esc(x.get('answer') or '')}</p></td>")
+    return "<table><tr>" + "".join(col(x) for x in pair) + "</tr></table>"
+
 # %% ../../nbs/61_curation_review.ipynb #c70fef8a
 def _esc(s) -> str:
     import html
@@ -281,6 +290,7 @@ def go(self: ReviewWidget, index: int):
     shown = [f"<p><b>question</b>: {_esc(it.get('question', ''))}</p>"] if "question" not in self.fields else []
     shown += [f"<p><b>options</b>:<ol start='0'>{''.join(f'<li>{_esc(o)}</li>' for o in opts)}</ol></p>"] if opts else []
     shown += [f"<p><b>answer</b>: {_esc(it.get('answer', ''))}</p>"] if "answer" not in self.fields else []
+    shown += [_pair_html(it["pair"])] if it.get("pair") else []
     self.text.value = "".join(shown)
     for k, box in self.fields.items(): box.value = "" if it.get(k) is None else str(it.get(k))
     self.spans.value, self.note.value = "", ""

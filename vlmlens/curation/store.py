@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 import uuid
 import warnings
 from collections import Counter
@@ -17,12 +18,12 @@ from typing import Any, Callable, Iterable, Sequence
 
 from fastcore.basics import patch
 
-from ..core import sha256_json
+from ..core import NothingAnswered, most_common_error, sha256_json
 from ..store import RunStore, iter_jsonl, scrub_secrets, utc_now
 
 # %% auto #0
-__all__ = ['file_digest', 'fingerprint', 'Provenance', 'StepStore', 'Step', 'UnitWriter', 'list_steps', 'open_step', 'find_step',
-           'combine']
+__all__ = ['LATEST', 'file_digest', 'fingerprint', 'Provenance', 'StepStore', 'Step', 'UnitWriter', 'list_steps', 'step_folder',
+           'open_step', 'find_step', 'combine', 'answer_label', 'answer_balance', 'balance_change']
 
 # %% ../../nbs/60_curation_store.ipynb #41bbdaa2
 def file_digest(path, chunk: int = 1 << 20) -> str:
@@ -87,7 +88,8 @@ class Step:
         self.dir = Path(root) / f"{name}-{self.key[:12]}"
         self.store = StepStore(self.dir, self.key, config={"step": name, "inputs": self.inputs})
         self.store.prepare()
-        self.store.write_run_json({"kind": "curation_step", "step": name, **(info or {})})
+        created = (self.store._read_run_json() or {}).get("created_ns") or time.time_ns()     # kept across reruns (`@latest`)
+        self.store.write_run_json({"kind": "curation_step", "step": name, **(info or {}), "created_ns": created})
         self._ids: set | None = None   # ids of accepted items, read on first use
 
     def __repr__(self): return f"Step({self.name!r}, {str(self.dir)!r})"
@@ -220,10 +222,26 @@ def list_steps(root) -> list[dict]:
                      "n_done": sum(r.get("status") == "done" for r in units.values()), "n_items": n_items})
     return rows
 
+# %% ../../nbs/60_curation_store.ipynb #c347b73f
+LATEST = "@latest"
+
+def step_folder(path) -> Path:
+    "`path`, or for `<build>/<name>@latest` the folder of the step `<name>` in `<build>` created last (`ValueError` when none)."
+    p = Path(path)
+    if not p.name.endswith(LATEST): return p
+    name, build = p.name[:-len(LATEST)], p.parent
+    found = []
+    for sj in (build.glob(f"{name}-*/step.json") if build.is_dir() else ()):
+        try: info = json.loads(sj.read_text(encoding="utf-8"))
+        except ValueError: continue
+        if (info.get("config") or {}).get("step") == name: found.append((info.get("created_ns") or 0, sj.parent.name, sj.parent))
+    if not found: raise ValueError(f"{path}: no step named {name!r} in {build}")
+    return max(found)[2]
+
 # %% ../../nbs/60_curation_store.ipynb #494e554a
 def open_step(folder) -> Step:
-    "The step in `folder` (from its `step.json`); `FileNotFoundError`/`ValueError` when it is not a step."
-    folder = Path(folder)
+    "The step in `folder` (from its `step.json`; `<build>/<name>@latest`: see `step_folder`); `FileNotFoundError`/`ValueError` when it is not a step."
+    folder = step_folder(folder)
     sj = folder / "step.json"
     if not sj.is_file(): raise FileNotFoundError(f"{folder}: not a curation step folder (no step.json)")
     try: cfg = json.loads(sj.read_text(encoding="utf-8"))["config"]; name, inputs = cfg["step"], cfg["inputs"]
@@ -247,3 +265,38 @@ def combine(root, steps: Sequence[Step], name: str = "combine") -> Step:
     st.process([(s.dir.name, s) for s in steps], run)
     st.finish()
     return st
+
+# %% ../../nbs/60_curation_store.ipynb #b7a1c2d1
+def answer_label(item: dict) -> str | None:
+    "The gold answer of an MCQ as counted for balance: a short option's text (Yes, No), else its letter; None for open-ended items."
+    opts, k = item.get("options"), item.get("answer_idx")
+    if not opts or k is None or not 0 <= int(k) < len(opts): return None
+    short = all(isinstance(o, str) and len(o.split()) <= 3 for o in opts)
+    return opts[int(k)].strip() if short else "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[int(k)]
+
+def answer_balance(records: Iterable[dict]) -> dict[str, dict[str, int]]:
+    "skill → {answer label: count} over step item records (open-ended items skipped)."
+    out: dict = {}
+    for r in records:
+        it = r.get("item", r)
+        lab = answer_label(it)
+        if lab is None: continue
+        c = out.setdefault(str(it.get("skill_name") or it.get("subset") or "all"), Counter())
+        c[lab] += 1
+    return {s: dict(sorted(c.items())) for s, c in sorted(out.items())}
+
+def balance_change(before: Iterable[dict], after: Iterable[dict]) -> dict[str, dict]:
+    "skill → `{'before': counts, 'after': counts}` for every skill with MCQ answers."
+    b, a = answer_balance(before), answer_balance(after)
+    return {s: {"before": b.get(s, {}), "after": a.get(s, {})} for s in sorted(set(b) | set(a))}
+
+# %% ../../nbs/60_curation_store.ipynb #b7a1c2d4
+@patch
+def raise_if_empty(self: Step, extra: dict | None = None) -> dict:
+    "Write the summary; raise `NothingAnswered` when the step holds no item (the count: its failed units and rejections)."
+    s = self.finish(extra) if extra is not None else (self.store.read_summary() or self.finish())
+    if s["n_items"]: return s
+    errs = [u.get("error") for u in self.units().values() if u.get("status") == "error"]
+    errs += [f"{r.get('stage')}: {r.get('reason')}" for r in self.rejected()]
+    top = most_common_error(errs) or "there was nothing to work on (no input item or unit)"
+    raise NothingAnswered(f"curate {self.name} ({self.dir})", len(errs), top, result=s)

@@ -107,6 +107,22 @@ def build_payload(self: AnthropicBackend, request: Request, *, max_new_tokens: i
     p.update(self.extra_body)
     return p
 
+# %% ../../nbs/16_models_anthropic.ipynb #6f4684f0
+@patch
+def cache_controls(self: AnthropicBackend, payload: dict, request: Request) -> dict:
+    "`payload` with a `cache_control` breakpoint on the last frame of a video request (a copy; `payload` is not changed)."
+    if not any(isinstance(m.get("content"), list) and any(isinstance(p, dict) and p.get("type") == "video" for p in m["content"])
+               for m in request.messages): return payload
+    turns = list(payload.get("messages") or [])
+    for i in range(len(turns) - 1, -1, -1):
+        blocks = turns[i].get("content")
+        last = max((j for j, b in enumerate(blocks or []) if isinstance(b, dict) and b.get("type") == "image"), default=None)
+        if last is None: continue
+        blocks = list(blocks); blocks[last] = {**blocks[last], "cache_control": {"type": "ephemeral"}}
+        turns[i] = {**turns[i], "content": blocks}
+        return {**payload, "messages": turns}
+    return payload
+
 # %% ../../nbs/16_models_anthropic.ipynb #ec035ca7
 def _count(x) -> int: return int(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 else 0
 
@@ -118,11 +134,13 @@ def parse_message(d) -> Reply:
     texts = [b.get("text") for b in d["content"] if b.get("type") == "text"]
     if any(not isinstance(t, str) for t in texts): raise CallError("malformed", "a text block has no text")
     usage = d.get("usage") if isinstance(d.get("usage"), dict) else {}
-    n_in = _count(usage.get("input_tokens")) + _count(usage.get("cache_read_input_tokens")) + _count(usage.get("cache_creation_input_tokens"))
+    n_read, n_write = _count(usage.get("cache_read_input_tokens")), _count(usage.get("cache_creation_input_tokens"))
+    n_in = _count(usage.get("input_tokens")) + n_read + n_write
     stop = d.get("stop_reason") if isinstance(d.get("stop_reason"), str) else None
     refusal = "stop_reason=refusal" if stop == "refusal" else None
     model = d.get("model") if isinstance(d.get("model"), str) else None
-    return Reply("".join(texts) if texts else None, n_in, _count(usage.get("output_tokens")), None, refusal, model, stop)
+    return Reply("".join(texts) if texts else None, n_in, _count(usage.get("output_tokens")), None, refusal, model, stop,
+                 cached_input_tokens=n_read, cache_write_tokens=n_write)
 
 # %% ../../nbs/16_models_anthropic.ipynb #092ca988
 @patch

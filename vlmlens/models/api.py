@@ -32,11 +32,11 @@ from ..store import REDACTED, looks_secret, remember_secret, scrub_secrets, scru
 log = logging.getLogger("vlmlens")
 
 # %% auto #0
-__all__ = ['log', 'NOT_SECRET_OPTIONS', 'RETRYABLE', 'ERROR_KINDS', 'USAGE_KEYS', 'MissingAPIKey', 'api_key_from_env',
-           'refuse_secret_options', 'redact_url', 'redact_keylike', 'CallError', 'status_kind', 'parse_retry_after',
-           'retry_after_from_headers', 'retry_delay_from_body', 'RetryPolicy', 'RateLimiter', 'ResponseCache',
-           'load_prices', 'cost_usd', 'make_usage', 'CallProgress', 'LoopThread', 'encode_jpeg', 'b64', 'Reply',
-           'normalize_finish_reason', 'APIBackend']
+__all__ = ['log', 'NOT_SECRET_OPTIONS', 'RETRYABLE', 'ERROR_KINDS', 'PRICES_AS_OF', 'DEFAULT_PRICES', 'USAGE_KEYS',
+           'MissingAPIKey', 'api_key_from_env', 'refuse_secret_options', 'redact_url', 'redact_keylike', 'CallError',
+           'status_kind', 'parse_retry_after', 'retry_after_from_headers', 'retry_delay_from_body', 'RetryPolicy',
+           'RateLimiter', 'ResponseCache', 'price_entry', 'load_prices', 'cost_usd', 'make_usage', 'CallProgress',
+           'LoopThread', 'encode_jpeg', 'b64', 'Reply', 'normalize_finish_reason', 'APIBackend']
 
 # %% ../../nbs/12_models_api.ipynb #ea14274f
 class MissingAPIKey(ValueError):
@@ -254,33 +254,70 @@ def close(self: ResponseCache):
     with self._lock:
         if self._con is not None: self._con.close(); self._con = None
 
+# %% ../../nbs/12_models_api.ipynb #7c1d2e3f
+PRICES_AS_OF = "2026-12-03"
+_OPENAI, _ANTHROPIC, _GEMINI = ("https://platform.openai.com/docs/pricing", "https://docs.anthropic.com/en/docs/about-claude/pricing",
+                                "https://ai.google.dev/gemini-api/docs/pricing")
+DEFAULT_PRICES = {   # USD per 1M tokens; a dated model id ("gpt-4.1-2025-04-14") takes its family's entry
+    "gpt-4o": {"input": 2.50, "cached_input": 1.25, "output": 10.00, "source": _OPENAI},
+    "gpt-4o-mini": {"input": 0.15, "cached_input": 0.075, "output": 0.60, "source": _OPENAI},
+    "gpt-4.1": {"input": 2.00, "cached_input": 0.50, "output": 8.00, "source": _OPENAI},
+    "gpt-5": {"input": 1.25, "cached_input": 0.125, "output": 10.00, "source": _OPENAI},
+    "gpt-5-mini": {"input": 0.25, "cached_input": 0.025, "output": 2.00, "source": _OPENAI},
+    "claude-sonnet-4": {"input": 3.00, "cached_input": 0.30, "cache_write": 3.75, "cache_write_1h": 6.00, "output": 15.00,
+                        "source": _ANTHROPIC},
+    "gemini-1.5-flash": {"input": 0.075, "cached_input": 0.01875, "output": 0.30, "source": _GEMINI},
+    "gemini-2.0-flash": {"input": 0.10, "cached_input": 0.025, "output": 0.40, "source": _GEMINI},
+    "gemini-2.5-flash": {"input": 0.30, "cached_input": 0.03, "output": 2.50, "source": _GEMINI},
+    "gemini-2.5-pro": {"input": 1.25, "cached_input": 0.125, "output": 10.00, "source": _GEMINI},
+}
+
+def price_entry(table: dict, model: str | None) -> dict | None:
+    "`model`'s entry in `table`: its own, else the longest family name it extends with a date (`claude-sonnet-4-20250514`)."
+    if not model: return None
+    if model in table: return table[model]
+    fams = [k for k in table if model.startswith(k + "-") and re.fullmatch(r"[\d-]+", model[len(k) + 1:])]
+    return table[max(fams, key=len)] if fams else None
+
 # %% ../../nbs/12_models_api.ipynb #3e862766
-USAGE_KEYS = ("input_tokens", "output_tokens", "reasoning_tokens", "cached", "cost_usd")
+USAGE_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens", "cached", "cost_usd")
+_PRICE_FIELDS = ("input", "cached_input", "cache_write", "output")
 
 def load_prices(prices=None, model: str | None = None) -> dict | None:
-    "The `{'input', 'output'}` USD-per-1M-token entry for `model` from a dict, a JSON file path, or `$VLMLENS_PRICES`."
+    "`model`'s USD-per-1M-token entry from a dict, a JSON file path, `$VLMLENS_PRICES`, or else the dated `DEFAULT_PRICES`."
     if prices is None: prices = os.environ.get("VLMLENS_PRICES") or None
-    if prices is None: return None
+    if prices is None: prices = DEFAULT_PRICES
     src = "prices"
     if isinstance(prices, (str, os.PathLike)):
         src = str(prices)
         try: prices = json.loads(Path(prices).read_text())
         except (OSError, ValueError) as e: raise ValueError(f"{src}: cannot read the price table ({e})") from None
     if not isinstance(prices, dict): raise ValueError(f"{src}: the price table must be a JSON object, got {type(prices).__name__}")
-    entry = prices if "input" in prices or "output" in prices else prices.get(model)
+    entry = prices if "input" in prices or "output" in prices else price_entry(prices, model)
     if entry is None: return None
-    try: return {"input": float(entry.get("input", 0.0)), "output": float(entry.get("output", 0.0))}
+    try:
+        p = {"input": float(entry.get("input", 0.0)), "output": float(entry.get("output", 0.0))}
+        p.update({k: float(entry.get(k, p["input"])) for k in ("cached_input", "cache_write")})
     except (TypeError, ValueError, AttributeError):
         raise ValueError(f"{src}: price entry for {model!r} must be {{'input': usd_per_1M_tokens, 'output': usd_per_1M_tokens}}, got {entry!r}") from None
+    if isinstance(entry.get("source"), str): p["source"] = entry["source"]
+    return p
 
 def cost_usd(usage: dict, price: dict | None) -> float | None:
-    "USD cost of one call from its usage and a price entry (None without prices)."
+    "USD cost of one call from its usage and a price entry: uncached input, cache reads, cache writes and output each at their rate."
     if price is None: return None
-    return round((usage.get("input_tokens") or 0) * price["input"] / 1e6 + (usage.get("output_tokens") or 0) * price["output"] / 1e6, 10)
+    n_in, n_read, n_write = (int(usage.get(k) or 0) for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens"))
+    fresh = max(n_in - n_read - n_write, 0)
+    usd = (fresh * price["input"] + n_read * price.get("cached_input", price["input"]) + n_write * price.get("cache_write", price["input"])
+           + int(usage.get("output_tokens") or 0) * price["output"])
+    return round(usd / 1e6, 10)
 
-def make_usage(input_tokens, output_tokens, reasoning_tokens=None, *, cached: bool = False, price: dict | None = None) -> dict:
-    "A usage dict with the keys of `USAGE_KEYS` (reasoning/cost only when known)."
+def make_usage(input_tokens, output_tokens, reasoning_tokens=None, *, cached: bool = False, price: dict | None = None,
+               cached_input_tokens=0, cache_write_tokens=0) -> dict:
+    "A usage dict with the keys of `USAGE_KEYS` (prompt-cache counts when nonzero, reasoning/cost only when known)."
     u = {"input_tokens": int(input_tokens or 0), "output_tokens": int(output_tokens or 0), "cached": bool(cached)}
+    if cached_input_tokens: u["cached_input_tokens"] = int(cached_input_tokens)
+    if cache_write_tokens: u["cache_write_tokens"] = int(cache_write_tokens)
     if reasoning_tokens is not None: u["reasoning_tokens"] = int(reasoning_tokens)
     c = cost_usd(u, price)
     if c is not None: u["cost_usd"] = 0.0 if cached else c
@@ -357,6 +394,8 @@ class Reply:
     refusal: str | None = None
     model_version: str | None = None
     finish_reason: str | None = None
+    cached_input_tokens: int = 0          # of input_tokens: read from the provider's prompt cache
+    cache_write_tokens: int = 0           # of input_tokens: written to it
 
 def normalize_finish_reason(x) -> str | None:
     "A provider's finish/stop reason as `stop`, `length`, `content_filter` or the provider's word in lower case."
@@ -372,12 +411,13 @@ class APIBackend(Backend):
     kind = "api"
     key_env: tuple = ()          # env vars naming the API key (for messages and `info`)
     transport_kwargs = ("cache", "concurrency", "rpm", "progress", "timeout_s", "max_attempts", "retry", "max_retry_after_s",
-                        "prices", "jitter_seed", "window", "device")
+                        "prices", "jitter_seed", "window", "device", "prompt_cache")
 
     def __init__(self, name: str, model_id: str, *, concurrency: int = 16, rpm: float | None = None,
                  retry: RetryPolicy | dict | None = None, timeout_s: float | None = None, max_attempts: int | None = None,
                  max_retry_after_s: float | None = None, cache: bool | str | ResponseCache = True, prices=None,
-                 progress: bool = True, jitter_seed: int | None = None, languages: tuple = (), window: int | None = None):
+                 progress: bool = True, jitter_seed: int | None = None, languages: tuple = (), window: int | None = None,
+                 prompt_cache: bool = True):
         if int(concurrency) < 1: raise ValueError(f"{name}: concurrency must be >= 1, got {concurrency}")
         self.name, self.model_id, self.languages = name, model_id, tuple(languages)
         self.concurrency, self.rpm, self.progress = int(concurrency), rpm, progress
@@ -388,11 +428,13 @@ class APIBackend(Backend):
         retry.__post_init__()
         self.retry = retry
         self.price = load_prices(prices, model_id)
+        self.prompt_cache = str(prompt_cache).strip().lower() not in ("false", "0", "no", "off")   # (a --model-kwarg string too)
         self.cache = (cache if isinstance(cache, ResponseCache) else ResponseCache(None if cache is True else cache)) if cache else None
         self._rng, self._loop, self._closed = random.Random(jitter_seed), LoopThread(f"vlmlens-{name}"), False
         self._sem, self._limiter, self._secrets, self._known = None, None, set(), (-1e9, [])
         self.stats = {"requests": 0, "cache_hits": 0, "retries": 0, "failures": 0, "refusals": 0, "empty": 0, "truncated": 0}
-        self._to_cache = queue.SimpleQueue()       # answers to cache, written by the consuming thread (`_flush_cache`)
+        self._to_cache = queue.SimpleQueue()       # answers to cache, written by the cache writer thread as they arrive
+        self._cache_cv, self._cache_owed, self._writer = threading.Condition(), 0, None
 
 # %% ../../nbs/12_models_api.ipynb #d6e7f809
 @patch
@@ -443,6 +485,16 @@ def build_payload(self: APIBackend, request: Request, *, max_new_tokens: int, te
     raise NotImplementedError
 
 @patch
+def billed_visual_tokens(self: APIBackend, width: int, height: int, num_frames: int | None = None) -> int | None:
+    "Input tokens the provider bills for an image (or `num_frames` frames) of width×height, for cost estimates (default: `visual_tokens`)."
+    return self.visual_tokens(width, height, num_frames)
+
+@patch
+def cache_controls(self: APIBackend, payload: dict, request: Request) -> dict:
+    "`payload` with the provider's prompt-cache controls (default: none; the provider caches by itself, if at all)."
+    return payload
+
+@patch
 async def _prepare(self: APIBackend, payload: dict) -> dict:
     "Work before the call that is not under the deadline, e.g. Gemini's uploads (default: none)."
     return payload
@@ -470,7 +522,8 @@ async def _aclose(self: APIBackend):
 @patch
 def _finish(self: APIBackend, reply: Reply, key: str | None, latency: float, bar: CallProgress) -> Generation:
     "The `Generation` for a reply: refusals, empty and truncated answers recorded with their reason, never cached."
-    usage = make_usage(reply.input_tokens, reply.output_tokens, reply.reasoning_tokens, price=self.price)
+    usage = make_usage(reply.input_tokens, reply.output_tokens, reply.reasoning_tokens, price=self.price,
+                       cached_input_tokens=reply.cached_input_tokens, cache_write_tokens=reply.cache_write_tokens)
     if reply.model_version and not self.revision: self.revision = self.scrub(str(reply.model_version))
     fr = normalize_finish_reason(reply.finish_reason)
     if reply.refusal is not None:
@@ -485,23 +538,47 @@ def _finish(self: APIBackend, reply: Reply, key: str | None, latency: float, bar
     if fr == "length": self.stats["truncated"] += 1
     elif key is not None and self.cache is not None:
         cached = {**{k: v for k, v in usage.items() if k != "cost_usd"}, "finish_reason": fr}
-        self._to_cache.put((key, text, cached))                    # (SQLite writes stay off the event loop)
+        self._set_aside((key, text, cached))                       # (SQLite writes stay off the event loop)
     bar.finished(True)
     return Generation(text, usage, latency, finish_reason=fr)
 
 # %% ../../nbs/12_models_api.ipynb #327b283f
 @patch
-def _flush_cache(self: APIBackend) -> int:
-    "Write the answers `_finish` set aside to the cache, in one transaction; how many (a failed write only warns)."
-    rows = []
+def _set_aside(self: APIBackend, row: tuple):
+    "Queue one `(key, text, usage)` row for the cache writer thread (started on first use)."
+    with self._cache_cv:
+        self._cache_owed += 1
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._write_cache, name=f"vlmlens-cache-{self.name}", daemon=True)
+            self._writer.start()
+    self._to_cache.put(row)
+
+@patch
+def _write_cache(self: APIBackend):
+    "The cache writer thread: write what has arrived, one transaction per wake-up; a `None` row stops it."
     while True:
-        try: rows.append(self._to_cache.get_nowait())
-        except queue.Empty: break
-    if rows and self.cache is not None and self.cache._con is not None:
-        try: self.cache.put_many(rows, self.scrub(self.cache_namespace), self.model_id)
-        except sqlite3.Error as e:      # the answers are already handed back; only a rerun's savings are lost
+        rows = [self._to_cache.get()]
+        while True:
+            try: rows.append(self._to_cache.get_nowait())
+            except queue.Empty: break
+        stop, rows = None in rows, [r for r in rows if r is not None]
+        try:
+            if rows and self.cache is not None and self.cache._con is not None:
+                self.cache.put_many(rows, self.scrub(self.cache_namespace), self.model_id)
+        except Exception as e:          # the answers are already handed back; only a rerun's savings are lost
             log.warning("%s: %d answers not cached (%s: %s)", self.name, len(rows), self.cache.path, e)
-    return len(rows)
+        finally:
+            with self._cache_cv: self._cache_owed -= len(rows); self._cache_cv.notify_all()
+        if stop: return
+
+@patch
+def _flush_cache(self: APIBackend, timeout: float = 120.0) -> int:
+    "Wait until every answer set aside so far is in the cache; how many were still owed."
+    with self._cache_cv:
+        owed = self._cache_owed
+        if not self._cache_cv.wait_for(lambda: self._cache_owed <= 0, timeout):
+            log.warning("%s: %d answers still not cached after %g s", self.name, self._cache_owed, timeout)
+    return owed
 
 # %% ../../nbs/12_models_api.ipynb #d3e4f506
 _timeout = getattr(asyncio, "timeout", None)                 # Python 3.11+; 3.10 falls back to `wait_for`
@@ -552,8 +629,10 @@ def _start(self: APIBackend, req: Request, max_new_tokens: int, temperature: flo
         if hit is not None and (hit["text"] or "").strip():        # (an empty answer is never a hit)
             self.stats["cache_hits"] += 1
             u = dict(hit["usage"])
-            usage = make_usage(u.get("input_tokens"), u.get("output_tokens"), u.get("reasoning_tokens"), cached=True, price=self.price)
+            usage = make_usage(u.get("input_tokens"), u.get("output_tokens"), u.get("reasoning_tokens"), cached=True, price=self.price,
+                               cached_input_tokens=u.get("cached_input_tokens"), cache_write_tokens=u.get("cache_write_tokens"))
             return Generation(hit["text"], usage, 0.0, finish_reason=u.get("finish_reason", "stop")), None
+    if self.prompt_cache: payload = self.cache_controls(payload, req)    # (after the key: controls never change an answer)
     return None, (payload, key)
 
 @patch
@@ -580,6 +659,7 @@ def close(self: APIBackend):
     finally:
         self._loop.close()
         self._flush_cache()
+        if self._writer is not None: self._to_cache.put(None); self._writer.join(timeout=60)
         if self.cache is not None: self.cache.close()
 
 @patch
@@ -614,13 +694,11 @@ def generate_iter(self: APIBackend, requests, *, max_new_tokens: int = 64, tempe
                 except queue.Empty:
                     if full: continue
                     break
-                g = self._outcome(live.pop(j)); self._flush_cache()
-                yield j, g
+                yield j, self._outcome(live.pop(j))
         while live:
             try: j = done.get(timeout=0.25)
             except queue.Empty: continue
-            g = self._outcome(live.pop(j)); self._flush_cache()
-            yield j, g
+            yield j, self._outcome(live.pop(j))
     finally:
         for f in live.values(): f.cancel()
         self._flush_cache()

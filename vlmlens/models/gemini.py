@@ -9,6 +9,7 @@ import asyncio
 import base64
 import hashlib
 import logging
+import math
 import mimetypes
 import os
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..core import Request, cache_root
+from ..core import Request, cache_root, file_sha256
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg, redact_url,
                                 refuse_secret_options, retry_after_from_headers, retry_delay_from_body, status_kind)
 from .registry import ModelSpec
@@ -25,17 +26,10 @@ from ..prompts import format_timestamp
 log = logging.getLogger("vlmlens")
 
 # %% auto #0
-__all__ = ['log', 'VIDEO_MODES', 'MEDIA_RESOLUTIONS', 'REFUSAL_FINISH', 'file_sha256', 'has_audio', 'strip_audio',
-           'check_thinking_budget', 'GeminiBackend', 'parse_gemini_response', 'from_spec']
+__all__ = ['log', 'VIDEO_MODES', 'MEDIA_RESOLUTIONS', 'REFUSAL_FINISH', 'has_audio', 'strip_audio', 'check_thinking_budget',
+           'GeminiBackend', 'parse_gemini_response', 'from_spec']
 
 # %% ../../nbs/14_models_gemini.ipynb #064e8958
-def file_sha256(path, chunk: int = 1 << 20) -> str:
-    "Hex sha256 of a file's bytes."
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while b := f.read(chunk): h.update(b)
-    return h.hexdigest()
-
 def has_audio(path) -> bool:
     "Whether a media file has an audio stream."
     import av
@@ -173,6 +167,13 @@ def build_payload(self: GeminiBackend, request: Request, *, max_new_tokens: int,
     return {"model": self.model_id, "contents": contents, "config": cfg}
 
 @patch
+def billed_visual_tokens(self: GeminiBackend, width: int, height: int, num_frames: int | None = None) -> int | None:
+    "Input tokens Gemini bills for an inline image (or `num_frames` frames with time labels): 258 per 768-px tile, one tile up to 384 px; None for native video."
+    if num_frames is not None and self.video == "native": return None
+    per = 258 if max(width, height) <= 384 else 258 * math.ceil(width / 768) * math.ceil(height / 768)
+    return per if num_frames is None else (per + (8 if self.frame_timestamps else 0)) * int(num_frames)
+
+@patch
 def info(self: GeminiBackend) -> dict:
     "`APIBackend.info` plus the video, audio and thinking settings (URL redacted)."
     return self.scrub({**APIBackend.info(self), "video": self.video, "fps": self.fps, "audio": self.audio,
@@ -276,8 +277,9 @@ def parse_gemini_response(resp) -> Reply:
     n_in = getattr(um, "prompt_token_count", None) or 0
     n_cand = getattr(um, "candidates_token_count", None) or 0
     n_think = getattr(um, "thoughts_token_count", None)
+    n_cached = getattr(um, "cached_content_token_count", None) or 0      # part of prompt_token_count
     version = getattr(resp, "model_version", None)
-    r = lambda text, refusal=None, fr=None: Reply(text, n_in, n_cand + (n_think or 0), n_think, refusal, version, fr)
+    r = lambda text, refusal=None, fr=None: Reply(text, n_in, n_cand + (n_think or 0), n_think, refusal, version, fr, n_cached)
     pf = getattr(resp, "prompt_feedback", None)
     block = _enum_name(getattr(pf, "block_reason", None)) if pf is not None else None
     if block and block != "BLOCKED_REASON_UNSPECIFIED":

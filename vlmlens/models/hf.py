@@ -19,13 +19,13 @@ from PIL import Image
 from ..core import Request, cache_root
 from ..media import GridFit
 from .registry import ModelSpec, QWEN_MODEL_TYPES, resolve_builder
-from .transformers import (TINY_CORPUS, BACKEND_KWARGS, MediaMemo, TransformersBackend, check_kwargs,
+from .transformers import (TINY_CORPUS, BACKEND_KWARGS, MediaMemo, TransformersBackend, check_kwargs, preflight as _preflight,
                                          content_hash, expand_frames, memoize_media, sampling_fps, video_metadata)
 
 # %% auto #0
 __all__ = ['QWEN_SPECIAL_TOKENS', 'QWEN_VL_CHAT_TEMPLATE', 'TINY_IMAGE_PIXELS', 'TINY_VIDEO_PIXELS', 'TINY_MODEL_NAME',
            'HF_KWARGS', 'build_tiny_qwen_tokenizer', 'tiny_qwen25vl_config', 'build_tiny_qwen25vl', 'tiny_model_dir',
-           'to_qwen_messages', 'estimate_visual_tokens', 'HFBackend', 'from_spec']
+           'to_qwen_messages', 'estimate_visual_tokens', 'HFBackend', 'from_spec', 'preflight']
 
 # %% ../../nbs/11_models_hf.ipynb #7c2100c7
 QWEN_SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
@@ -282,3 +282,7 @@ def from_spec(spec: ModelSpec, **kwargs) -> HFBackend:
     "An `HFBackend` for a registry spec (`kwargs` override the spec's defaults)."
     kw = check_kwargs(spec, kwargs, HF_KWARGS)
     return HFBackend(resolve_builder(spec) if spec.local_builder else spec.model_id, **kw)
+
+def preflight(spec: ModelSpec, cfg, **kwargs):
+    "Refuse a run that cannot work before it creates anything (`transformers.preflight`, with this backend's options)."
+    return _preflight(spec, cfg, HF_KWARGS, **kwargs)

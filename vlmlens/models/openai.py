@@ -8,8 +8,9 @@ from __future__ import annotations
 from fastcore.basics import patch
 
 import json
+import math
 
-from ..core import Request
+from ..core import Request, sha256_json
 from ..fidelity import record
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg,
                                 redact_url, refuse_secret_options, retry_after_from_headers, status_kind)
@@ -17,7 +18,7 @@ from .registry import OPENAI_REASONING_PREFIXES, ModelSpec
 from ..prompts import format_timestamp
 
 # %% auto #0
-__all__ = ['DETAILS', 'image_part', 'video_parts', 'to_openai_messages', 'OpenAIBackend', 'from_spec']
+__all__ = ['DETAILS', 'image_part', 'video_parts', 'to_openai_messages', 'OpenAIBackend', 'video_cache_key', 'from_spec']
 
 # %% ../../nbs/13_models_openai.ipynb #f3d62d31
 DETAILS = ("auto", "low", "high")
@@ -122,11 +123,41 @@ def build_payload(self: OpenAIBackend, request: Request, *, max_new_tokens: int,
     return p
 
 @patch
+def billed_visual_tokens(self: OpenAIBackend, width: int, height: int, num_frames: int | None = None) -> int:
+    "Input tokens OpenAI bills for an image (or `num_frames` frames with their time labels) of width×height (the GPT-4o/4.1 tile rule)."
+    detail = (self.frame_detail or self.detail) if num_frames is not None else self.detail
+    if detail == "low": per = 85
+    else:                        # fit 2048×2048, shortest side to 768, then 170 per 512-px tile plus 85
+        s = min(1.0, 2048 / max(width, height)); w, h = width * s, height * s
+        s = min(1.0, 768 / min(w, h)); w, h = w * s, h * s
+        per = 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+    return per if num_frames is None else (per + (8 if self.frame_timestamps else 0)) * int(num_frames)
+
+@patch
 def info(self: OpenAIBackend) -> dict:
     "`APIBackend.info` plus the URL (redacted) and the request options."
     return self.scrub({**APIBackend.info(self), "base_url": self.base_url_shown, "max_tokens_param": self.token_param,
                        "reasoning_effort": self.reasoning_effort, "detail": self.detail, "frame_detail": self.frame_detail,
                        "frame_timestamps": self.frame_timestamps})
+
+# %% ../../nbs/13_models_openai.ipynb #7fc36ce8
+def video_cache_key(request: Request) -> str | None:
+    "A key naming the shared prefix of a video request: system text and each video's file, clip and frame times (None without video)."
+    parts, video = [], False
+    for m in request.messages:
+        content = m.get("content")
+        for p in ([{"type": "text", "text": content}] if isinstance(content, str) else content or []):
+            if p.get("type") == "video":
+                video = True
+                parts.append([str(p.get("path")), p.get("start"), p.get("end"), [round(float(t), 3) for t in p.get("timestamps") or []]])
+            elif m.get("role") == "system" and p.get("type") == "text": parts.append(p.get("text"))
+    return "vlmlens-" + sha256_json(parts)[:32] if video else None
+
+@patch
+def cache_controls(self: OpenAIBackend, payload: dict, request: Request) -> dict:
+    "`payload` with a `prompt_cache_key` per video (OpenAI only; a copy)."
+    key = None if self.compatible else video_cache_key(request)
+    return {**payload, "prompt_cache_key": key} if key else payload
 
 # %% ../../nbs/13_models_openai.ipynb #32ccc45d
 _REFUSAL_CODES = ("content_policy_violation", "content_filter")
@@ -145,12 +176,15 @@ def _parse_completion(d) -> Reply:
     usage = d.get("usage") if isinstance(d.get("usage"), dict) else {}
     det = usage.get("completion_tokens_details")
     n_reason = _count(det.get("reasoning_tokens")) if isinstance(det, dict) and det.get("reasoning_tokens") is not None else None
+    pdet = usage.get("prompt_tokens_details")
+    n_cached = _count(pdet.get("cached_tokens")) if isinstance(pdet, dict) else 0
     fr, refusal, content = ch.get("finish_reason"), msg.get("refusal"), msg.get("content")
     if not refusal and fr == "content_filter": refusal = "finish_reason=content_filter"
     if content is not None and not isinstance(content, str): raise CallError("malformed", "message content is not a string")
     model = d.get("model") if isinstance(d.get("model"), str) else None
     return Reply(content, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), n_reason,
-                 refusal=str(refusal) if refusal else None, model_version=model, finish_reason=fr if isinstance(fr, str) else None)
+                 refusal=str(refusal) if refusal else None, model_version=model, finish_reason=fr if isinstance(fr, str) else None,
+                 cached_input_tokens=n_cached)
 
 # %% ../../nbs/13_models_openai.ipynb #4682ea61
 @patch

@@ -23,7 +23,7 @@ __all__ = ['RUN_HINT_KEYS', 'VIDEO_INPUTS', 'PRESET_KEYS', 'SERVE_HINT', 'LOCAL_
            'EN', 'EN_HI', 'EN_TE', 'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES', 'OPENAI_REASONING_PREFIXES',
            'CURVE_REASONING_BUDGETS', 'TINY_MODELS', 'Backend', 'count_images', 'ModelSpec', 'apply_preset',
            'LanguageNotClaimed', 'register_backend', 'register', 'known_models', 'parse_api_name', 'get_spec',
-           'supports_language', 'load_backend', 'resolve_builder', 'roster', 'roster_markdown']
+           'supports_language', 'load_backend', 'resolve_builder', 'preflight', 'roster', 'roster_markdown']
 
 # %% ../../nbs/10_models_registry.ipynb #ce66540d
 class Backend:
@@ -304,6 +304,10 @@ def parse_api_name(name: str) -> ModelSpec | None:
                      f"served by the OpenAI-compatible server at {m['url']}")
 
 # %% ../../nbs/10_models_registry.ipynb #3286894a
+def _looks_like_path(ident: str) -> bool:
+    "Whether `ident` is written as a filesystem path (`./x`, `../x`, `/x`, `~/x`, `a/b/c`) rather than a name or a hub id."
+    return ident.startswith((".", "/", "~", "\\")) or ident.count("/") > 1 or bool(re.match(r"^[A-Za-z]:[\\/]", ident))
+
 def get_spec(name: str) -> ModelSpec:
     "The spec for a registered name or model id, a local checkpoint dir, a Qwen-VL hub id, 'hf:<id>' or 'openai-compatible:...'."
     name = str(name).strip()
@@ -315,6 +319,8 @@ def get_spec(name: str) -> ModelSpec:
     force = name.startswith("hf:")
     spec = _raw_spec(name[3:] if force else name, force=force)
     if spec is not None: return spec
+    if _looks_like_path(name[3:] if force else name):
+        raise ValueError(f"model folder {name[3:] if force else name} does not exist (a local checkpoint is a folder with a config.json)")
     raise KeyError(f"unknown model {name!r}: known models are {', '.join(known_models())}; a local checkpoint directory, "
                    f"a Qwen2-VL/Qwen2.5-VL hub id, 'hf:<hub id or path>' or 'openai-compatible:<model>@<url>' also work")
 
@@ -325,14 +331,17 @@ def supports_language(name: str, lang: str, benchmark: str | None = None) -> boo
 # %% ../../nbs/10_models_registry.ipynb #d23eb79b
 def load_backend(name: str, **kwargs) -> Backend:
     "Load the backend for model `name` (see `get_spec`); `kwargs` go to the backend constructor."
-    spec = get_spec(name)
+    return _with_backend_module(get_spec(name), lambda mod, spec: mod.from_spec(spec, **kwargs))
+
+def _with_backend_module(spec: ModelSpec, fn):
+    "`fn(backend module, spec)`; a missing optional package or an unloadable model is one line."
     if spec.unavailable: raise ValueError(f"{spec.name} cannot be loaded by vlmlens: {spec.unavailable}; {SERVE_HINT}")
     if spec.backend not in BACKEND_MODULES:
         raise ValueError(f"model {spec.name!r}: unknown backend kind {spec.backend!r} (known: {sorted(BACKEND_MODULES)})")
     modname = BACKEND_MODULES[spec.backend]
     try:
         mod = importlib.import_module(modname)
-        return mod.from_spec(spec, **kwargs)
+        return fn(mod, spec)
     except ModuleNotFoundError as e:
         if e.name and modname.startswith(e.name): raise ImportError(f"model {spec.name!r} needs backend {spec.backend!r} ({modname}), which is not available") from e
         extra = EXTRA_OF_BACKEND.get(spec.backend)
@@ -346,6 +355,19 @@ def resolve_builder(spec: ModelSpec) -> str:
     "Run `spec.local_builder` ('module:function[:arg]') and return the local path it builds or finds."
     mod, fn, *arg = spec.local_builder.split(":")
     return str(getattr(importlib.import_module(mod), fn)(*arg))
+
+# %% ../../nbs/10_models_registry.ipynb #859a447f
+def preflight(spec: ModelSpec, cfg: RunConfig, **kwargs):
+    "Refuse (one-line ValueError) what can be known about running `spec` under `cfg` without loading or calling it."
+    def check(mod, spec):
+        fn = getattr(mod, "preflight", None)
+        if callable(fn): return fn(spec, cfg, **kwargs)
+        if spec.backend not in LOCAL_BACKENDS: mod.from_spec(spec, **kwargs).close()
+    try: _with_backend_module(spec, check)
+    except TypeError as e:
+        bad = re.search(r"unexpected keyword argument '([^']+)'", str(e))
+        if bad is None: raise
+        raise ValueError(f"model {spec.name!r}: unknown {spec.backend} backend option {bad[1]!r} (--model-kwarg)") from None
 
 # %% ../../nbs/10_models_registry.ipynb #0d44603f
 CURVE_LOCALES = ("ar-EG", "bn-BD", "de-DE", "en-GB", "es-MX", "fr-FR", "hi-IN", "id-ID", "it-IT", "ja-JP", "kn-IN", "ko-KR",

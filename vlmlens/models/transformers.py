@@ -16,6 +16,7 @@ import re
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from fastcore.basics import patch
@@ -31,7 +32,7 @@ __all__ = ['DEFAULT_VIDEO_FPS', 'METADATA_CLOCK_HZ', 'ARCHITECTURES', 'TINY_CORP
            'resolve_hub_revision', 'torch_dtype', 'sampling_fps', 'video_metadata', 'arch_inputs', 'expand_frames',
            'to_hf_conversation', 'build_tiny_tokenizer', 'chat_template', 'build_tiny', 'tiny_checkpoint',
            'load_pretrained', 'TransformersBackend', 'MediaMemo', 'memoize_media', 'trim_row', 'prefix_end',
-           'prefix_key', 'check_kwargs', 'from_spec']
+           'prefix_key', 'check_kwargs', 'from_spec', 'checkpoint_config', 'preflight']
 
 # %% ../../nbs/15_models_transformers.ipynb #03b06424
 def _weight_files(path: Path) -> list[Path]:
@@ -727,3 +728,33 @@ def from_spec(spec: ModelSpec, **kwargs) -> TransformersBackend:
     "A `TransformersBackend` for a registry spec (`kwargs` override the spec's defaults)."
     kw = check_kwargs(spec, kwargs, BACKEND_KWARGS)
     return TransformersBackend(resolve_builder(spec) if spec.local_builder else spec.model_id, **kw)
+
+# %% ../../nbs/15_models_transformers.ipynb #386de2f0
+def checkpoint_config(model_id: str, revision: str | None = None, timeout_s: float = 10.0) -> dict:
+    "The `config.json` of a local checkpoint folder or a hub id (cache first, then one request); one-line ValueError otherwise."
+    p = Path(model_id).expanduser()
+    if p.is_dir():
+        if not (p / "config.json").is_file(): raise ValueError(f"{model_id}: the folder has no config.json, so it is not a model checkpoint")
+        return json.loads((p / "config.json").read_text())
+    from huggingface_hub import constants, hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+    at = f"{model_id}" + (f"@{revision}" if revision else "")
+    try: return json.loads(Path(hf_hub_download(model_id, "config.json", revision=revision, etag_timeout=timeout_s)).read_text())
+    except GatedRepoError: raise ValueError(f"{at} is gated on the Hugging Face Hub: accept its terms on the model page and set HF_TOKEN") from None
+    except RepositoryNotFoundError: raise ValueError(f"{at}: no such model on the Hugging Face Hub (a typo? a private model needs HF_TOKEN)") from None
+    except RevisionNotFoundError: raise ValueError(f"{at}: the model has no revision {revision!r} on the Hugging Face Hub") from None
+    except LocalEntryNotFoundError:
+        why = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else "the Hugging Face Hub cannot be reached"
+        raise ValueError(f"{at}: not in the local model cache and {why}; download it first (hf download {model_id}) "
+                         "or pass a local checkpoint folder") from None
+    except EntryNotFoundError: raise ValueError(f"{at}: the repository has no config.json, so it is not a transformers checkpoint") from None
+    except (OSError, ValueError) as e: raise ValueError(f"{at}: cannot read the model's config.json ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+
+def preflight(spec: ModelSpec, cfg, _known=BACKEND_KWARGS, **kwargs):
+    "Refuse (one line) a run of `spec` under `cfg` that cannot work: unknown options, a missing checkpoint, input its architecture cannot take."
+    kw = check_kwargs(spec, kwargs, _known)
+    if spec.local_builder: return          # a tiny test model, built offline on first use
+    mt = checkpoint_config(spec.model_id, kw.get("revision")).get("model_type")
+    limit = arch_inputs(mt)["max_images"]
+    if limit and not spec.max_images: spec = replace(spec, max_images=limit)
+    spec.check(cfg)

@@ -1,0 +1,184 @@
+"""`vlmlens data`: the real download clients (huggingface_hub, requests, yt-dlp) against loopback servers.
+
+The hub serves a small dataset repository with InfiniBench's release layout (`<split>/<split>.csv` rows with the
+release's columns, `<split>/skills_json/*.json`); the file server serves a MINERVA JSON (the release's field names)
+and direct .mp4 URLs standing in for YouTube."""
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from loopback_hub import HubServer
+
+REPO = "Vision-CAIR/InfiniBench"
+COLUMNS = ["question_id", "skill_name", "split", "video_path_mp4", "video_subtitles", "question", "options", "answer_idx", "answer"]
+
+
+def _infinibench_repo(root: Path, big: int = 0) -> Path:
+    (root / "test" / "skills_json").mkdir(parents=True)
+    rows = [{"question_id": f"q{i}", "skill_name": "character_actions", "split": "test",
+             "video_path_mp4": f"tvqa/bbt/s01e0{i}.mp4", "video_subtitles": f"tvqa/bbt/s01e0{i}.srt",
+             "question": f"What does Sheldon do in scene {i}?", "options": "['knocks', 'sits', 'leaves', 'sings']",
+             "answer_idx": i % 4, "answer": ["knocks", "sits", "leaves", "sings"][i % 4]} for i in range(1, 4)]
+    with open(root / "test" / "test.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, COLUMNS); w.writeheader(); w.writerows(rows)
+    (root / "test" / "skills_json" / "character_actions.json").write_text(json.dumps(rows, indent=1))
+    if big: (root / "test" / "skills_json" / "linking_multiple_events.json").write_bytes(os.urandom(big))
+    (root / "train").mkdir(); (root / "train" / "train.csv").write_text("question_id\nnot-fetched\n")
+    return root
+
+
+def _cli(args, env, timeout=120, **kw):
+    return subprocess.run([sys.executable, "-m", "vlmlens", "data", *args], env=env, capture_output=True, text=True,
+                          timeout=timeout, **kw)
+
+
+@pytest.fixture
+def env(tmp_path):
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "VLMLENS_DATA", "TRANSFORMERS_OFFLINE"))}
+    return {**e, "VLMLENS_DATA": str(tmp_path / "data"), "HF_HOME": str(tmp_path / "hf"), "HF_HUB_DISABLE_TELEMETRY": "1"}
+
+
+def test_get_from_the_hub_writes_a_lock_and_verify_names_a_damaged_file(tmp_path, env):
+    with HubServer(_infinibench_repo(tmp_path / "repo"), REPO) as hub:
+        out = _cli(["get", "infinibench", "--no-progress"], {**env, "HF_ENDPOINT": hub.url})
+        assert out.returncode == 0, out.stderr[-2000:]
+    folder = tmp_path / "data" / "infinibench"
+    assert (folder / "test" / "test.csv").read_bytes() == (tmp_path / "repo" / "test" / "test.csv").read_bytes()
+    assert not (folder / "train").exists()                                    # only the split asked for
+    lock = json.loads((folder / "data.lock.json").read_text())
+    assert lock["revision"] == hub.commit and lock["source"] == "hub" and lock["location"] == REPO
+    assert sorted(lock["files"]) == ["test/skills_json/character_actions.json", "test/test.csv"]
+    assert _cli(["verify", "infinibench"], env).returncode == 0
+
+    csv_path = folder / "test" / "test.csv"
+    csv_path.write_bytes(csv_path.read_bytes()[:-10])                         # truncated
+    js = folder / "test" / "skills_json" / "character_actions.json"
+    b = bytearray(js.read_bytes()); b[5] ^= 1; js.write_bytes(bytes(b))      # same size, one bit changed
+    out = _cli(["verify", "infinibench"], env)
+    assert out.returncode == 1
+    assert "test/test.csv: size" in out.stderr and "truncated" in out.stderr
+    assert "character_actions.json: sha256 differs" in out.stderr
+
+    listing = _cli(["list"], env).stdout
+    assert f"fetched test @ {hub.commit[:12]}" in listing and "minerva: https://storage.googleapis.com/neptunedata/minerva.json" in listing
+
+
+def test_a_hub_download_killed_midway_resumes_and_sends_at_most_one_chunk_twice(tmp_path, env):
+    size = 8 << 20
+    with HubServer(_infinibench_repo(tmp_path / "repo", big=size), REPO) as hub:
+        hub.delay = 0.02                                                       # ~64 KiB per 20 ms: killable
+        e = {**env, "HF_ENDPOINT": hub.url}
+        p = subprocess.Popen([sys.executable, "-m", "vlmlens", "data", "get", "infinibench", "--no-progress"], env=e,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        inc = tmp_path / "data" / "infinibench"
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            part = [f for f in inc.rglob("*.part")] if inc.exists() else []
+            if part and part[0].stat().st_size >= 3 << 20: break
+            time.sleep(0.05)
+        else: pytest.fail("the download never got halfway")
+        os.killpg(p.pid, signal.SIGKILL); p.wait()
+        first = hub.sent["test/skills_json/linking_multiple_events.json"]
+        assert first < size
+        hub.delay = 0
+        out = _cli(["get", "infinibench", "--no-progress"], e)
+        assert out.returncode == 0, out.stderr[-2000:]
+        total = hub.sent["test/skills_json/linking_multiple_events.json"]
+        ranges = [r for m, path, r in hub.requests if m == "GET" and path.endswith("linking_multiple_events.json")]
+    assert ranges[-1] and ranges[-1].startswith("bytes=") and ranges[-1] != "bytes=0-"   # resumed, not restarted
+    chunk = 1 << 20
+    assert total - size <= chunk, f"{total - size} bytes sent twice"
+    assert (tmp_path / "data" / "infinibench" / "test" / "skills_json" / "linking_multiple_events.json").read_bytes() == \
+        (tmp_path / "repo" / "test" / "skills_json" / "linking_multiple_events.json").read_bytes()
+    assert _cli(["verify", "infinibench"], env).returncode == 0
+
+
+def _minerva(files: Path, ids):
+    rows = [{"key": f"{v}:{'a' * 40}", "video_id": v, "question": "How many goals?", "answer": "2",
+             "answer_choice_0": "1", "answer_choice_1": "2", "answer_choice_2": "3", "answer_choice_3": "4", "answer_choice_4": "5",
+             "answer_id": 1, "reasoning": "At 01:10 the first goal ...", "question type": "counting", "split": "sports",
+             "category": "soccer"} for v in ids]
+    (files / "videos").mkdir(parents=True)
+    (files / "minerva.json").write_text(json.dumps(rows))
+    for v in ids: (files / "videos" / f"{v}.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42" + os.urandom(4096))
+
+
+def test_minerva_json_over_https_and_videos_through_yt_dlp_with_consent_and_a_report(tmp_path, env):
+    ids = ["dQw4w9WgXcQ", "9bZkp7q19f0", "kJQP7kiw5Fk"]
+    _minerva(tmp_path / "files", ids)
+    with HubServer(tmp_path / "empty", REPO, files_root=tmp_path / "files") as srv:
+        srv.missing.add(f"videos/{ids[2]}.mp4")                                # removed from the site
+        e = {**env, "VLMLENS_MINERVA_URL": f"{srv.url}/files/minerva.json",
+             "VLMLENS_YOUTUBE_URL": f"{srv.url}/files/videos/{{id}}.mp4"}
+        out = _cli(["get", "minerva", "--videos", "--no-progress"], e)
+        assert out.returncode == 2 and "--accept-license" in out.stderr and "YouTube" in out.stderr
+        assert not (tmp_path / "data").exists()                               # nothing fetched without consent
+
+        out = _cli(["get", "minerva", "--videos", "--accept-license", "--no-progress"], e, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        folder = tmp_path / "data" / "minerva"
+        assert sorted(p.name for p in (folder / "videos").iterdir()) == sorted(f"{v}.mp4" for v in ids[:2])
+        report = json.loads((folder / "videos_report.json").read_text())
+        assert list(report["failed"]) == [ids[2]] and "404" in report["failed"][ids[2]]
+        assert ids[2] in out.stderr
+        lock = json.loads((folder / "data.lock.json").read_text())
+        assert "minerva.json" in lock["files"] and lock["revision"]
+
+        gets = lambda: sum(1 for m, p, _ in srv.requests if m == "GET" and p.endswith(f"{ids[0]}.mp4"))
+        before = gets()
+        srv.missing.clear()                                                    # back online: retried, consent remembered
+        out = _cli(["get", "minerva", "--videos", "--no-progress"], e, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert json.loads((folder / "videos_report.json").read_text())["failed"] == {}
+        assert (folder / "videos" / f"{ids[2]}.mp4").is_file()
+        assert gets() == before                                                # what was there is not fetched again
+
+
+def test_offline_is_one_line_and_exit_2(tmp_path, env):
+    out = _cli(["get", "infinibench"], {**env, "HF_HUB_OFFLINE": "1"})
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "offline" in out.stderr
+    out = _cli(["get", "infinibench"], {**env, "HF_ENDPOINT": "http://127.0.0.1:9"})     # nothing listens there
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "cannot reach" in out.stderr, out.stderr
+    out = _cli(["get", "minerva"], {**env, "VLMLENS_MINERVA_URL": "http://127.0.0.1:9/minerva.json"})
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "cannot reach" in out.stderr, out.stderr
+    assert not (tmp_path / "data" / "infinibench" / "data.lock.json").exists()
+
+
+def test_a_run_without_data_path_reads_the_fetched_release_and_records_it(tmp_path, env, server):
+    server.reset(); server.default_text = "Answer: B"
+    env = {**env, "OPENAI_API_KEY": "test-openai-key.not-real.000000000000"}
+    run = lambda name: subprocess.run(
+        [sys.executable, "-m", "vlmlens", "run", "--benchmark", "minerva", "--model", "gpt-4o", "--modality", "text",
+         "--output-root", str(tmp_path / "out"), "--run-name", name, "--no-progress",
+         "--model-kwarg", f"base_url={server.openai_base_url}", "--model-kwarg", f"cache={tmp_path / name}.sqlite"],
+        env=env, capture_output=True, text=True, timeout=300)
+    out = run("none")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "vlmlens data get minerva" in out.stderr and not (tmp_path / "out").exists()
+
+    ids = ["dQw4w9WgXcQ", "9bZkp7q19f0"]
+    _minerva(tmp_path / "files", ids)
+    with HubServer(tmp_path / "empty", REPO, files_root=tmp_path / "files") as srv:
+        e = {**env, "VLMLENS_MINERVA_URL": f"{srv.url}/files/minerva.json"}
+        assert _cli(["get", "minerva", "--no-progress"], e).returncode == 0
+        out = run("r1")
+        assert out.returncode == 0, out.stderr[-2000:]
+        lock1 = json.loads((tmp_path / "data" / "minerva" / "data.lock.json").read_text())
+        info = json.loads((tmp_path / "out" / "r1" / "run.json").read_text())
+        assert info["dataset"]["digest"] == lock1["digest"] and info["dataset"]["source"] == "https"
+        assert info["config"]["data_path"] == str(tmp_path / "data" / "minerva" / "minerva.json")
+        rows = json.loads((tmp_path / "files" / "minerva.json").read_text())
+        (tmp_path / "files" / "minerva.json").write_text(json.dumps(rows[:1]))        # the release changes
+        assert _cli(["get", "minerva", "--no-progress"], e).returncode == 0
+        assert run("r2").returncode == 0
+    report = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(tmp_path / "out")], env=env, capture_output=True, text=True)
+    assert f"(lock {lock1['digest'][:8]})" in report.stdout, report.stdout
+    from vlmlens.store import RunSet
+    assert "dataset" in RunSet.discover(tmp_path / "out").varying()       # two data revisions are never pooled
