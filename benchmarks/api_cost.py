@@ -10,8 +10,9 @@ loopback server (``tests/loopback.py``). Its ``PromptCache`` implements each pro
 automatic prefix caching (1024-token minimum, 128-token steps, ``cached_tokens``), Anthropic's ``cache_control``
 breakpoints (reads and writes reported separately), Gemini's implicit caching (``cachedContentTokenCount``).
 
-For each provider the same run is made twice: **uncached** (a server without a prompt cache, ``prompt_cache=false``)
-and **cached** (the provider's cache, vlmlens's cache controls on). Billed input cost is priced with vlmlens's dated
+For each provider the same run is made as **uncached** (a server whose cache never hits, ``prompt_cache=false``) and
+**cached** (the provider's cache, vlmlens's cache controls on), in the order uncached, cached, cached, uncached, uncached,
+cached; the wall time of each is the best of its three runs (the first run also decodes the frames). Billed input cost is priced with vlmlens's dated
 price table (``vlmlens.models.api.DEFAULT_PRICES``) from the usage the server reported; the ratio is cached /
 uncached, computed in the same process. Targets: input cost <= 0.35x (OpenAI), <= 0.25x (Anthropic), <= 0.35x
 (Gemini); identical answers and scores; wall time <= 1.1x. Every answer takes ``--latency`` s. Exit status 1 when a
@@ -73,7 +74,7 @@ def backend(api: str, server, concurrency: int, prompt_cache: bool):
 def one_run(api: str, server, samples, cfg: dict, cached: bool, out: Path) -> dict:
     from vlmlens.runner import run
     server.reset(); server.latency = cfg["latency"]; server.default_text = "B"
-    server.prompt_cache = PromptCache(api) if cached else None
+    server.prompt_cache = PromptCache(api) if cached else PromptCache(api, min_tokens=10 ** 12)   # same server work, never a hit
     b = backend(api, server, cfg["concurrency"], cached)
     rc = RunConfig("demo", MODELS[api], num_frames=cfg["frames"], output_root=str(out), run_name=f"{api}-{'on' if cached else 'off'}",
                    progress=False, allow_outside_media=True, max_new_tokens=8)
@@ -102,17 +103,20 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp, LoopbackServer() as server:
         samples = make_samples(make_videos(Path(tmp) / "videos", a.videos), a.questions)
         for api in a.apis.split(","):
-            off = one_run(api, server, samples, cfg, False, Path(tmp) / "runs")
-            on = one_run(api, server, samples, cfg, True, Path(tmp) / "runs")
+            order = (False, True, True, False, False, True)
+            runs = [one_run(api, server, samples, cfg, c, Path(tmp) / f"runs{i}") for i, c in enumerate(order)]
+            off, on = runs[0], runs[1]
+            off["wall"] = min(r["wall"] for r, c in zip(runs, order) if not c)
+            on["wall"] = min(r["wall"] for r, c in zip(runs, order) if c)
             ratio, wall = on["input_usd"] / off["input_usd"], on["wall"] / off["wall"]
-            same = on["answers"] == off["answers"] and on["accuracy"] == off["accuracy"] and not on["errors"] and not off["errors"]
+            same = all(r["answers"] == off["answers"] and r["accuracy"] == off["accuracy"] and not r["errors"] for r in runs)
             met = ratio <= TARGETS[api] and wall <= 1.1 and same
             ok &= met
             rows.append(f"| {api} ({MODELS[api]}) | {off['input_usd']:.4f} | {on['input_usd']:.4f} | **{ratio:.2f}x** (<= {TARGETS[api]}) "
                         f"| {100 * on['share']:.1f} % | {'yes' if same else 'NO'} | {off['wall']:.1f} / {on['wall']:.1f} s = {wall:.2f}x "
                         f"| {'met' if met else 'MISSED'} |")
             print(rows[-1], flush=True)
-    head = ["| provider (model) | input USD uncached | input USD cached | cached / uncached | cached share of input | same answers and scores | wall uncached / cached | target |",
+    head = ["| provider (model) | input USD uncached (loopback tokens) | input USD cached | cached / uncached | cached share of input | same answers and scores | wall uncached / cached | target |",
             "|---|---|---|---|---|---|---|---|"]
     text = "\n".join([f"# API cost with provider prompt caching\n",
                       f"{a.videos} videos x {a.questions} questions x {a.frames} frames, concurrency {a.concurrency}, "

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import threading
 import time
 from collections import defaultdict
@@ -38,6 +39,9 @@ class HubServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
             def log_message(self, *a): pass
+            def setup(self):
+                super().setup()
+                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # no Nagle stall between headers and body
             def do_HEAD(self): outer._handle(self, head=True)
             def do_GET(self): outer._handle(self, head=False)
 

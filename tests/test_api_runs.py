@@ -242,3 +242,18 @@ def test_dry_run_prints_the_estimated_cost_and_creates_nothing(server, tmp_path)
                            capture_output=True, text=True, env=env, timeout=300)
     assert local.returncode == 2 and local.stderr.strip().splitlines()[-1].startswith("vlmlens: error:") and "Traceback" not in local.stderr
     assert not out.exists()
+
+
+def test_more_frames_than_a_provider_takes_per_request_is_refused_up_front(server, tmp_path):
+    "OpenAI takes 500 images a request: --frames 600 is one line, exit 2, no request and no folder; max_images overrides."
+    out = tmp_path / "outputs"
+    base = ["run", "--benchmark", "demo", "--model", "gpt-4o", "--language", "en", "--limit", "2", "--output-root", str(out),
+            "--no-progress", "--model-kwarg", f"base_url={server.openai_base_url}", "--model-kwarg", "cache=false"]
+    env = _env(**_KEYS)
+    res = subprocess.run(_cli(*base, "--frames", "600"), capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    assert res.stderr.strip().splitlines()[-1].startswith("vlmlens: error: gpt-4o takes at most 500 image(s) per request")
+    assert server.count() == 0 and not out.exists()
+    est = subprocess.run(_cli(*base, "--frames", "600", "--model-kwarg", "max_images=600", "--dry-run"), capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert est.returncode == 0 and "estimated cost" in est.stdout, est.stderr[-2000:]      # the override is a known option

@@ -182,3 +182,48 @@ def test_a_run_without_data_path_reads_the_fetched_release_and_records_it(tmp_pa
     assert f"(lock {lock1['digest'][:8]})" in report.stdout, report.stdout
     from vlmlens.store import RunSet
     assert "dataset" in RunSet.discover(tmp_path / "out").varying()       # two data revisions are never pooled
+
+
+def test_infinibench_videos_need_consent_arrive_as_archive_parts_and_prepare_unpacks_them(tmp_path, env):
+    import io
+    import tarfile
+    repo = _infinibench_repo(tmp_path / "repo")
+    buf, blobs = io.BytesIO(), {f"tvqa/bbt/s01e0{i}.mp4": os.urandom(20000) for i in range(1, 4)}
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, blob in blobs.items():
+            ti = tarfile.TarInfo(name); ti.size = len(blob); t.addfile(ti, io.BytesIO(blob))
+    raw = buf.getvalue()
+    for i, k in enumerate(("aa", "ab", "ac")):
+        (repo / "test" / f"test_videos.tar.gz.part_{k}").write_bytes(raw[i * len(raw) // 3:(i + 1) * len(raw) // 3])
+    with HubServer(repo, REPO) as hub:
+        e = {**env, "HF_ENDPOINT": hub.url}
+        out = _cli(["get", "infinibench", "--videos", "--no-progress"], e)
+        assert out.returncode == 2 and "TVQA" in out.stderr and "--accept-license" in out.stderr
+        assert not (tmp_path / "data").exists()
+        out = _cli(["prepare", "infinibench"], e)
+        assert out.returncode == 2 and "vlmlens data get infinibench --split test --videos" in out.stderr
+        assert _cli(["get", "infinibench", "--videos", "--accept-license", "--no-progress"], e).returncode == 0
+    out = _cli(["prepare", "infinibench", "--no-progress"], env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    split = tmp_path / "data" / "infinibench" / "test"
+    for name, blob in blobs.items(): assert (split / name).read_bytes() == blob     # where video_path_mp4 points
+    lock = json.loads((tmp_path / "data" / "infinibench" / "data.lock.json").read_text())
+    assert "test/tvqa/bbt/s01e01.mp4" in lock["files"] and lock["revision"] == hub.commit
+    assert _cli(["verify", "infinibench"], env).returncode == 0
+    assert "0 files unpacked" in _cli(["prepare", "infinibench", "--no-progress"], env).stdout
+
+
+def test_an_infinibench_run_without_data_path_reads_the_fetched_split(tmp_path, env, server):
+    server.reset(); server.default_text = "Answer: 1"
+    with HubServer(_infinibench_repo(tmp_path / "repo"), REPO) as hub:
+        assert _cli(["get", "infinibench", "--no-progress"], {**env, "HF_ENDPOINT": hub.url}).returncode == 0
+    out = subprocess.run(
+        [sys.executable, "-m", "vlmlens", "run", "--benchmark", "infinibench", "--model", "gpt-4o", "--modality", "metadata",
+         "--judge", "none", "--output-root", str(tmp_path / "out"), "--run-name", "ib", "--no-progress",
+         "--model-kwarg", f"base_url={server.openai_base_url}", "--model-kwarg", f"cache={tmp_path}/c.sqlite"],
+        env={**env, "OPENAI_API_KEY": "test-openai-key.not-real.000000000000"}, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    info = json.loads((tmp_path / "out" / "ib" / "run.json").read_text())
+    assert info["config"]["data_path"].endswith("infinibench/test/test.csv")
+    assert info["dataset"]["revision"] == hub.commit and info["dataset"]["split"] == "test"
+    assert json.loads((tmp_path / "out" / "ib" / "summary.json").read_text())["overall"]["n"] == 3

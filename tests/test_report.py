@@ -237,3 +237,30 @@ def test_every_emitted_table_compiles_inside_the_text_width(hintel_runs, tmp_pat
     assert mine, f"no table for {engine}"
     problems = [p for k, v in mine.items() for p in compile_table(v, tmp_path, k)]
     assert not problems, "\n".join(problems[:20])
+
+
+def test_saved_figures_are_paper_ready(tmp_path):
+    "TrueType fonts in the PDF (no Type 3), text width and ≥ 8 pt text, and an all-zero accuracy axis without negative ticks."
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from vlmlens.analysis import COLUMN_IN, TEXT_IN, bar_chart, figure_problems, line_chart, save_figure
+    zero = pd.DataFrame({"Hindi": [0.0, 0.0], "Telugu": [0.0, 0.0]}, index=["VQAv2", "RealWorldQA"])
+    ax = bar_chart(zero, ylabel="accuracy (%)", title="Accuracy of GPT-4.1 per task (n=3 each)")
+    assert ax.get_ylim() == (0, 100) and min(ax.get_yticks()) >= 0 and max(ax.get_yticks()) <= 100
+    assert ax.figure.get_size_inches()[0] == pytest.approx(TEXT_IN)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                                          # a defect would be a FigureWarning
+        pdf = [p for p in save_figure(ax.figure, tmp_path, "zero") if p.suffix == ".pdf"][0]
+    fonts = set(re.findall(rb"/Subtype\s*/(\w+)", pdf.read_bytes()))
+    assert b"Type3" not in fonts and fonts & {b"TrueType", b"CIDFontType2"}, fonts
+    gap = bar_chart(pd.Series([0.0, 0.0], index=["VQAv2", "CLEVR-Math"]), ylabel="English − Indic (accuracy points)")
+    assert gap.get_ylim()[0] == 0 and min(gap.get_yticks()) >= 0             # all zero: no −0.06…0.06 axis
+    curve = line_chart(pd.DataFrame({"frames": [1, 2, 4], "acc": [95.0, 99.0, 100.0], "n": [3, 3, 3]}), "frames", "acc", n="n",
+                       ylabel="accuracy (%)", figsize=(COLUMN_IN, 2.4), log2=True, xlabel="frames")
+    assert max(curve.get_yticks()) <= 100 and curve.get_ylim()[0] >= 0
+    assert not figure_problems(curve.figure)
+    small, tiny = plt.subplots(figsize=(9, 2))
+    tiny.plot([1, 2], [1, 2]); tiny.set_ylabel("y"); tiny.annotate("n=3", (1, 1), fontsize=6)
+    assert {"figure is 9.00 in wide: wider than a paper's text (6.9 in)", "text 'n=3' is 6 pt (under 8 pt)"} <= set(figure_problems(small))
+    plt.close("all")

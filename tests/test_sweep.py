@@ -1,5 +1,6 @@
 """papermill sweeps: grid expansion into executed notebooks, failures recorded, one combined table."""
 import json
+import re
 import subprocess
 import sys
 
@@ -39,3 +40,13 @@ def test_sweep_runs_grid_continues_past_a_failure_and_prints_a_table(tmp_path):
     for run in failed.run:  # the executed notebook of a failed run is kept for inspection
         assert (tmp_path / "out" / "t" / run / "evaluate.ipynb").exists()
     assert "tiny-qwen2.5-vl" in proc.stdout and "accuracy" in proc.stdout
+    assert "KeyboardInterrupt" not in proc.stderr + proc.stdout                      # successful runs print no kernel error
+    assert f"table: {table.resolve()}" in proc.stdout                                 # where sweep.csv went
+    same = next(l for l in proc.stdout.splitlines() if l.startswith("every run: "))       # constant columns on one line
+    assert set(same[len("every run: "):].split(", ")) == {"benchmark=demo", "limit=2", "max_new_tokens=4", "num_frames=4"}
+    head = proc.stdout.splitlines()[1]
+    assert "benchmark" not in head and "num_frames" not in head and "model" in head and "language" in head
+    assert not re.search(r"\b\d+\.\d{2,}\b", proc.stdout.split("table:")[0].split("\n", 2)[2].replace("%", ""))  # wall_s rounded
+    again = subprocess.run([sys.executable, "-c", "from vlmlens.cli import main; raise SystemExit(main())", "sweep", str(path),
+                            "--output-root", str(tmp_path / "out")], capture_output=True, text=True, timeout=500)
+    assert "sweep t: 2 of 4 done" in again.stderr, again.stderr[-2000:]            # a resumed sweep says what is done

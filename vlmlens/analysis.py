@@ -28,7 +28,7 @@ SCRIPT_FONTS = {  # script: (its characters, the Noto family that covers it)
     "Malayalam": ("\u0D00-\u0D7F", "Noto Sans Malayalam"), "Thai": ("\u0E00-\u0E7F", "Noto Sans Thai"),
     "Hebrew": ("\u0590-\u05FF", "Noto Sans Hebrew"),
     "Arabic": ("\u0600-\u06FF\u0750-\u077F\u08A0-\u08FF\uFB50-\uFDFF\uFE70-\uFEFF", "Noto Sans Arabic"),
-    "CJK": ("\u1100-\u11FF\u3040-\u30FF\u3130-\u318F\u3400-\u4DBF\u4E00-\u9FFF\uAC00-\uD7AF\uF900-\uFAFF", "Noto Sans CJK JP")}
+    "CJK": ("\u1100-\u11FF\u3000-\u303F\u3040-\u30FF\uFF00-\uFFEF\u3130-\u318F\u3400-\u4DBF\u4E00-\u9FFF\uAC00-\uD7AF\uF900-\uFAFF", "Noto Sans CJK JP")}
 FONT_PACKAGES = "fonts-noto-core fonts-noto-cjk"
 _FONT_STATE: dict = {}
 
@@ -117,6 +117,19 @@ def _ends(e, col, like):
 def _rotation(labels, n_groups: int) -> int:
     return 30 if n_groups > 3 and max((len(str(l)) for l in labels), default=0) > 8 or n_groups > 10 else 0
 
+def _n_labels(df, n) -> tuple[list, list, str]:
+    "Where the counts go: (tick labels, series labels, x-label note): once if all equal, per series if constant along it, else per group."
+    import pandas as pd
+    ticks, bars = [str(i) for i in df.index], [str(c) for c in df.columns]
+    if n is None: return ticks, bars, ""
+    a = np.asarray(n.reindex(df.index) if isinstance(n, pd.Series) else n.reindex(index=df.index, columns=df.columns), dtype=float).reshape(df.shape)
+    show = lambda v: str(int(v)) if np.isfinite(v) else "–"
+    fin = a[np.isfinite(a)]
+    if len(fin) and (fin == fin[0]).all(): return ticks, bars, f"n = {int(fin[0])} each"
+    if a.shape[1] > 1 and all(len(set(a[np.isfinite(a[:, j]), j])) <= 1 for j in range(a.shape[1])):
+        return ticks, [f"{b} (n={show(np.nanmax(a[:, j]))})" for j, b in enumerate(bars)], ""
+    return [f"{t}\n(n={'/'.join(show(v) for v in a[i])})" for i, t in enumerate(ticks)], bars, ""
+
 def _bar_label(ax, x, v, lo, hi, fmt: str, fontsize: float):
     if not np.isfinite(v): return
     top = np.nanmax([v, hi]) if v >= 0 else np.nanmin([v, lo])
@@ -138,8 +151,8 @@ def clamp_axis(ax, values, bounds=None):
     v = v[np.isfinite(v)]
     lo, hi = ax.get_ylim()
     if not len(v) or (v == 0).all(): lo, hi = 0.0, bounds[1] if bounds else 1.0
-    elif v.min() >= 0: lo = 0.0
-    if bounds: lo, hi = max(lo, bounds[0]), min(hi, bounds[1] + 0.08 * (bounds[1] - bounds[0]))   # room for a label above 100
+    elif v.min() >= 0: lo, hi = 0.0, max(hi, 1.18 * v.max())               # from 0, with room above the highest value
+    if bounds: lo, hi = max(lo, bounds[0]), min(hi, bounds[1] + 0.18 * (bounds[1] - bounds[0]))   # room for labels above 100
     ax.set_ylim(lo, hi)
     if bounds: ax.set_yticks([t for t in ax.get_yticks() if bounds[0] <= t <= bounds[1]])
     return ax
@@ -147,8 +160,8 @@ def clamp_axis(ax, values, bounds=None):
 # %% ../nbs/50_analysis.ipynb #d6c73849
 def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str | None = None, xlabel: str | None = None,
               annotate: bool = True, fmt: str = "{:.1f}", figsize=(TEXT_IN, 3.2), legend_title: str | None = None, rot: int | None = None,
-              bounds="auto"):
-    "Grouped bar chart of a Series/DataFrame, optional CI error bars `(low, high)`, labels clear of them, y axis to possible values; the Axes."
+              bounds="auto", n=None):
+    "Grouped bar chart of a Series/DataFrame, optional CI error bars `(low, high)` and counts `n`, labels clear of them; the Axes."
     import matplotlib.pyplot as plt
     import pandas as pd
     use_script_fonts()
@@ -157,23 +170,24 @@ def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str 
     n_groups, n_bars = df.shape
     width, x = 0.8 / max(1, n_bars), np.arange(n_groups)
     size, ends = MIN_PT, [df.to_numpy(dtype=float)]
+    ticks, series, note = _n_labels(df, n)
     for j, col in enumerate(df.columns):
         vals = df[col].to_numpy(dtype=float)
         lo, hi = (_ends(errors[0], col, df), _ends(errors[1], col, df)) if errors is not None else (vals, vals)
         ends += [lo, hi]
         yerr = np.vstack([vals - lo, hi - vals]) if errors is not None else None
         xs = x + (j - (n_bars - 1) / 2) * width
-        ax.bar(xs, vals, width * 0.95, yerr=yerr, capsize=3 if yerr is not None else 0, label=str(col) if n_bars > 1 else None,
+        ax.bar(xs, vals, width * 0.95, yerr=yerr, capsize=3 if yerr is not None else 0, label=series[j] if n_bars > 1 else None,
                error_kw={"elinewidth": 0.8, "capthick": 0.8})
         if annotate:
             for xx, v, l, h in zip(xs, vals, lo, hi): _bar_label(ax, xx, v, l, h, fmt, size)
     r = _rotation(df.index, n_groups) if rot is None else rot
-    ax.set_xticks(x); ax.set_xticklabels([str(i) for i in df.index], rotation=r, ha="right" if r else "center")
+    ax.set_xticks(x); ax.set_xticklabels(ticks, rotation=r, ha="right" if r else "center")
     if np.nanmin(np.r_[df.to_numpy(dtype=float).ravel(), 0]) < 0: ax.axhline(0, color="black", linewidth=0.6)
     ax.margins(y=0.18); ax.spines[["top", "right"]].set_visible(False)
     clamp_axis(ax, np.concatenate([np.ravel(e) for e in ends]), value_bounds(ylabel) if bounds == "auto" else bounds)
     if ylabel: ax.set_ylabel(ylabel)
-    if xlabel: ax.set_xlabel(xlabel)
+    if xlabel or note: ax.set_xlabel(f"{xlabel} ({note})" if xlabel and note else xlabel or note)
     if n_bars > 1: outside_legend(ax, legend_title)
     if title: fit_title(ax, title)
     return ax
@@ -255,6 +269,7 @@ def _size_problems(fig) -> list[str]:
                     and t.get_fontsize() < MIN_PT - 0.01})
     return out + [f"text {txt!r} is {pt:g} pt (under {MIN_PT:g} pt)" for pt, txt in small[:5]]
 
+# %% ../nbs/50_analysis.ipynb #h9f10004
 def _overlaps(a, b, tol: float = 0.5) -> bool:
     return a.x0 < b.x1 - tol and b.x0 < a.x1 - tol and a.y0 < b.y1 - tol and b.y0 < a.y1 - tol
 

@@ -22,7 +22,7 @@ from .evidence import isolate_run
 from .report import machine_frame, model_name, rates_table, render_table, run_context, run_header, summary_table
 from .runner import check_answered, estimate_run, launch_env, rescore, run
 from .store import RunSet, parse_kv
-from .sweep import run_sweep
+from .sweep import compact_table, run_sweep
 
 # %% auto #0
 __all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'print_summary', 'report',
@@ -157,7 +157,10 @@ def _printed(fn, show):
 
 def _sweep(a) -> int:
     table = run_sweep(a.grid, output_root=a.output_root, notebook=a.notebook, executor=a.executor)
-    print(rates_table(table.drop(columns=["error"])).to_string(index=False))
+    shown, same = compact_table(table.drop(columns=["error"]))
+    if same: print("every run: " + ", ".join(f"{k}={v}" for k, v in same.items()))
+    print(rates_table(shown).to_string(index=False))
+    print(f"table: {table.attrs.get('path', 'sweep.csv')} (every column)")
     for _, r in table[table.status == "skipped"].iterrows(): print(f"skipped {r['run']}: {r['error']}", file=sys.stderr)
     failed = table[table.status == "failed"]
     for _, r in failed.iterrows(): print(f"FAILED {r['run']}: {r['error']}", file=sys.stderr)

@@ -5,6 +5,8 @@
 # %% ../nbs/06_data.ipynb #846a2c94
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
 import os
 import sys
@@ -13,15 +15,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import fidelity
-import dataclasses
-
 from .core import RunConfig, cache_root, file_sha256, sha256_json
 
 # %% auto #0
 __all__ = ['RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'CHUNK', 'YOUTUBE_URL', 'Release', 'data_root', 'release_dir', 'release',
-           'data_files', 'write_lock', 'read_lock', 'verify', 'need', 'Offline', 'is_offline', 'check_consent',
+           'data_files', 'read_lock', 'write_lock', 'verify', 'need', 'Offline', 'is_offline', 'check_consent',
            'fetch_https', 'fetch_youtube', 'fetch_hub', 'get', 'default_data_path', 'provenance', 'resolve_data_path',
-           'list_releases', 'add_parser', 'main']
+           'list_releases', 'unpack_parts', 'prepare', 'add_parser', 'main']
 
 # %% ../nbs/06_data.ipynb #7b8e7500
 @dataclass(frozen=True)
@@ -101,22 +101,26 @@ def data_files(folder) -> list[str]:
             out.append(rel)
     return sorted(out)
 
-def write_lock(folder, rel: Release, revision: str | None, split: str | None = None) -> dict:
-    "Hash every file of the release in `folder` into `data.lock.json`; returns the lock."
-    folder = Path(folder)
-    files = {f: {"sha256": file_sha256(folder / f), "size": (folder / f).stat().st_size} for f in data_files(folder)}
-    lock = {"benchmark": rel.benchmark, "source": rel.source, "location": rel.location, "revision": revision,
-            "split": split, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "files": files,
-            "digest": sha256_json(files)}
-    (folder / LOCK).write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
-    return lock
-
-# %% ../nbs/06_data.ipynb #5ff08f87
 def read_lock(folder) -> dict | None:
     "The lock of the release in `folder`, or None when it was never fetched."
     p = Path(folder) / LOCK
     return json.loads(p.read_text()) if p.is_file() else None
 
+def write_lock(folder, rel: Release, revision: str | None, split: str | None = None) -> dict:
+    "Hash the release's files in `folder` into `data.lock.json` (files unchanged since the last lock keep their hash)."
+    folder, old = Path(folder), (read_lock(folder) or {}).get("files", {})
+    files = {}
+    for f in data_files(folder):
+        st, prev = (folder / f).stat(), old.get(f) or {}
+        same = prev.get("size") == st.st_size and prev.get("mtime_ns") == st.st_mtime_ns   # unchanged since the last lock
+        files[f] = {"sha256": prev["sha256"] if same else file_sha256(folder / f), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    lock = {"benchmark": rel.benchmark, "source": rel.source, "location": rel.location, "revision": revision,
+            "split": split, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "files": files,
+            "digest": sha256_json({f: [v["sha256"], v["size"]] for f, v in files.items()})}
+    (folder / LOCK).write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
+    return lock
+
+# %% ../nbs/06_data.ipynb #5ff08f87
 def verify(folder) -> list[str]:
     "One line per file that differs from the lock (missing, truncated, changed, not in the lock); [] when intact."
     folder, lock = Path(folder), read_lock(folder)
@@ -326,6 +330,50 @@ def list_releases() -> list[dict]:
     return [{"benchmark": r.benchmark, "source": r.source, "location": r.location, "licence": r.licence, "size": r.size,
              "needs": r.needs, "here": _here(r.benchmark), "folder": str(release_dir(r.benchmark))} for r in RELEASES.values()]
 
+# %% ../nbs/06_data.ipynb #dbcc627c
+class _Parts(io.RawIOBase):
+    "The bytes of several files, one after another, as one read-only stream."
+    def __init__(self, paths): self.paths, self.f = list(paths), None
+    def readable(self): return True
+    def readinto(self, b):
+        while True:
+            if self.f is None:
+                if not self.paths: return 0
+                self.f = open(self.paths.pop(0), "rb")
+            n = self.f.readinto(b)
+            if n: return n
+            self.f.close(); self.f = None
+
+def unpack_parts(parts, dest, progress: bool = True) -> int:
+    "Unpack a .tar.gz split into `parts` into `dest`; the number of files written (already complete ones skipped)."
+    import tarfile
+    from tqdm.auto import tqdm
+    dest, n = Path(dest), 0
+    safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}      # Pythons before 3.10.12 lack filters
+    with tarfile.open(fileobj=io.BufferedReader(_Parts(parts), 1 << 20), mode="r|gz") as tar:
+        for m in tqdm(tar, desc=f"unpacking into {dest.name}", unit="file", disable=not progress):
+            t = dest / m.name
+            if not (m.isfile() or m.isdir()) or not t.resolve().is_relative_to(dest.resolve()):
+                raise ValueError(f"{parts[0]}: archive member {m.name!r} is not a file inside {dest}; refusing to unpack it")
+            if m.isfile() and t.is_file() and t.stat().st_size == m.size: continue
+            tar.extract(m, dest, **safe); n += m.isfile()
+    return n
+
+# %% ../nbs/06_data.ipynb #73c2e9ea
+def prepare(benchmark: str, split: str | None = None, progress: bool = True) -> dict:
+    "Unpack a fetched release's video archive into the layout its loader reads; `{folder, files, lock}`."
+    rel, folder = release(benchmark), release_dir(benchmark)
+    lock = read_lock(folder)
+    if rel.source != "hub" or not rel.videos:
+        raise ValueError(f"{benchmark}: nothing to prepare (its files are read as fetched)")
+    split = _split(rel, split or (lock or {}).get("split"))
+    parts = sorted(p for pat in rel.videos for p in folder.glob(pat.format(split=split)))
+    if lock is None or not parts:
+        raise FileNotFoundError(f"{benchmark}: no video archive of split {split!r} in {folder}: run "
+                                f"`vlmlens data get {benchmark} --split {split} --videos --accept-license` first")
+    n = unpack_parts(parts, folder / split, progress)
+    return {"folder": folder / split, "files": n, "lock": write_lock(folder, rel, lock.get("revision"), split)}
+
 # %% ../nbs/06_data.ipynb #c731fc06
 def add_parser(sub):
     "Add `vlmlens data list|get|verify` to a subcommand parser."
@@ -337,6 +385,8 @@ def add_parser(sub):
     g.add_argument("--accept-license", action="store_true", help="accept the terms shown for the videos")
     g.add_argument("--no-progress", dest="progress", action="store_false")
     v = dsub.add_parser("verify", help="check the files against data.lock.json"); v.add_argument("benchmark")
+    r = dsub.add_parser("prepare", help="unpack a fetched release into the layout the loader reads (InfiniBench's videos)")
+    r.add_argument("benchmark"); r.add_argument("--split"); r.add_argument("--no-progress", dest="progress", action="store_false")
 
 def main(a) -> int:
     "Run a parsed `vlmlens data` command; exit status."
@@ -349,6 +399,10 @@ def main(a) -> int:
         out = get(a.benchmark, a.split, a.videos, a.accept_license, a.progress)
         print(f"{a.benchmark}: {len(out['lock']['files'])} files in {out['folder']} (lock {out['lock']['digest'][:12]})")
         for vid, why in out["failed"].items(): print(f"  video {vid} not fetched: {why}", file=sys.stderr)
+        return 0
+    if a.data_command == "prepare":
+        out = prepare(a.benchmark, a.split, a.progress)
+        print(f"{a.benchmark}: {out['files']} files unpacked into {out['folder']} (lock {out['lock']['digest'][:12]})")
         return 0
     bad = verify(release_dir(release(a.benchmark).benchmark))
     for line in bad: print(f"{a.benchmark}: {line}", file=sys.stderr)

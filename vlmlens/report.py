@@ -13,6 +13,7 @@ from typing import Sequence
 
 from fastcore.basics import patch
 
+from .analysis import SCRIPT_FONTS
 from .core import VIDEO_MODALITIES
 from .judges import lang_name
 from .metrics import aggregate
@@ -20,12 +21,11 @@ from .models import registry
 from .store import Run, RunSet
 
 # %% auto #0
-__all__ = ['BLANK', 'ITEM_COLUMNS', 'FORMATS', 'SCRIPT_FONTS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'RATE_COLUMNS',
-           'SETTING_HEADERS', 'Cell', 'pct', 'num', 'language_name', 'model_name', 'judge_name', 'run_settings',
-           'differing_settings', 'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'grouped_rates',
-           'Table', 'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'rate_cell', 'rate_grid',
-           'usage_note', 'summary_table', 'run_context', 'run_header', 'rates_table', 'runs_overview', 'kernel_manager',
-           'render_report']
+__all__ = ['BLANK', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell',
+           'pct', 'num', 'language_name', 'model_name', 'judge_name', 'run_settings', 'differing_settings',
+           'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'grouped_rates', 'Table', 'digits_for',
+           'latex_caption', 'machine_frame', 'render_table', 'rate_cell', 'rate_grid', 'usage_note', 'summary_table',
+           'run_context', 'run_header', 'rates_table', 'runs_overview', 'kernel_manager', 'render_report']
 
 # %% ../nbs/52_report.ipynb #f7f7bc76
 BLANK = "–"
@@ -254,27 +254,20 @@ def latex_caption(title: str, label: str = "") -> tuple[str, str]:
     return text, f"tab:{slug}"
 
 # %% ../nbs/52_report.ipynb #h9c5l005
-SCRIPT_FONTS = {"devanagari": ("\u0900-\u097f", "Noto Sans Devanagari"), "bengali": ("\u0980-\u09ff", "Noto Sans Bengali"),
-                "gurmukhi": ("\u0a00-\u0a7f", "Noto Sans Gurmukhi"), "gujarati": ("\u0a80-\u0aff", "Noto Sans Gujarati"),
-                "oriya": ("\u0b00-\u0b7f", "Noto Sans Oriya"), "tamil": ("\u0b80-\u0bff", "Noto Sans Tamil"),
-                "telugu": ("\u0c00-\u0c7f", "Noto Sans Telugu"), "kannada": ("\u0c80-\u0cff", "Noto Sans Kannada"),
-                "malayalam": ("\u0d00-\u0d7f", "Noto Sans Malayalam"), "arabic": ("\u0600-\u06ff", "Noto Sans Arabic"),
-                "cjk": ("\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef", "Noto Sans CJK SC")}
-
 def _script_runs(text: str) -> tuple[str, set]:
-    "Each run of a non-Latin script wrapped in its font command (`{\\tamilfont …}`), and the scripts found."
+    "Each run of a script pdfLaTeX cannot set wrapped in its font command (`{\\tamilfont …}`), and the scripts found."
     found = set()
     for name, (chars, _) in SCRIPT_FONTS.items():
         pat = f"[{chars}][{chars}\u200c\u200d\\s]*(?<!\\s)"
         if re.search(pat, text):
             found.add(name)
-            text = re.sub(pat, lambda m: "{\\" + name + "font " + m.group(0) + "}", text)
+            text = re.sub(pat, lambda m: "{\\" + name.lower() + "font " + m.group(0) + "}", text)
     return text, found
 
 def _script_preamble(found: set) -> list[str]:
     if not found: return []
-    names = ", ".join(sorted(n.capitalize() if n != "cjk" else "CJK" for n in found))
-    fams = [rf"\ifdefined\{n}font\else\newfontfamily\{n}font{{{SCRIPT_FONTS[n][1]}}}" + ("" if n == "cjk" else f"[Script={n.capitalize()}]") + r"\fi"
+    names = ", ".join(sorted(found))
+    fams = [rf"\ifdefined\{n.lower()}font\else\newfontfamily\{n.lower()}font{{{SCRIPT_FONTS[n][1]}}}" + ("" if n == "CJK" else f"[Script={n}]") + r"\fi"
             for n in sorted(found)]
     return [f"% This table has {names} script: compile with XeLaTeX or LuaLaTeX (pdfLaTeX cannot set it),",
             r"% with \usepackage{fontspec} in the preamble and the Noto fonts installed; the font families are defined here.", *fams]
@@ -586,7 +579,8 @@ def kernel_manager():
     """A jupyter kernel manager class that uses IPC transport on POSIX (no unencrypted-TCP warning), TCP elsewhere.
     Each kernel's sockets get their own name in the temp folder (kernels started at once in one folder, as a sweep
     does, would otherwise race for the same socket files); asynchronous, as nbclient expects, so that a kernel that
-    died fails its cell instead of being waited for forever."""
+    died fails its cell instead of being waited for forever; shut down without the interrupt that makes a kernel log a
+    spurious KeyboardInterrupt."""
     if "cls" not in _KM:
         import os, tempfile, uuid
         from jupyter_client.manager import AsyncKernelManager
@@ -598,6 +592,10 @@ def kernel_manager():
             def _default_ip(self):
                 if self.transport != "ipc": return "127.0.0.1"
                 return os.path.join(tempfile.gettempdir(), f"vlmlens-kernel-{uuid.uuid4().hex[:12]}")
+            async def _async_interrupt_kernel(self):
+                # jupyter_client interrupts a kernel before asking it to shut down; a kernel that finished its notebook
+                # then logs "KeyboardInterrupt caught in kernel" on every successful run. Shutdown alone stops it.
+                if not getattr(self, "shutting_down", False): await super()._async_interrupt_kernel()
         _KM["cls"] = QuietKernelManager
     return _KM["cls"]
 

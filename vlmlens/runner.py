@@ -568,7 +568,6 @@ def check_answered(summary: dict, store: RunStore | None = None) -> dict:
 def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     "Run one configuration end to end; return its summary (also written to `summary.json`); NothingAnswered after it if no item was answered."
     cfg = (config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))).validate()
-    if samples is None: cfg = data.resolve_data_path(cfg)   # the fetched release when no --data-path; else one line naming `vlmlens data get`
     spec, preset = None if backend is not None else registry.get_spec(cfg.model), None
     launch, cfg = launch_env(), apply_launch(cfg, spec is not None and spec.backend in registry.LOCAL_BACKENDS)
     if spec is not None:
@@ -576,6 +575,7 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
         spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
     bench = get_benchmark(cfg.benchmark)
     check_before_run(bench, cfg)                          # options, output root: one line, nothing created
+    if samples is None: cfg = data.resolve_data_path(cfg)   # the fetched release when no --data-path; else one line naming `vlmlens data get`
     samples, notes = load_run_samples(bench, cfg, languages_of(backend or spec, cfg.benchmark), samples)
     if cfg.data_path: notes["dataset"] = data.provenance(cfg.data_path)   # source, revision, lock digest: runs on other data never pool
     if preset: notes["preset"] = preset

@@ -10,6 +10,7 @@ import json
 import logging
 import math
 import re
+import sys
 import time
 from dataclasses import MISSING, fields
 from pathlib import Path
@@ -26,7 +27,7 @@ log = logging.getLogger("vlmlens")
 __all__ = ['log', 'RUN_CELL', 'EXECUTORS', 'EXECUTOR_OPTIONS', 'GPU_MEMORY_GB', 'LOST', 'EXECUTOR_ROWS', 'expand_grid',
            'parameters_cell', 'build_notebook', 'make_evaluate_notebook', 'find_notebook', 'sweep_row', 'execute_run',
            'slurm_minutes', 'executor_options', 'default_gpus', 'run_resources', 'SweepJob', 'finished_row', 'lost_row',
-           'local_rows', 'ray_rows', 'slurm_rows', 'load_sweep', 'write_table', 'run_sweep']
+           'local_rows', 'ray_rows', 'slurm_rows', 'load_sweep', 'write_table', 'run_sweep', 'compact_table']
 
 # %% ../nbs/41_sweep.ipynb #abfc5fc5
 _FIELDS = {f.name for f in fields(RunConfig)}
@@ -380,7 +381,27 @@ def run_sweep(spec_or_path, output_root=None, notebook=None, kernel_name=None, p
     order = [r["run_name"] for r in runs]
     if jobs: _need(opts["kind"], opts)
     write_table(root, rows, order)
+    if rows and progress: print(f"sweep {name}: {len(rows)} of {len(runs)} done (finished earlier in {root}); running the other {len(jobs)}",
+                                file=sys.stderr)
     with tqdm(total=len(runs), initial=len(rows), desc=f"sweep {name} ({opts['kind']})", disable=not progress, unit="run") as bar:
-        for row in (EXECUTOR_ROWS[opts["kind"]](jobs, opts) if jobs else ()):
+        for row in (EXECUTOR_ROWS[opts["kind"]](_named(jobs, bar) if opts["kind"] == "local" else jobs, opts) if jobs else ()):
             rows.append(row); write_table(root, rows, order); bar.update(1)
-    return pd.DataFrame(write_table(root, rows, order))
+            if opts["kind"] != "local": bar.set_postfix_str(f"last: {row['run']} {row['status']}")
+    table = pd.DataFrame(write_table(root, rows, order))
+    table.attrs["path"] = str(root / "sweep.csv")
+    return table
+
+# %% ../nbs/41_sweep.ipynb #h9s10002
+def _named(jobs, bar):
+    "The jobs, naming each in the progress bar as it starts."
+    for job in jobs:
+        bar.set_postfix_str(job.run["run_name"], refresh=True)
+        yield job
+
+def compact_table(table, keep=("run", "status", "n", "accuracy")):
+    "(the table without the columns that are the same in every row, wall_s in whole seconds; {column: its one value})."
+    same = {c: table[c].iloc[0] for c in table.columns
+            if c not in keep and len(table) > 1 and table[c].astype(str).nunique(dropna=False) == 1}
+    out = table.drop(columns=list(same))
+    if "wall_s" in out.columns: out["wall_s"] = out["wall_s"].astype(float).round(0).astype("Int64")
+    return out, {c: v for c, v in same.items() if not (v is None or v != v)}

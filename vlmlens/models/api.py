@@ -303,6 +303,7 @@ def load_prices(prices=None, model: str | None = None) -> dict | None:
     if isinstance(entry.get("source"), str): p["source"] = entry["source"]
     return p
 
+# %% ../../nbs/12_models_api.ipynb #3e862768
 def cost_usd(usage: dict, price: dict | None) -> float | None:
     "USD cost of one call from its usage and a price entry: uncached input, cache reads, cache writes and output each at their rate."
     if price is None: return None

@@ -75,7 +75,7 @@ class OpenAIBackend(APIBackend):
                  compatible: bool = False, token_param: str | None = None, reasoning: bool | None = None,
                  reasoning_effort: str | None = None, reasoning_allowance: int = 8192, detail: str = "auto",
                  frame_detail: str | None = None, frame_timestamps: bool = True, jpeg_quality: int = 90,
-                 extra_body: dict | None = None, **kw):
+                 extra_body: dict | None = None, max_images: int | None = None, **kw):
         shown, url_secrets = redact_url(base_url.rstrip("/") if base_url else None)
         name = (name or model_id).replace(base_url or "\0", shown or "").replace((base_url or "\0").rstrip("/"), shown or "")
         self.key_env = (api_key_env or ("OPENAI_COMPATIBLE_API_KEY" if compatible else "OPENAI_API_KEY"),)
@@ -98,6 +98,7 @@ class OpenAIBackend(APIBackend):
         self.token_param, self.reasoning, self.reasoning_effort = token_param, reasoning, reasoning_effort
         self.reasoning_allowance, self.jpeg_quality = int(reasoning_allowance), int(jpeg_quality)
         self.detail, self.frame_detail, self.frame_timestamps = detail, frame_detail, bool(frame_timestamps)
+        self.max_images = int(max_images) if max_images else None      # images (frames included) one request may carry
         self.extra_body = dict(extra_body or {})
         self._client = None
 
@@ -254,4 +255,5 @@ def from_spec(spec: ModelSpec, **kw) -> OpenAIBackend:
     "Build the backend for a registry spec (`kw` override the spec's defaults; secret-looking options are refused)."
     kw.pop("device", None)
     refuse_secret_options(spec.name, kw, ("OPENAI_COMPATIBLE_API_KEY",) if spec.defaults.get("compatible") else ("OPENAI_API_KEY",))
+    kw.setdefault("max_images", spec.max_images)
     return OpenAIBackend(spec.model_id, name=spec.name, languages=spec.languages, **{**spec.backend_defaults(), **kw})

@@ -21,9 +21,9 @@ from ..fidelity import record
 __all__ = ['RUN_HINT_KEYS', 'VIDEO_INPUTS', 'PRESET_KEYS', 'SERVE_HINT', 'LOCAL_BACKENDS', 'BACKEND_MODULES', 'QWEN_MODEL_TYPES',
            'TRANSFORMERS_MODEL_TYPES', 'HF_MODEL_TYPES', 'EXTRA_OF_BACKEND', 'CURVE_LOCALES', 'QWEN2_VL_LANGUAGES',
            'EN', 'EN_HI', 'EN_TE', 'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES', 'OPENAI_REASONING_PREFIXES',
-           'CURVE_REASONING_BUDGETS', 'TINY_MODELS', 'Backend', 'count_images', 'ModelSpec', 'apply_preset',
-           'LanguageNotClaimed', 'register_backend', 'register', 'known_models', 'parse_api_name', 'get_spec',
-           'supports_language', 'load_backend', 'resolve_builder', 'preflight', 'roster', 'roster_markdown']
+           'OPENAI_MAX_IMAGES', 'CURVE_REASONING_BUDGETS', 'TINY_MODELS', 'Backend', 'count_images', 'ModelSpec',
+           'apply_preset', 'LanguageNotClaimed', 'register_backend', 'register', 'known_models', 'parse_api_name',
+           'get_spec', 'supports_language', 'load_backend', 'resolve_builder', 'preflight', 'roster', 'roster_markdown']
 
 # %% ../../nbs/10_models_registry.ipynb #ce66540d
 class Backend:
@@ -465,11 +465,20 @@ register(ModelSpec("chitrarth-8b", "transformers", "krutrim-ai-labs/Chitrarth", 
 
 # %% ../../nbs/10_models_registry.ipynb #7883fc1e
 OPENAI_REASONING_PREFIXES = ("gpt-5", "o1", "o3", "o4")   # reasoning models: max_completion_tokens, no temperature
+OPENAI_MAX_IMAGES = 500       # images per request, frames included
 
 def _openai(name, disp, ctx, paper=None, presets=None, model_id=None):
     reasoning = name.startswith(OPENAI_REASONING_PREFIXES)
     return ModelSpec(name, "openai", model_id or name, defaults={"token_param": "max_completion_tokens" if reasoning else "max_tokens",
-                     "reasoning": reasoning}, display=disp, context_tokens=ctx, paper_languages=paper or {}, presets=presets or {})
+                     "reasoning": reasoning}, display=disp, context_tokens=ctx, paper_languages=paper or {}, presets=presets or {},
+                     max_images=OPENAI_MAX_IMAGES)
+
+record("all", "OpenAI images per request", "default", "https://platform.openai.com/docs/guides/images (image input requirements)",
+       "official", "up to 500 images and 50 MB of image bytes per request; frames go as images, so a run asking for more "
+       "frames is refused before it starts", "--model-kwarg max_images=N where a deployment allows more")
+record("all", "Anthropic images per request", "default", "https://docs.anthropic.com/en/docs/build-with-claude/vision",
+       "official", "up to 100 images per Messages API request (the frames of a video count one each); more frames are refused "
+       "before the run starts", "--model-kwarg max_images=N where a deployment allows more")
 
 def _gemini(name, disp, thinking, paper=None, presets=None):
     return ModelSpec(name, "gemini", name, defaults={"thinking_range": thinking}, display=disp, context_tokens=1048576,
