@@ -5,7 +5,6 @@
 # %% ../../nbs/60_curation_store.ipynb #1249b434
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import time
@@ -18,7 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from fastcore.basics import patch
 
-from ..core import NothingAnswered, most_common_error, sha256_json
+from ..core import NothingAnswered, file_sha256, most_common_error, sha256_json
 from ..store import RunStore, iter_jsonl, scrub_secrets, utc_now
 
 # %% auto #0
@@ -30,10 +29,7 @@ def file_digest(path, chunk: int = 1 << 20) -> str:
     "Hex sha256 of a file's bytes (`FileNotFoundError` naming the file when it is missing)."
     p = Path(path)
     if not p.is_file(): raise FileNotFoundError(f"{p}: no such file")
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        while b := f.read(chunk): h.update(b)
-    return h.hexdigest()
+    return file_sha256(p, chunk)
 
 def fingerprint(x: Any) -> Any:
     "`x` with every `Path` replaced by `{'file': name, 'sha256': digest}` (a folder: digests of its files)."
