@@ -8,15 +8,20 @@ frames — goes through the real run path (`vlmlens.runner.run`: video-first ord
 before its others, frames decoded once per video) to the real OpenAI, Anthropic and Gemini clients, pointed at the
 loopback server (``tests/loopback.py``). Its ``PromptCache`` implements each provider's documented cache: OpenAI's
 automatic prefix caching (1024-token minimum, 128-token steps, ``cached_tokens``), Anthropic's ``cache_control``
-breakpoints (reads and writes reported separately), Gemini's implicit caching (``cachedContentTokenCount``).
+breakpoints (reads and writes reported separately, 5-minute or 1-hour entries), Gemini's explicit context caches
+(``cachedContents``, created once per video, named by each question; ``cachedContentTokenCount``).
 
 For each provider the same run is made as **uncached** (a server whose cache never hits, ``prompt_cache=false``) and
-**cached** (the provider's cache, vlmlens's cache controls on), in the order uncached, cached, cached, uncached, uncached,
-cached; the wall time of each is the best of its three runs (the first run also decodes the frames). Billed input cost is priced with vlmlens's dated
-price table (``vlmlens.models.api.DEFAULT_PRICES``) from the usage the server reported; the ratio is cached /
-uncached, computed in the same process. Targets: input cost <= 0.35x (OpenAI), <= 0.25x (Anthropic), <= 0.35x
-(Gemini); identical answers and scores; wall time <= 1.1x. Every answer takes ``--latency`` s. Exit status 1 when a
-target is missed. The table goes to stdout and, for the default parameters, to ``benchmarks/results/api_cost.md``.
+**cached** (the provider's cache, vlmlens's cache controls on). After one warm-up run (it decodes the frames), the two
+are run ``--repeats`` times as back-to-back pairs, the order alternating (uncached first, then cached first) so that
+drift on a shared machine falls on both; the wall-time ratio reported is the **median of the pairs' cached/uncached
+ratios**, with their range. Billed input cost is priced with vlmlens's dated price table
+(``vlmlens.models.api.DEFAULT_PRICES``) from the usage the server reported; the ratio is cached / uncached, computed in
+the same process (it is deterministic). Targets: input cost <= 0.35x (OpenAI), <= 0.25x (Anthropic), <= 0.35x (Gemini);
+identical answers and scores in every run; median wall-time ratio <= 1.1x. The CPU time of this process (client and
+loopback server together) is reported beside it: the same work gives a CPU ratio near 1 whatever the machine's load. Every answer takes ``--latency`` s. Exit
+status 1 when a target is missed. The table goes to stdout and, for the default parameters, to
+``benchmarks/results/api_cost.md``.
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -78,14 +84,14 @@ def one_run(api: str, server, samples, cfg: dict, cached: bool, out: Path) -> di
     b = backend(api, server, cfg["concurrency"], cached)
     rc = RunConfig("demo", MODELS[api], num_frames=cfg["frames"], output_root=str(out), run_name=f"{api}-{'on' if cached else 'off'}",
                    progress=False, allow_outside_media=True, max_new_tokens=8)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try: summary = run(rc, backend=b, samples=samples)
     finally: b.close()
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     preds = [json.loads(l) for l in (Path(summary["run_dir"]) / "predictions.jsonl").read_text().splitlines() if l.strip()]
     price, o = DEFAULT_PRICES[MODELS[api]], summary["overall"]
     input_usd = o["cost_usd"] - o["output_tokens"] * price["output"] / 1e6
-    return {"wall": wall, "input_usd": input_usd, "share": o["cached_input_share"] or 0.0, "errors": o["n_errors"],
+    return {"wall": wall, "cpu": cpu, "input_usd": input_usd, "share": o["cached_input_share"] or 0.0, "errors": o["n_errors"],
             "answers": {p["sample_id"]: p["raw"] for p in preds}, "accuracy": o["accuracy"], "input_tokens": o["input_tokens"]}
 
 
@@ -94,6 +100,7 @@ def main(argv=None) -> int:
     for k, v in DEFAULTS.items(): ap.add_argument(f"--{k}", type=int, default=v)
     ap.add_argument("--latency", type=float, default=0.2, help="seconds the server takes per answer")
     ap.add_argument("--apis", default="openai,anthropic,gemini")
+    ap.add_argument("--repeats", type=int, default=5, help="back-to-back (uncached, cached) pairs per provider")
     a = ap.parse_args(argv)
     for k, v in (("OPENAI_API_KEY", "loopback-openai-key-0000"), ("ANTHROPIC_API_KEY", "loopback-anthropic-0000"),
                  ("GEMINI_API_KEY", "loopback-gemini-key-0000")): os.environ.setdefault(k, v)
@@ -103,28 +110,35 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp, LoopbackServer() as server:
         samples = make_samples(make_videos(Path(tmp) / "videos", a.videos), a.questions)
         for api in a.apis.split(","):
-            order = (False, True, True, False, False, True)
-            runs = [one_run(api, server, samples, cfg, c, Path(tmp) / f"runs{i}") for i, c in enumerate(order)]
-            off, on = runs[0], runs[1]
-            off["wall"] = min(r["wall"] for r, c in zip(runs, order) if not c)
-            on["wall"] = min(r["wall"] for r, c in zip(runs, order) if c)
-            ratio, wall = on["input_usd"] / off["input_usd"], on["wall"] / off["wall"]
+            runs = [one_run(api, server, samples, cfg, False, Path(tmp) / f"{api}-warm")]        # decodes the frames: not timed
+            pairs = []
+            for i in range(a.repeats):
+                order = (False, True) if i % 2 == 0 else (True, False)
+                got = {c: one_run(api, server, samples, cfg, c, Path(tmp) / f"{api}-{i}-{int(c)}") for c in order}
+                runs += got.values(); pairs.append((got[False], got[True]))
+            off, on = pairs[0]
+            walls = sorted(b["wall"] / a_["wall"] for a_, b in pairs)
+            wall, cpu = statistics.median(walls), statistics.median(b["cpu"] / a_["cpu"] for a_, b in pairs)
+            ratio = on["input_usd"] / off["input_usd"]
             same = all(r["answers"] == off["answers"] and r["accuracy"] == off["accuracy"] and not r["errors"] for r in runs)
             met = ratio <= TARGETS[api] and wall <= 1.1 and same
             ok &= met
+            med = lambda k: statistics.median(p[k]["wall"] for p in pairs)
             rows.append(f"| {api} ({MODELS[api]}) | {off['input_usd']:.4f} | {on['input_usd']:.4f} | **{ratio:.2f}x** (<= {TARGETS[api]}) "
-                        f"| {100 * on['share']:.1f} % | {'yes' if same else 'NO'} | {off['wall']:.1f} / {on['wall']:.1f} s = {wall:.2f}x "
-                        f"| {'met' if met else 'MISSED'} |")
+                        f"| {100 * on['share']:.1f} % | {'yes' if same else 'NO'} | {med(0):.1f} / {med(1):.1f} s "
+                        f"| **{wall:.2f}x** ({walls[0]:.2f}-{walls[-1]:.2f}) | {cpu:.2f}x | {'met' if met else 'MISSED'} |")
             print(rows[-1], flush=True)
-    head = ["| provider (model) | input USD uncached (loopback tokens) | input USD cached | cached / uncached | cached share of input | same answers and scores | wall uncached / cached | target |",
-            "|---|---|---|---|---|---|---|---|"]
+    head = ["| provider (model) | input USD uncached (loopback tokens) | input USD cached | cached / uncached | cached share of input "
+            "| same answers and scores | median wall uncached / cached | wall ratio: median of pairs (range) | CPU ratio (median) | target |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     text = "\n".join([f"# API cost with provider prompt caching\n",
                       f"{a.videos} videos x {a.questions} questions x {a.frames} frames, concurrency {a.concurrency}, "
                       f"{a.latency:g} s per answer, loopback servers with each provider's documented cache; prices of "
-                      f"{PRICES_AS_OF} (vlmlens.models.api.DEFAULT_PRICES). Python {platform.python_version()}, "
-                      f"{platform.machine()}, {os.cpu_count()} CPUs.\n", *head, *rows, ""])
+                      f"{PRICES_AS_OF} (vlmlens.models.api.DEFAULT_PRICES); wall times from {a.repeats} back-to-back "
+                      f"(uncached, cached) pairs per provider, order alternating, after a warm-up run. "
+                      f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs.\n", *head, *rows, ""])
     print(text)
-    if all(getattr(a, k) == v for k, v in DEFAULTS.items()) and a.apis == "openai,anthropic,gemini":
+    if all(getattr(a, k) == v for k, v in DEFAULTS.items()) and a.apis == "openai,anthropic,gemini" and a.repeats >= 5:
         (HERE / "results" / "api_cost.md").write_text(text)
     return 0 if ok else 1
 

@@ -14,6 +14,14 @@ Endpoints
 - ``GET /{v}/files/{id}``                               file metadata; ``state`` is ``PROCESSING`` for the first
   ``processing_polls`` reads, then ``ACTIVE``
 - ``DELETE /{v}/files/{id}``                            delete
+- ``POST /{v}/cachedContents``                          Gemini explicit context cache: ``model``, ``contents``,
+  ``systemInstruction``, ``ttl`` (``"300s"``); refused (400) below ``cache_min_tokens``; answers ``name``,
+  ``expireTime`` and ``usageMetadata.totalTokenCount``. ``GET``/``PATCH`` (``ttl``)/``DELETE /{v}/cachedContents/{id}``.
+  A generateContent naming ``cachedContent`` reads it: an unknown or expired cache is a 403 (as the real API answers),
+  a live one adds its tokens to ``promptTokenCount`` and reports them as ``cachedContentTokenCount``. Entries expire
+  ``ttl`` seconds after creation on ``server.cache_clock`` (replace it, or call ``expire_cached_contents()``);
+  ``server.cached_contents`` holds the live ones, ``server.cached_deleted`` the names deleted by clients;
+  ``server.cache_create_faults = [503]`` makes the next creation(s) fail with those statuses.
 
 A ``fileData`` part in generateContent must name an existing ACTIVE file, or the server answers 400
 like the real API.
@@ -99,6 +107,7 @@ class Call:
     t_end: float | None = None
     status: int | None = None
     cache_usage: dict | None = None   # with a PromptCache: {"prompt", "read", "write"} tokens of this request
+    cached_content: Any = None        # Gemini: the explicit context cache the request named (a _CachedContent), if live
 
     @property
     def text(self) -> str:
@@ -111,9 +120,10 @@ class Call:
                 else: out += [p.get("text", "") for p in c or [] if p.get("type") == "text"]
         elif self.api == "gemini":
             j = self.json or {}
-            si = _get(j, "systemInstruction") or {}
+            cc = self.cached_content.body if self.cached_content is not None else {}
+            si = _get(j, "systemInstruction") or _get(cc, "systemInstruction") or {}
             out += [p.get("text", "") for p in si.get("parts", []) if "text" in p]
-            for c in j.get("contents", []):
+            for c in cc.get("contents", []) + j.get("contents", []):
                 out += [p["text"] for p in c.get("parts", []) if "text" in p]
         elif self.api == "anthropic":
             j = self.json or {}
@@ -242,6 +252,7 @@ def _api_of(path: str) -> str:
     "Which API a request path belongs to: 'openai', 'gemini' (generateContent), 'anthropic' (Messages) or 'files' (Gemini Files API)."
     if path.endswith("/chat/completions"): return "openai"
     if ":generateContent" in path: return "gemini"
+    if "/cachedContents" in path: return "caches"
     if path.endswith("/v1/messages"): return "anthropic"
     return "files"
 
@@ -256,6 +267,17 @@ class _File:
     state: str = "PROCESSING"
     create_time: str = ""
     version: str = "v1beta"
+
+
+def _rfc3339(t: float) -> str: return time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(t))
+
+
+@dataclass
+class _CachedContent:
+    name: str
+    body: dict
+    tokens: int
+    expires: float
 
 
 class LoopbackServer:
@@ -340,6 +362,10 @@ class LoopbackServer:
             self._queue = []
             self.responder = None
             self.prompt_cache = None
+            self.cached_contents: dict[str, _CachedContent] = {}
+            self.cache_min_tokens, self.cache_clock = 1024, time.monotonic   # explicit caches: minimum size, clock for expiry
+            self.cache_create_faults: list[int] = []      # statuses the next cachedContents creations answer with, in order
+            self.cached_deleted: list[str] = []
 
     def script(self, *replies):
         "Queue replies for the next generation requests (arrival order); `None` means the default answer."
@@ -379,6 +405,8 @@ class LoopbackServer:
         with self._lock: self.calls.append(call)
         if api == "files":
             resp = await self._files(request, raw, body)
+        elif api == "caches":
+            resp = self._caches(request, body)
         else:
             with self._lock:
                 self.in_flight += 1
@@ -400,6 +428,12 @@ class LoopbackServer:
         if call.api == "gemini":
             missing = self._check_gemini_files(call.json or {})
             if missing: return web.json_response(_error_body("gemini", 400, missing), status=400)
+            name = _get(call.json or {}, "cachedContent")
+            if name:
+                cc = self.cached_contents.get(name)
+                if cc is None or cc.expires <= self.cache_clock():
+                    return web.json_response(_error_body("gemini", 403, "CachedContent not found (or permission denied)"), status=403)
+                call.cached_content = cc
         r = self._choose(call)
         if r is None: r = Reply(text=self.default_text)
         elif isinstance(r, str): r = Reply(text=r)
@@ -444,11 +478,21 @@ class LoopbackServer:
 
     def _answer(self, call: Call, text: str) -> dict:
         "A deterministic successful answer; token counts are derived from the request size (the prompt's, with a prompt cache)."
-        if self.prompt_cache is not None: return self._cached_answer(call, text)
+        if self.prompt_cache is not None: return self._answer_with_context(call, self._cached_answer(call, text))
         n_in = max(1, call.body_size // 4)
         if call.api == "openai": return openai_chat(text, prompt_tokens=n_in, model=call.model or "loopback")
         if call.api == "anthropic": return anthropic_message(text, input_tokens=n_in, model=call.model or "loopback")
-        return gemini_content(text, prompt_tokens=n_in, model=call.model or "loopback")
+        return self._answer_with_context(call, gemini_content(text, prompt_tokens=n_in, model=call.model or "loopback"))
+
+    def _answer_with_context(self, call: Call, js: dict) -> dict:
+        "A Gemini answer's usage with the explicit cache the request named: its tokens in the prompt, reported as cached."
+        cc = call.cached_content
+        if call.api != "gemini" or cc is None or "usageMetadata" not in js: return js
+        um = js["usageMetadata"]
+        um["promptTokenCount"] = um.get("promptTokenCount", 0) + cc.tokens
+        um["totalTokenCount"] = um.get("totalTokenCount", 0) + cc.tokens
+        um["cachedContentTokenCount"] = um.get("cachedContentTokenCount", 0) + cc.tokens
+        return js
 
     def _cached_answer(self, call: Call, text: str) -> dict:
         "The default answer with the usage fields of `self.prompt_cache` (the API's own field names)."
@@ -459,7 +503,9 @@ class LoopbackServer:
             js["usage"]["prompt_tokens_details"] = {"cached_tokens": u["read"], "audio_tokens": 0}
         elif call.api == "anthropic":
             js = anthropic_message(text, input_tokens=u["prompt"] - u["read"] - u["write"], model=call.model or "loopback")
-            js["usage"].update(cache_read_input_tokens=u["read"], cache_creation_input_tokens=u["write"])
+            js["usage"].update(cache_read_input_tokens=u["read"], cache_creation_input_tokens=u["write"],
+                               cache_creation={"ephemeral_5m_input_tokens": u["write"] - u.get("write_1h", 0),
+                                               "ephemeral_1h_input_tokens": u.get("write_1h", 0)})
         else:
             js = gemini_content(text, prompt_tokens=u["prompt"], model=call.model or "loopback")
             if u["read"]: js["usageMetadata"]["cachedContentTokenCount"] = u["read"]
@@ -476,6 +522,45 @@ class LoopbackServer:
                 if f is None: return f"File {name} not found"
                 if f.state != "ACTIVE": return f"The File {name} is not in an ACTIVE state and usage is not allowed."
         return None
+
+    # -- Gemini explicit context caches
+    def expire_cached_contents(self):
+        "Let every explicit cache expire now, as if its ttl had passed (the service then forgets it)."
+        with self._lock: self.cached_contents.clear()
+
+    def _cache_json(self, cc: _CachedContent) -> dict:
+        exp = time.time() + max(0.0, cc.expires - self.cache_clock())
+        return {"name": cc.name, "model": _get(cc.body, "model"), "displayName": _get(cc.body, "displayName"),
+                "createTime": _rfc3339(time.time()), "updateTime": _rfc3339(time.time()), "usageMetadata": {"totalTokenCount": cc.tokens},
+                "expireTime": _rfc3339(exp)}
+
+    def _caches(self, request: web.Request, body) -> web.Response:
+        path, method, now = request.path, request.method, self.cache_clock()
+        if method == "POST" and re.match(r"^/v1\w*/cachedContents$", path):
+            body = body or {}
+            with self._lock: fault = self.cache_create_faults.pop(0) if self.cache_create_faults else None
+            if fault: return web.json_response(_error_body("gemini", fault), status=fault)
+            missing = self._check_gemini_files(body)
+            if missing: return web.json_response(_error_body("gemini", 400, missing), status=400)
+            n = max(1, len(b"".join(b for b, _ in PromptCache.blocks("gemini", body))) // 4)
+            if n < self.cache_min_tokens:
+                return web.json_response(_error_body("gemini", 400, f"Cached content is too small. total_token_count={n}, "
+                                                                    f"min_total_token_count={self.cache_min_tokens}"), status=400)
+            ttl = float(str(_get(body, "ttl") or "3600s").rstrip("s"))
+            cc = _CachedContent(f"cachedContents/loop{next(self._ids)}", body, n, now + ttl)
+            with self._lock: self.cached_contents[cc.name] = cc
+            return web.json_response(self._cache_json(cc))
+        m = re.match(r"^/v1\w*/(cachedContents/[^/]+)$", path)
+        cc = self.cached_contents.get(m.group(1)) if m else None
+        if cc is None or cc.expires <= now:
+            return web.json_response(_error_body("gemini", 404, f"no cached content at {path}"), status=404)
+        if method == "DELETE":
+            with self._lock:
+                del self.cached_contents[cc.name]
+                self.cached_deleted.append(cc.name)
+            return web.json_response({})
+        if method == "PATCH": cc.expires = now + float(str(_get(body or {}, "ttl") or "3600s").rstrip("s"))
+        return web.json_response(self._cache_json(cc))
 
     # -- Gemini Files API
     def _file_json(self, f: _File) -> dict:
@@ -546,7 +631,8 @@ class PromptCache:
     - ``"gemini"`` (implicit caching): the same prefix rule, reported as ``usageMetadata.cachedContentTokenCount``.
     - ``"anthropic"`` (``cache_control`` breakpoints): only a prefix that ends at a block marked ``cache_control`` is
       cached (at least ``min_tokens``); the longest marked prefix already cached is read (``cache_read_input_tokens``),
-      the last marked prefix is written when it is not (``cache_creation_input_tokens``); ``input_tokens`` counts the rest.
+      the last marked prefix is written when it is not (``cache_creation_input_tokens``, split by lifetime in
+      ``cache_creation``); ``input_tokens`` counts the rest. A breakpoint with ``"ttl": "1h"`` lives 3600 s, others ``ttl_s``.
 
     Entries expire ``ttl_s`` seconds after their last use (``clock`` may be replaced to test expiry).
     """
@@ -561,8 +647,9 @@ class PromptCache:
         "The prompt as (bytes, marked with cache_control) blocks, in the order the model reads them."
         js, out = js or {}, []
         def add(b):
-            mark = isinstance(b, dict) and "cache_control" in b
-            if mark: b = {k: v for k, v in b.items() if k != "cache_control"}
+            cc = b.get("cache_control") if isinstance(b, dict) else None
+            mark = (3600.0 if isinstance(cc, dict) and cc.get("ttl") == "1h" else True) if cc is not None else False  # a 1h entry: its ttl
+            if cc is not None: b = {k: v for k, v in b.items() if k != "cache_control"}
             out.append((json.dumps(b, sort_keys=True).encode(), mark))
         if api == "anthropic":
             s = js.get("system")
@@ -599,13 +686,14 @@ class PromptCache:
         h, size, marks = hashlib.sha256(), 0, []
         for b, mark in blocks:
             h.update(b); size += len(b)
-            if mark and size // 4 >= self.min_tokens: marks.append((h.hexdigest(), size // 4))
-        cached = [t for x, t in marks if self._live(x, now)]
+            if mark and size // 4 >= self.min_tokens: marks.append((h.hexdigest(), size // 4, self.ttl_s if mark is True else mark))
+        cached = [t for x, t, _ in marks if self._live(x, now)]
         read = max(cached, default=0)
         write = marks[-1][1] - read if marks and not self._live(marks[-1][0], now) else 0
-        for x, _ in marks:
-            if self._live(x, now) or x == (marks[-1][0] if marks else None): self._seen[x] = now + self.ttl_s
-        return {"prompt": n, "read": read, "write": write}
+        for x, _, ttl in marks:
+            if self._live(x, now) or x == (marks[-1][0] if marks else None): self._seen[x] = now + ttl
+        write_1h = write if write and marks[-1][2] == 3600.0 else 0
+        return {"prompt": n, "read": read, "write": write, "write_1h": write_1h}
 
 
 # ----------------------------------------------------------------------------- in another process

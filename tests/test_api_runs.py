@@ -29,8 +29,8 @@ def test_demo_benchmark_on_api_models_via_the_cli(server, model, tmp_path, monke
     api = "openai" if model.startswith("gpt") else "gemini"
     calls = server.requests(api)
     assert len(calls) == 6 and {c.model for c in calls} == {model}
-    # video items reached the API as frames (images) — four per video question
-    assert any(json.dumps(c.json).count("image/jpeg") >= 4 for c in calls)
+    # video items reached the API as frames (images) — four per video question, in the request or in its explicit context cache
+    assert any(json.dumps(c.json).count("image/jpeg") >= 4 for c in calls + [c for c in server.requests("caches") if c.method == "POST"])
     info = (tmp_path / "api" / "run.json").read_text()
     assert "test-openai-key.not-real" not in info and "test-gemini-key" not in info
 
@@ -151,13 +151,14 @@ def _run_demo(server, model, out, name, *extra):
     return res.stdout, json.loads((out / name / "summary.json").read_text()), preds
 
 
-@pytest.mark.parametrize("model,api", [("gpt-4o", "openai"), ("gemini-2.5-flash", "gemini")])
-def test_automatic_prompt_caching_is_read_billed_and_printed(server, tmp_path, model, api):
+@pytest.mark.parametrize("model,api,extra", [("gpt-4o", "openai", ()), ("gemini-2.5-flash", "gemini", ("--frames", "3"))])
+def test_automatic_prompt_caching_is_read_billed_and_printed(server, tmp_path, model, api, extra):
     "The provider's cached-token counts reach every prediction, summary.json and the printed table, priced by the dated table."
     from vlmlens.models.api import DEFAULT_PRICES
     server.default_text = "The answer is B."
     server.prompt_cache = PromptCache(api)
-    stdout, summary, preds = _run_demo(server, model, tmp_path, "api")
+    stdout, summary, preds = _run_demo(server, model, tmp_path, "api", *extra)   # Gemini: 3 frames (774 tokens), implicit caching
+    assert server.count("caches") == 0
     calls = server.requests(api)
     read = sum(c.cache_usage["read"] for c in calls)
     assert read > 0                                                   # the later questions about a video shared its frames
@@ -257,3 +258,149 @@ def test_more_frames_than_a_provider_takes_per_request_is_refused_up_front(serve
     est = subprocess.run(_cli(*base, "--frames", "600", "--model-kwarg", "max_images=600", "--dry-run"), capture_output=True,
                          text=True, env=env, timeout=300)
     assert est.returncode == 0 and "estimated cost" in est.stdout, est.stderr[-2000:]      # the override is a known option
+
+
+# ----------------------------------------------------------------------------- Gemini explicit context caches, Claude's cache lifetime
+
+_FRAMES = []
+
+
+def _noise_video_request(q, n=16, path="ep.mp4"):
+    "A question about one video of `n` noise frames (the same frames every time, as the frame cache gives them)."
+    from PIL import Image
+    from vlmlens.core import Request, message
+    while len(_FRAMES) < n: _FRAMES.append(Image.effect_noise((96, 96), 60 + len(_FRAMES)).convert("RGB"))
+    frames = _FRAMES[:n]
+    return Request(q, [message("system", "Answer with one letter."),
+                       message("user", {"type": "video", "path": path, "frames": frames, "timestamps": list(range(n))}, q)])
+
+
+def _gemini(server, monkeypatch, **kw):
+    from vlmlens.models.registry import load_backend
+    monkeypatch.setenv("GEMINI_API_KEY", _KEYS["GEMINI_API_KEY"])
+    return load_backend("gemini-2.5-flash", base_url=server.gemini_base_url, cache=False, progress=False, concurrency=1, **kw)
+
+
+def test_gemini_explicit_cache_is_created_once_per_video_read_by_each_question_and_deleted(server, tmp_path):
+    "The demo run on Gemini: one cachedContents per video, every video question names it and sends only its question, caches deleted."
+    import hashlib
+    answer = lambda call: f"The answer is {'ABCD'[hashlib.sha256(call.text.encode()).digest()[0] % 4]}."   # from all the prompt's text
+    server.responder = answer
+    server.cache_min_tokens = 64                                       # the demo's frames are tiny; real frames are 258 tokens each
+    _, on, preds_on = _run_demo(server, "gemini-2.5-flash", tmp_path, "on")
+    creates = [c for c in server.requests("caches") if c.method == "POST"]
+    calls = server.requests("gemini")
+    named = [c for c in calls if (c.json.get("cachedContent") or c.json.get("cached_content"))]
+    videos = {c.cached_content.name for c in named}
+    assert creates and len(videos) == len(creates)                     # one cache per video, none created twice
+    assert all("inlineData" not in json.dumps(c.json) and "inline_data" not in json.dumps(c.json) for c in named)
+    assert all(not (c.json.get("systemInstruction") or c.json.get("system_instruction")) for c in named)
+    assert not server.cached_contents and sorted(server.cached_deleted) == sorted(videos)     # deleted at the end of the run
+    read = sum(c.cached_content.tokens for c in named)
+    written = sum({c.cached_content.name: c.cached_content.tokens for c in named}.values())   # each cache's creation, once
+    o = on["overall"]
+    assert o["cached_input_tokens"] == read and o["cache_write_tokens"] == written
+    assert not any(p["usage"].get("cache_fallback") for p in preds_on)
+    server.reset(); server.responder = answer
+    _, off, preds_off = _run_demo(server, "gemini-2.5-flash", tmp_path, "off", "--model-kwarg", "prompt_cache=false")
+    assert server.count("caches") == 0 and o["cached_input_tokens"] > 0
+    assert sorted((p["sample_id"], p["raw"]) for p in preds_on) == sorted((p["sample_id"], p["raw"]) for p in preds_off)
+    assert len({p["raw"] for p in preds_on}) > 1                        # the answers depend on the text the model was shown
+    assert on["overall"]["accuracy"] == off["overall"]["accuracy"]
+
+
+def test_gemini_explicit_cache_billing_expiry_and_failure_fall_back_to_plain_requests(server, monkeypatch):
+    "Creation billed once as input, reads at the cached rate; an expired cache: asked plainly, recorded, created again; no cache: plain."
+    from vlmlens.models.api import DEFAULT_PRICES
+    price = DEFAULT_PRICES["gemini-2.5-flash"]
+    with _gemini(server, monkeypatch) as b:
+        first, second = b.generate([_noise_video_request("Who?")])[0], b.generate([_noise_video_request("Where?")])[0]
+        [cc] = server.cached_contents.values()
+        server.expire_cached_contents()
+        third = b.generate([_noise_video_request("When?")])[0]           # 403 for the expired cache: the plain request instead
+        fourth = b.generate([_noise_video_request("Why?")])[0]           # a new cache for the video's later questions
+    assert [g.error for g in (first, second, third, fourth)] == [None] * 4 and {g.text for g in (first, third)} == {"A"}
+    assert first.usage["cache_write_tokens"] == cc.tokens and first.usage["cached_input_tokens"] == cc.tokens
+    assert second.usage["cached_input_tokens"] == cc.tokens and "cache_write_tokens" not in second.usage
+    fresh = second.usage["input_tokens"] - cc.tokens
+    assert first.usage["input_tokens"] == second.usage["input_tokens"] + cc.tokens     # the creation is input, billed once
+    assert second.usage["cost_usd"] == pytest.approx((fresh * price["input"] + cc.tokens * price["cached_input"]
+                                                      + second.usage["output_tokens"] * price["output"]) / 1e6)
+    assert first.usage["cost_usd"] == pytest.approx(second.usage["cost_usd"] + cc.tokens * price["input"] / 1e6)
+    assert third.usage.get("cache_fallback") == 1 and "cached_input_tokens" not in third.usage
+    assert third.usage["input_tokens"] > cc.tokens                       # the frames were sent again, in full
+    assert fourth.usage["cache_write_tokens"] == cc.tokens and "cache_fallback" not in fourth.usage
+    assert len([c for c in server.requests("caches") if c.method == "POST"]) == 2 and not server.cached_contents
+    server.reset(); server.cache_min_tokens = 10 ** 9                   # the service refuses to create it: plain, recorded, not an error
+    with _gemini(server, monkeypatch) as b:
+        gens = b.generate([_noise_video_request(q) for q in ("Who?", "Where?", "When?")])
+    assert [g.error for g in gens] == [None] * 3 and all(g.usage.get("cache_fallback") == 1 for g in gens)
+    assert len([c for c in server.requests("caches") if c.method == "POST"]) == 1      # one refused creation, not one per question
+    server.reset(); server.cache_create_faults = [503]                 # a passing fault: the next question creates it
+    with _gemini(server, monkeypatch) as b:
+        first, second = b.generate([_noise_video_request("Who?")])[0], b.generate([_noise_video_request("Where?")])[0]
+    assert first.usage.get("cache_fallback") == 1 and second.usage["cache_write_tokens"] > 0 and "cache_fallback" not in second.usage
+    server.reset()
+    with _gemini(server, monkeypatch, prompt_cache=False) as b: b.generate([_noise_video_request("Who?")])
+    assert server.count("caches") == 0
+
+
+def test_claude_cache_lifetime_is_chosen_from_the_run_pace_and_billed_at_its_rate(server, monkeypatch):
+    "5 minutes at a normal pace; one hour when a video's questions may be more than 4 minutes apart, or when asked; 1h writes at 2× input."
+    from vlmlens.models.api import DEFAULT_PRICES
+    from vlmlens.models.registry import load_backend
+    monkeypatch.setenv("ANTHROPIC_API_KEY", _KEYS["ANTHROPIC_API_KEY"])
+    now = [0.0]
+    price = DEFAULT_PRICES["claude-sonnet-4"]
+    ttls = lambda: [b["cache_control"]["ttl"] for c in server.requests("anthropic") for m in c.json["messages"]
+                    for b in m["content"] if "cache_control" in b]
+    runs = {}
+    for label, kw in (("pace", {}), ("slow", {"window": 100}), ("asked", {"cache_ttl": "1h"})):
+        server.reset(); server.prompt_cache = PromptCache("anthropic", clock=lambda: now[0])
+        with load_backend("claude-sonnet-4", base_url=server.anthropic_base_url, cache=False, progress=False, concurrency=1, **kw) as b:
+            first = b.generate([_noise_video_request("Who?")])[0]
+            now[0] += 301                                                 # past the 5-minute lifetime
+            later = b.generate([_noise_video_request("Where?")])[0]
+        runs[label] = (ttls(), first, later)
+    assert runs["pace"][0] == ["5m", "5m"] and runs["slow"][0] == ["1h", "1h"] and runs["asked"][0] == ["1h", "1h"]
+    assert all(c.headers.get("anthropic-beta") == "extended-cache-ttl-2025-04-11" for c in server.requests("anthropic"))  # the 1h runs
+    _, first, later = runs["pace"]
+    assert "cached_input_tokens" not in later.usage and later.usage["cache_write_tokens"] == first.usage["cache_write_tokens"]
+    for label in ("slow", "asked"):
+        _, first, later = runs[label]
+        n = first.usage["cache_write_tokens"]
+        assert first.usage["cache_write_1h_tokens"] == n and later.usage["cached_input_tokens"] == n     # the 1h entry outlived 5 min
+        fresh = first.usage["input_tokens"] - n
+        assert first.usage["cost_usd"] == pytest.approx((fresh * price["input"] + n * price["cache_write_1h"]
+                                                         + first.usage["output_tokens"] * price["output"]) / 1e6)
+
+
+def test_a_request_over_the_providers_size_limit_is_scaled_down_and_recorded_not_a_413(server, monkeypatch):
+    "Claude takes 32 MB a request (here a 60 kB stand-in): frames that would exceed it are sent smaller, the item says so, nothing fails."
+    from loopback import Reply
+    from vlmlens.models.registry import load_backend
+    monkeypatch.setenv("ANTHROPIC_API_KEY", _KEYS["ANTHROPIC_API_KEY"])
+    limit = 60_000
+    server.responder = lambda call: Reply(413, json={"_message": "request_too_large"}) if call.body_size > limit else None
+    with load_backend("claude-sonnet-4", base_url=server.anthropic_base_url, cache=False, progress=False, max_request_mb=limit / 1e6) as b:
+        small, big = b.generate([_noise_video_request("Who?", n=2), _noise_video_request("Where?", n=16)])
+    assert (small.error, big.error) == (None, None) and big.text == "A"
+    assert big.usage.get("downsampled") is True and "downsampled" not in small.usage
+    assert all(c.body_size <= limit and c.status == 200 for c in server.requests("anthropic"))
+    with load_backend("claude-sonnet-4", base_url=server.anthropic_base_url, cache=False, progress=False, max_request_mb=1e-3) as b:
+        [g] = b.generate([_noise_video_request("Who?", n=16)])
+    assert g.error.startswith("request:") and "even with its images at 1/8 size" in g.error and len(server.requests("anthropic")) == 2
+
+
+def test_more_frames_than_gemini_takes_inline_is_refused_up_front_unless_the_video_goes_native(server, tmp_path):
+    "Gemini takes 3,600 inline images a request: --frames 4000 as frames is one line, exit 2; as native video it is fine."
+    out = tmp_path / "outputs"
+    base = ["run", "--benchmark", "demo", "--model", "gemini-2.5-flash", "--language", "en", "--limit", "2", "--output-root", str(out),
+            "--model-kwarg", f"base_url={server.gemini_base_url}", "--frames", "4000"]
+    res = subprocess.run(_cli(*base), capture_output=True, text=True, env=_env(**_KEYS), timeout=300)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    assert res.stderr.strip().splitlines()[-1].startswith("vlmlens: error: gemini-2.5-flash takes at most 3600 image(s) per request")
+    assert server.count() == 0 and not out.exists()
+    est = subprocess.run(_cli(*base, "--model-kwarg", "video=native", "--dry-run"), capture_output=True, text=True, env=_env(**_KEYS),
+                         timeout=300)
+    assert est.returncode == 0, est.stderr[-2000:]

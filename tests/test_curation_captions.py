@@ -132,3 +132,22 @@ def test_text_filter_models_of_two_providers_configured_separately(server, data,
     gem = [c for c in server.requests("gemini") if "Provide the Correct Option Number Only" in c.text]
     oai = [c for c in server.requests("openai") if "Provide the Correct Option Number Only" in c.text]
     assert len(gem) == 4 and len(oai) == 4                                       # each provider asked every item once
+
+
+def test_a_generator_option_that_changes_the_output_starts_a_new_step(server, data, tmp_path, monkeypatch):
+    "Another image detail (or server) is another step, asked again; a transport option (cache, retries) resumes the same one."
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    server.responder = generator
+    caps, _ = load_captions(data)
+    kw = {"base_url": server.openai_base_url, "cache": False}
+    a = generate_mcqs(caps, tmp_path / "b", "gpt-4.1", generator_kwargs=kw)
+    n = len(server.requests("openai"))
+    assert generate_mcqs(caps, tmp_path / "b", "gpt-4.1", generator_kwargs={**kw, "max_attempts": 2}).dir == a.dir
+    assert len(server.requests("openai")) == n                                                  # resumed: nothing asked
+    b = generate_mcqs(caps, tmp_path / "b", "gpt-4.1", generator_kwargs={**kw, "detail": "low"})
+    assert b.dir != a.dir and len(server.requests("openai")) == 2 * n and b.inputs["generator_options"]["detail"] == "low"
+    two = ["gpt-4.1", f"openai-compatible:filter2@{server.openai_base_url}"]
+    f1 = text_only_filter(a, tmp_path / "b", two, model_kwargs=kw)
+    f2 = text_only_filter(a, tmp_path / "b", two, model_kwargs=kw, per_model={two[1]: {"detail": "low"}})
+    assert f1.dir != f2.dir and f2.inputs["model_options"][two[1]]["detail"] == "low"

@@ -36,6 +36,23 @@ def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys):
         assert len(err) == 1 and err[0].startswith("vlmlens curate: error: "), (c, err)
 
 
+def test_a_model_option_for_a_model_not_filtering_is_refused_before_anything_is_written(tmp_path, capsys):
+    "`--model-kwarg MODEL:KEY=VALUE` naming no model of `--models` (a typo) would configure nothing: refused, one line, no file."
+    st = Step(tmp_path / "b", "generate", {})
+    st.process([("v", None)], lambda _, w: w.accept("q0", {"video_id": "v", "skill_name": "global_appearance", "question": "Q?",
+                                                           "options": ["a", "b"], "answer_idx": 0}))
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    for c in (("filter", "--from", "generate", "--out", str(tmp_path / "b"), "--models", "gpt-4o,gemini-2.0-flash", "--model-kwarg", "gpt4o:cache=false"),
+              ("filter", "--from", "generate", "--out", str(tmp_path / "b"), "--kinds", "knowledge,audio"),
+              ("text-filter", "--from", str(st.dir), "--out", str(tmp_path / "b"), "--models", "gpt-4.1,gemini-2.5-flash",
+               "--model-kwarg", "gemini-2.5:cache=false")):
+        assert run(*c) == 2, c
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"vlmlens curate{' text-filter' if c[0] == 'text-filter' else ''}: error: "), (c, err)
+        assert "is not one of --models" in err[0] or "unknown filter(s) ['audio']" in err[0]
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
 def test_status_and_dedup_from_a_step_name(tmp_path, capsys):
     st = Step(tmp_path, "generate", {})
     st.process([("v", None)], lambda _, w: [w.accept(f"q{k}", {"video_id": "v", "skill_name": "summarization", "question": q})
@@ -71,16 +88,37 @@ def test_a_step_whose_every_call_failed_raises_after_saving(server, tmp_path, mo
     argv = ["generate", "--sources", str(tmp_path / "src" / "sources.jsonl"), "--out", str(tmp_path / "b"), "--generator", "gpt-4o",
             "--skills", "deep_context_understanding", "--model-kwarg", f"base_url={server.openai_base_url}", "--model-kwarg", "max_attempts=1",
             "--model-kwarg", "cache=false"]
-    with pytest.warns(UserWarning), pytest.raises(NothingAnswered) as e: run(*argv)     # what the curation dispatch raises
+    with pytest.raises(NothingAnswered) as e: run(*argv)                                # what the curation dispatch raises
     assert e.value.exit_code == 3 and "nothing answered (" in str(e.value) and "invalid api key" in str(e.value)
     saved = json.loads(next((tmp_path / "b").glob("generate-*/summary.json")).read_text())
     assert saved["n_items"] == 0 and saved["n_failed"] >= 1                         # the step and its summary are saved
     assert "generate: 0 items" in capsys.readouterr().out
     from vlmlens.cli import main                                                     # and what `vlmlens curate ...` exits with
-    with pytest.warns(UserWarning): assert main(["curate", *argv]) == 3
+    assert main(["curate", *argv]) == 3
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and err[-1].startswith("vlmlens: error: curate generate") and "invalid api key" in err[-1]   # the unit line, then one line
-    with pytest.warns(UserWarning): assert main(["curate", *argv, "--allow-failures"]) == 0
+    assert len(err) == 1 and err[0].startswith("vlmlens: error: curate generate") and "invalid api key" in err[0]    # one line
+    assert main(["curate", *argv, "--allow-failures"]) == 0
+
+
+def test_a_partly_failed_step_exits_1_and_names_the_failed_units_on_one_line(server, tmp_path, monkeypatch, capsys):
+    "The first generator call fails: the other episodes' items are kept, the command exits 1 and one stderr line counts the failure."
+    from loopback import server_error
+    from test_curation_generate import gpt4o_like
+    from vlmlens.cli import main
+    from vlmlens.curation.generate import write_demo_sources
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
+    server.responder = gpt4o_like
+    server.script(server_error(500))
+    write_demo_sources(tmp_path / "src")
+    argv = ["generate", "--sources", str(tmp_path / "src" / "sources.jsonl"), "--out", str(tmp_path / "b"), "--generator", "gpt-4o",
+            "--skills", "deep_context_understanding,linking_multiple_events", "--model-kwarg", f"base_url={server.openai_base_url}", "--model-kwarg", "max_attempts=1",
+            "--model-kwarg", "cache=false"]
+    assert main(["curate", *argv]) == 1
+    out, err = capsys.readouterr()
+    assert "generate: " in out and not out.startswith("generate: 0 items")
+    err = err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("1 unit(s) failed; rerun the same command to retry them (e.g. ") and "500" in err[0], err
+    assert main(["curate", *argv]) == 0 and capsys.readouterr().err == ""                  # the rerun retries it
 
 
 def test_dedup_command_flags_and_prints_the_answer_balance(tmp_path, capsys):

@@ -91,3 +91,26 @@ def test_a_release_naming_videos_that_are_not_there_says_so(tmp_path, capsys):
     assert run("release", "--from", "appearance_qa", "--out", str(tmp_path / "b"), "--release", str(tmp_path / "rel"), "--split-rule", "test") == 0
     err = capsys.readouterr().err
     assert "1 row(s) name a video that is not here (e.g. /bbt/season_1/episode_1.mp4" in err
+
+
+def test_verify_leaves_summarization_unsampled_as_in_b6_unless_asked(tmp_path, capsys):
+    "App. B.6: summarization is not human-verified; `--include-summarization` samples it, and an invalid one is removed."
+    import argparse
+    from vlmlens.curation import cli as ccli
+    st = _step(tmp_path)
+    p = argparse.ArgumentParser(prog="vlmlens"); ccli.add_parser(p.add_subparsers(dest="command"))
+    run = lambda *a: ccli.main(p.parse_args(["curate", "verify", "--from", "filter", "--out", str(tmp_path / "b"), "--verdicts", str(tmp_path / "v.jsonl"), *a]))
+    summ = [it for it in curation.review_sample(st, skip_skills=()) if it["stratum"] == "summarization"]
+    assert len(summ) == 2
+    log = VerdictLog(tmp_path / "v.jsonl")
+    for it in curation.review_sample(st, skip_skills=()): log.append(it["id"], "alice", "invalid" if it["id"] == summ[0]["id"] else "valid")
+    status = lambda vs: {r["id"]: r["item"]["verification"]["status"] for r in vs.items()}
+    assert run() == 0
+    from vlmlens.curation.store import list_steps, open_step
+    verify = lambda skip: next(st for st in (open_step(r["dir"]) for r in list_steps(tmp_path / "b") if r.get("step") == "verify")
+                               if st.inputs["skip"] == skip)
+    vs = verify(["summarization"])
+    assert status(vs)[summ[0]["id"]] == "unverified" and vs.rejected() == []           # the paper's rule: not sampled
+    assert run("--include-summarization") == 0
+    vs = verify([])
+    assert [r["id"] for r in vs.rejected()] == [summ[0]["id"]] and status(vs)[summ[1]["id"]] == "verified"

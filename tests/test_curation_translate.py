@@ -261,3 +261,53 @@ def test_indictrans2_without_a_server_url_is_named_before_any_work(mt, english, 
     assert main(["curate", "translate", "--records", str(tmp_path / "en.jsonl"), "--engine", "indictrans", "--target", "te",
                  "--out", str(tmp_path / "b")]) == 0
     assert len(mt.requests("indictrans")) == 2
+
+
+def test_an_indictrans2_option_that_changes_the_output_starts_a_new_step(mt, english, tmp_path, capsys):
+    "Rerun with other language ids: a new step with the server's FLORES-200 answers, not the ISO step resumed; the same options reuse."
+    from vlmlens.cli import main
+    from vlmlens.curation.store import list_steps
+    (tmp_path / "en.jsonl").write_text("".join(json.dumps(r) + "\n" for r in english[:2]))
+    cmd = lambda *o: main(["curate", "translate", "--records", str(tmp_path / "en.jsonl"), "--engine", "indictrans", "--target", "te",
+                           "--out", str(tmp_path / "b"), "--engine-option", f"endpoint_url={mt.url}", *o])
+    steps = lambda: sorted(r["dir"] for r in list_steps(tmp_path / "b") if r.get("step") == "translate_te")
+    sent = lambda: [c.json["inputs"][1]["data"][0][0] for c in mt.requests("indictrans")]
+    assert cmd() == 0 and len(steps()) == 1 and sent() == ["en", "en"]
+    assert cmd("--engine-option", "concurrency=2") == 0 and len(steps()) == 1 and len(sent()) == 2   # transport only: resumed
+    assert cmd("--engine-option", "lang_codes=flores") == 0
+    assert len(steps()) == 2 and sent() == ["en", "en", "eng_Latn", "eng_Latn"]                         # a new step, asked again
+    assert cmd("--engine-option", "lang_codes=flores") == 0 and len(steps()) == 2 and len(sent()) == 4
+
+
+def test_compare_engines_with_an_engine_that_translates_nothing(mt, english, tmp_path, capsys):
+    "AWS rejects the key: Azure is still compared (exit 1, one line naming AWS); with AWS alone nothing was compared (exit 3)."
+    from vlmlens.cli import main
+    (tmp_path / "en.jsonl").write_text("".join(json.dumps(r) + "\n" for r in english[:4]))
+    mt.responder = lambda call: Reply(403, headers={}) if call.api == "aws" else None
+    cmd = lambda engines, out: main(["curate", "compare-engines", "--records", str(tmp_path / "en.jsonl"), "--target", "hi",
+                                     "--engines", engines, "--n", "4", "--out", str(tmp_path / out),
+                                     *[o for e in engines.split(",") for o in ("--engine-option", f"{e}:endpoint_url={mt.url}",
+                                                                               "--engine-option", f"{e}:max_attempts=1")]])
+    assert cmd("aws,azure", "b") == 1
+    out, err = capsys.readouterr()
+    rows = {r["engine"]: r for r in json.loads((tmp_path / "b" / "compare_hi.json").read_text())}
+    assert rows["aws"]["n_items"] == 0 and rows["aws"]["chrf_0_100"] is None and rows["azure"]["n_items"] == 4
+    assert rows["azure"]["chrf_0_100"] is not None
+    err = err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("engine aws: 4 item(s) failed (most common: engine aws: client_error: aws: HTTP 403"), err
+    assert cmd("aws", "c") == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("vlmlens: error: curate translate_hi") and "HTTP 403" in err[0], err
+
+
+def test_compare_engines_names_a_missing_engine_library_before_any_call(mt, english, tmp_path, capsys, monkeypatch):
+    "The second engine's SDK is missing: refused before the first engine is asked anything, nothing written."
+    from vlmlens.cli import main
+    from vlmlens.curation import translate as tr
+    monkeypatch.setitem(tr.SDKS, "google", ("no_such_sdk_module", "google-cloud-translate"))
+    (tmp_path / "en.jsonl").write_text("".join(json.dumps(r) + "\n" for r in english[:4]))
+    assert main(["curate", "compare-engines", "--records", str(tmp_path / "en.jsonl"), "--target", "hi", "--engines", "azure,google",
+                 "--n", "4", "--out", str(tmp_path / "b"), "--engine-option", f"azure:endpoint_url={mt.url}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'vlmlens[curation]' (or pip install google-cloud-translate)" in err[0], err
+    assert mt.calls == [] and not (tmp_path / "b").exists()

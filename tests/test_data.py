@@ -227,3 +227,160 @@ def test_an_infinibench_run_without_data_path_reads_the_fetched_split(tmp_path, 
     assert info["config"]["data_path"].endswith("infinibench/test/test.csv")
     assert info["dataset"]["revision"] == hub.commit and info["dataset"]["split"] == "test"
     assert json.loads((tmp_path / "out" / "ib" / "summary.json").read_text())["overall"]["n"] == 3
+
+
+def _srt(cues):
+    "Real-shaped SubRip text (CRLF, numbered, two-line cues) of [(start_s, end_s, text)]."
+    def ts(t):
+        ms = round(t * 1000)
+        return f"{ms // 3600000:02d}:{ms // 60000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
+    return "\r\n".join(f"{i}\r\n{ts(a)} --> {ts(b)}\r\n{t}\r\n" for i, (a, b, t) in enumerate(cues, 1))
+
+
+def _tvqa_copy(root: Path) -> dict:
+    """A TVQA copy as TVQA distributes it: frames_hq/<show>_frames/<clip>/NNNNN.jpg (3 fps) for bbt, clip videos
+    <show>_frames/<clip>.mp4 (PyAV, 10 and 5 fps) for friends, and tvqa_subtitles/<clip>.srt for every clip."""
+    from PIL import Image
+    from vlmlens import media
+    frames, subs, code = root / "frames_hq", root / "tvqa_subtitles", iter(range(10_000))
+    subs.mkdir(parents=True)
+    clips = {"bbt_s01e01": [("s01e01_seg02_clip_00", 3), ("s01e01_seg01_clip_01", 2), ("s01e01_seg01_clip_00", 4)],
+             "friends_s02e03": [("friends_s02e03_seg02_clip_00", (5, 4)), ("friends_s02e03_seg01_clip_00", (10, 12)),
+                                ("friends_s02e03_seg01_clip_01", (10, 7))],
+             "friends_s02e04": [("friends_s02e04_seg01_clip_00", (10, 5)), ("friends_s02e04_seg01_clip_01", None)]}
+    codes = {}
+    for ep, cs in clips.items():
+        for name, spec in sorted(cs, key=lambda c: c[0].replace("friends_", "")):      # codes in playing order
+            if spec is None: pass                                                       # the copy lacks this clip
+            elif isinstance(spec, int):
+                (frames / "bbt_frames" / name).mkdir(parents=True)
+                codes[name] = [next(code) for _ in range(spec)]
+                for i, c in enumerate(codes[name]): Image.fromarray(media.frame_code_image(c)).save(frames / "bbt_frames" / name / f"{i + 1:05d}.jpg", quality=95)
+            else:
+                fps, n = spec
+                codes[name] = [next(code) for _ in range(n)]
+                media.write_video(frames / "friends_frames" / f"{name}.mp4", [media.frame_code_image(c) for c in codes[name]], fps=fps)
+            (subs / f"{name}.srt").write_text(_srt([(0.1, 0.35, f"({name[-7:]}:) first line\nsecond line"), (0.4, 0.6, "Bye.")]))
+    return {"frames": frames, "subs": subs, "codes": codes}
+
+
+def _infinibench_episode_rows(root: Path) -> Path:
+    (root / "test").mkdir(parents=True)
+    eps = ["/bbt/season_1/episode_1", "/friends/season_2/episode_3", "/friends/season_2/episode_4", "/met/season_1/episode_1"]
+    rows = [{"question_id": f"q{i}", "skill_name": "character_actions", "split": "test", "video_path_mp4": f"{e}.mp4",
+             "video_subtitles": f"{e}.srt", "question": "What happens first?", "options": "['a', 'b', 'c', 'd']",
+             "answer_idx": "", "answer": ""} for i, e in enumerate(eps)]
+    with open(root / "test" / "test.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, COLUMNS); w.writeheader(); w.writerows(rows)
+    return root
+
+
+def test_prepare_joins_a_tvqa_copy_into_the_episodes_the_infinibench_loader_reads(tmp_path, env, monkeypatch):
+    import av
+    from vlmlens import media
+    from vlmlens.benchmarks.base import get_benchmark
+    from vlmlens.core import RunConfig
+    tv = _tvqa_copy(tmp_path / "tvqa")
+    with HubServer(_infinibench_episode_rows(tmp_path / "repo"), REPO) as hub:
+        assert _cli(["get", "infinibench", "--no-progress"], {**env, "HF_ENDPOINT": hub.url}).returncode == 0
+    args = ["prepare", "infinibench", "--tvqa-clips", str(tv["frames"]), "--tvqa-subtitles", str(tv["subs"]), "--no-progress"]
+    out = _cli(args, env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "2 episodes written" in out.stdout
+    assert "friends/season_2/episode_4" in out.stderr and "friends_s02e04_seg01_clip_01 is missing" in out.stderr
+    assert "met/season_1/episode_1" in out.stderr                                  # named by the rows, absent from the copy
+    split = tmp_path / "data" / "infinibench" / "test"
+    report = json.loads((split / "prepare_report.json").read_text())
+    assert sorted(report["failed"]) == ["friends/season_2/episode_4", "met/season_1/episode_1"]
+    assert not (split / "friends" / "season_2" / "episode_4.mp4").exists()
+
+    for ep, names in {"bbt/season_1/episode_1": ["s01e01_seg01_clip_00", "s01e01_seg01_clip_01", "s01e01_seg02_clip_00"],
+                      "friends/season_2/episode_3": ["friends_s02e03_seg01_clip_00", "friends_s02e03_seg01_clip_01", "friends_s02e03_seg02_clip_00"]}.items():
+        video = split / f"{ep}.mp4"
+        durs = [len(tv["codes"][n]) / 3 if ep.startswith("bbt") else media.probe(tv["frames"] / "friends_frames" / f"{n}.mp4")["duration_s"] for n in names]
+        assert abs(media.probe(video)["duration_s"] - sum(durs)) < 0.01, (ep, durs)            # the summed duration
+        with av.open(str(video)) as c: got = [media.read_frame_code(f.to_ndarray(format="rgb24")) for f in c.decode(video=0)]
+        assert got == [x for n in names for x in tv["codes"][n]]                                  # every frame, clips in order
+        offsets = [sum(durs[:i]) for i in range(len(durs))]
+        cues = media.read_subtitles(video.with_suffix(".srt"))
+        want = [(o + a, o + b) for o in offsets for a, b in ((0.1, 0.35), (0.4, 0.6))]
+        assert [t for c in cues for t in (c.start_s, c.end_s)] == pytest.approx([t for w in want for t in w], abs=0.0015)
+        assert cues[2].text == f"({names[1][-7:]}:) first line\nsecond line"
+
+    lock = json.loads((tmp_path / "data" / "infinibench" / "data.lock.json").read_text())
+    assert "test/bbt/season_1/episode_1.mp4" in lock["files"] and "test/prepare_report.json" not in lock["files"]
+    assert _cli(["verify", "infinibench"], env).returncode == 0
+    monkeypatch.setenv("VLMLENS_DATA", str(tmp_path / "data"))
+    cfg = RunConfig(benchmark="infinibench", model="gpt-4o", modality="video+subtitles", data_path=str(split / "test.csv"))
+    samples, errors = get_benchmark("infinibench").load(cfg)
+    assert sorted(s.metadata["video_path_mp4"] for s in samples) == ["/bbt/season_1/episode_1.mp4", "/friends/season_2/episode_3.mp4"]
+    assert all(Path(s.media[0].path).is_file() and Path(s.subtitles).is_file() for s in samples)
+    assert len(errors) == 2                                                                     # the two episodes not written
+    again = _cli(args, env, timeout=300)
+    assert again.returncode == 0 and "0 episodes written, 2 kept" in again.stdout, again.stdout + again.stderr
+
+
+def test_prepare_minerva_maps_the_fetched_videos_and_lists_the_missing_ones(tmp_path, env, monkeypatch):
+    from vlmlens.benchmarks.base import get_benchmark
+    from vlmlens.core import RunConfig
+    ids = ["dQw4w9WgXcQ", "9bZkp7q19f0", "kJQP7kiw5Fk"]
+    _minerva(tmp_path / "files", ids)
+    rows = json.loads((tmp_path / "files" / "minerva.json").read_text())
+    rows[0]["video_id"] = f"https://www.youtube.com/watch?v={ids[0]}"                # the release writes YouTube URLs
+    (tmp_path / "files" / "minerva.json").write_text(json.dumps(rows))
+    with HubServer(tmp_path / "empty", REPO, files_root=tmp_path / "files") as srv:
+        srv.missing.add(f"videos/{ids[2]}.mp4")
+        e = {**env, "VLMLENS_MINERVA_URL": f"{srv.url}/files/minerva.json", "VLMLENS_YOUTUBE_URL": f"{srv.url}/files/videos/{{id}}.mp4"}
+        assert _cli(["get", "minerva", "--videos", "--accept-license", "--no-progress"], e, timeout=300).returncode == 0
+    out = _cli(["prepare", "minerva"], env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    folder = tmp_path / "data" / "minerva"
+    assert f"2 videos in {folder / 'video_map.csv'}" in out.stdout and "video_map=" in out.stdout
+    assert f"video {ids[2]} missing" in out.stderr and "404" in out.stderr                # the reason get recorded
+    with open(folder / "video_map.csv", newline="") as f:
+        assert {r["video_id"]: r["path"] for r in csv.DictReader(f)} == {v: f"videos/{v}.mp4" for v in ids[:2]}
+    assert _cli(["verify", "minerva"], env).returncode == 0                               # the map is not release data
+
+    monkeypatch.setenv("VLMLENS_DATA", str(tmp_path / "data"))
+    cfg = RunConfig(benchmark="minerva", model="gpt-4o", modality="video", data_path=str(folder / "minerva.json"),
+                    benchmark_kwargs={"video_map": str(folder / "video_map.csv")})
+    samples, errors = get_benchmark("minerva").load(cfg)
+    assert sorted(Path(s.media[0].path).name for s in samples) == sorted(f"{v}.mp4" for v in ids[:2])
+    assert len(errors) == 1 and ids[2] in str(errors[0])
+
+    mine = tmp_path / "my downloads"; mine.mkdir()
+    for i, v in enumerate(ids): (mine / f"Match {i} [{v}].webm").write_bytes(b"\x1aE\xdf\xa3" + os.urandom(512))   # yt-dlp's default names
+    out = _cli(["prepare", "minerva", "--videos", str(mine)], env)
+    assert out.returncode == 0 and "3 videos in" in out.stdout and "missing" not in out.stderr, out.stderr
+    samples, errors = get_benchmark("minerva").load(cfg)
+    assert not errors and sorted(Path(s.media[0].path).parent for s in samples) == [mine] * 3
+
+
+def test_a_run_on_the_default_release_and_one_naming_the_same_file_are_one_run(tmp_path, env, server):
+    server.reset(); server.default_text = "Answer: B"
+    _minerva(tmp_path / "files", ["dQw4w9WgXcQ", "9bZkp7q19f0"])
+    with HubServer(tmp_path / "empty", REPO, files_root=tmp_path / "files") as srv:
+        assert _cli(["get", "minerva", "--no-progress"], {**env, "VLMLENS_MINERVA_URL": f"{srv.url}/files/minerva.json"}).returncode == 0
+    (tmp_path / "link").symlink_to(tmp_path / "data")
+    e = {**env, "OPENAI_API_KEY": "test-openai-key.not-real.000000000000"}
+
+    def run(i, *data_path):
+        return subprocess.run(
+            [sys.executable, "-m", "vlmlens", "run", "--benchmark", "minerva", "--model", "gpt-4o", "--modality", "text",
+             "--output-root", str(tmp_path / "out"), "--no-progress", *data_path,
+             "--model-kwarg", f"base_url={server.openai_base_url}", "--model-kwarg", f"cache={tmp_path}/c{i}.sqlite"],
+            env=e, capture_output=True, text=True, timeout=300, cwd=tmp_path / "data")
+
+    out = run(0)                                                       # no --data-path: the fetched release
+    assert out.returncode == 0, out.stderr[-2000:]
+    asked = server.count("openai")
+    assert asked == 2
+    for i, spelling in enumerate(("minerva/minerva.json", str(tmp_path / "link" / "minerva" / "minerva.json"),
+                                  str(tmp_path / "data" / "minerva" / "minerva.json")), 1):
+        out = run(i, "--data-path", spelling)                          # the same file, spelled three ways
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert server.count("openai") == asked, spelling               # resumed: nothing asked again
+    runs = list((tmp_path / "out").iterdir())
+    assert len(runs) == 1, [p.name for p in runs]
+    info = json.loads((runs[0] / "run.json").read_text())
+    assert info["config"]["data_path"] == str((tmp_path / "data" / "minerva" / "minerva.json").resolve())

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from vlmlens.benchmarks import hintel as H
+from vlmlens.tables import hintel as T
 from vlmlens.core import RunConfig
 from vlmlens.runner import run, select_samples
 from vlmlens.store import RunSet
@@ -142,16 +143,16 @@ def test_loopback_sweep_exercises_every_scoring_path_and_the_report_renders(serv
             assert all(0 <= g[k] <= 1 for k in ("accuracy", "em_accuracy", "invalid_rate", "error_rate") if g.get(k) is not None)
 
     # tables from the run reader: Table 4 is Hindi, Table 3 Telugu; Ours is the mean of the five subset cells
-    t4, t3 = H.table4(runs), H.table3(runs)
+    t4, t3 = T.table4(runs), T.table3(runs)
     assert ("Ours-H", "Hi") in t4.columns and ("Ours-T", "Tel") in t3.columns and ("JEE-T", "Tel") in t3.columns
     row = t4.iloc[0]
     assert row[("Ours-H", "Hi")] == pytest.approx(sum(row[(H.SUBSET_NAMES[s], "Hi")] for s in H.OURS["hi"]) / 5)
     assert 0 <= t4.min().min() and t4.max().max() <= 1
-    paired = H.paired_regression(runs, n_resamples=500)
+    paired = T.paired_regression(runs, n_resamples=500)
     rw = paired[(paired.subset == "realworldqa") & (paired.indic == "hi") & (paired.strategy == "standard")]
     assert len(rw) == 1 and rw.iloc[0]["n_pairs"] == 6 and not pd.isna(rw.iloc[0]["mcnemar_p"])
-    assert H.strategy_table(runs, scores.cfg_model.iloc[0]).shape[0] == 3
-    assert H.jee_rule_report(runs).n_english_reasoning.sum() > 0
+    assert T.strategy_table(runs, scores.cfg_model.iloc[0]).shape[0] == 3
+    assert T.jee_rule_report(runs).n_english_reasoning.sum() > 0
 
     # the report notebook renders every table and plot from these outputs
     pm = pytest.importorskip("papermill")
@@ -170,10 +171,10 @@ def test_loopback_sweep_exercises_every_scoring_path_and_the_report_renders(serv
     server.responder = lambda call: "Visual perception failure." if call.model == "labeller" else None
     sheet = pd.read_csv(out / "failures.csv", dtype=str, keep_default_na=False)
     assert len(sheet) > 0 and (sheet.category == "").all()
-    counts = H.prelabel_failures(out / "failures.csv", f"openai-compatible:labeller@{server.openai_base_url}", progress=False,
+    counts = T.prelabel_failures(out / "failures.csv", f"openai-compatible:labeller@{server.openai_base_url}", progress=False,
                                  cache=str(tmp_path / "label-cache.sqlite"))
     assert counts == {"n_rows": len(sheet), "n_prelabelled": len(sheet), "n_unparsed": 0}
-    t6 = H.failure_table(out / "failures.csv")
+    t6 = T.failure_table(out / "failures.csv")
     assert (t6["Visual Perception Failure"] == 1.0).all() and t6["n_labelled"].sum() == len(sheet)
     assert set(pd.read_csv(out / "failures.csv", dtype=str).category_source) == {"llm"}
 
@@ -323,13 +324,13 @@ def test_table3_is_telugu_and_rebuilds_from_runs_of_printed_cells():
         rows = [{"cfg_benchmark": "hintel", "cfg_model": m, "cfg_strategy": "standard", "subset": s, "language": l, "error": None,
                  "valid": True, "score": paper.loc[m, (H.SUBSET_NAMES[s], H.LANG_LABEL[l])]}
                 for m in paper.index if m != "Model Mean" for s in H.OURS[lang] for l in (lang, "en")]
-        t = H.lang_table(pd.DataFrame(rows), lang)
+        t = T.lang_table(pd.DataFrame(rows), lang)
         for m in t.index.drop("Model Mean"):
             for k, l in enumerate((lang, "en")):
                 if (number, m, k) in ERRATA: continue
                 col = (H.OURS_NAMES[lang], H.LANG_LABEL[l])
                 assert Decimal(str(t.loc[m, col] * 100)).quantize(Decimal("0.01"), "ROUND_HALF_UP") == Decimal(str(round(paper.loc[m, col] * 100, 2))).quantize(Decimal("0.01"))
-    t3 = H.table3(pd.DataFrame(rows[:0], columns=["cfg_model", "cfg_strategy", "subset", "language", "score"]))
+    t3 = T.table3(pd.DataFrame(rows[:0], columns=["cfg_model", "cfg_strategy", "subset", "language", "score"]))
     assert t3.empty
     mean_ours_te = H.ours_from_cells([H.PAPER_TABLES[3][m].split()[10] for m in H.PAPER_TABLES[3] if m != "Model Mean"])
     assert mean_ours_te == Decimal(H.PAPER_TABLES[3]["Model Mean"].split()[10])           # 59.13

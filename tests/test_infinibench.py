@@ -24,6 +24,7 @@ import pytest
 
 from loopback import LoopbackServer, client_error
 from vlmlens.benchmarks import infinibench as ib
+from vlmlens.tables import infinibench as T
 from vlmlens.core import RunConfig
 from vlmlens.runner import rejudge, run, score_files
 
@@ -563,7 +564,7 @@ def test_report_notebook_renders_tables_and_plots(runs, server, tmp_path, repo_r
     out, res = runs
     with ib.InfiniBenchJudge(f"openai-compatible:judge2@{server.openai_base_url}") as j2:
         rejudge(out / "syn-video", [j2], progress=False)
-    table, agree = ib.judge_robustness(out / "syn-video")
+    table, agree = T.judge_robustness(out / "syn-video")
     assert len(table) == 2 and agree["judges"] and agree["pairwise"][0]["n"] >= 3
     rep = tmp_path / "report"
     pm.execute_notebook(str(repo_root / "evalnb" / "report_infinibench.ipynb"), str(tmp_path / "report.ipynb"),
@@ -572,7 +573,7 @@ def test_report_notebook_renders_tables_and_plots(runs, server, tmp_path, repo_r
     t3 = (rep / "tables" / "table3.md").read_text(encoding="utf-8")
     assert "| Random |" in t3 and all(c in t3 for c in ("Acc %", "Score /10", "Overall /100", "Global Appearance"))
     body = [l for l in t3.splitlines() if l.startswith("| ") and not l.startswith("|  | run") and not l.startswith("| run")]
-    assert len(body) == len(ib.collect_runs(out)) + 1 and len(set(body)) == len(body)
+    assert len(body) == len(T.collect_runs(out)) + 1 and len(set(body)) == len(body)
     assert (rep / "figures" / "frames_curve.png").stat().st_size > 1000 and (rep / "figures" / "frames_curve.pdf").exists()
     mod = pd.read_csv(rep / "tables" / "modality_overall_0_100.csv")
     assert {"metadata", "subtitles", "video (4 frames)", "video+subtitles (4 frames)"} <= set(mod.columns)

@@ -176,7 +176,7 @@ def test_loaders_attach_videos_and_report_missing_ones(tmp_path):
 
 
 def test_curve_run_judged_by_majority_vote_through_the_openai_client(server, tmp_path, monkeypatch):
-    from vlmlens.benchmarks.minerva import curve_main_table, group_table, resource_comparison
+    from vlmlens.tables.minerva import curve_main_table, group_table, resource_comparison
     from vlmlens.runner import run
     monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
     cpath = make_data(tmp_path, "curve")

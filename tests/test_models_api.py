@@ -4,7 +4,8 @@ Covers: request shapes (text, image, timestamped frames, Gemini native video), f
 cap, 5xx, 400, hang past the timeout, a slow-drip body past the overall deadline, malformed bodies, refusals, empty
 and truncated answers), the concurrency bound, result order and streaming (no batch barrier), the response cache (a
 rerun makes zero requests; two processes writing one SQLite file), secrets (in the base URL, echoed by the server,
-under a neutral option; secret-looking options refused), missing keys, Gemini upload → ACTIVE → reuse → delete,
+under a neutral option; secret-looking options refused), missing keys, Gemini upload → ACTIVE → reuse → delete (and an
+explicit context cache over the upload, deleted with it),
 thinking budget and audio switch, the pixel budget, and `--shard i/n` with two processes against one
 OpenAI-compatible server.
 """
@@ -206,6 +207,20 @@ def test_400_is_not_retried(server, keys, tmp_path, kind):
     assert ok.error is None and ok.text == "A"                     # the other item is unaffected
     assert server.count(kind) == 2
     b.close()
+
+
+def test_a_refused_connection_says_so_not_timeout(keys, tmp_path):
+    "Nothing listens at the base URL: the error names the refused host at once, not a timeout that never happened."
+    import socket
+    with socket.socket() as s:                                        # a loopback port that was free a moment ago: closed
+        s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+    b = OpenAIBackend("gpt-4o", base_url=f"http://127.0.0.1:{port}/v1", **{**FAST, "timeout_s": 30.0, "max_attempts": 1}, cache=False)
+    t0 = time.monotonic()
+    [g] = b.generate(text_requests(1))
+    took = time.monotonic() - t0
+    b.close()
+    assert g.text is None and g.error.startswith(f"connection: connection refused by 127.0.0.1:{port}"), g.error
+    assert "timeout" not in g.error and took < 10.0
 
 
 @pytest.mark.parametrize("kind", ["openai", "gemini"])
@@ -666,3 +681,24 @@ def test_progress_bar_is_silent_when_asked(server, keys, tmp_path, capsys):
     list(b.generate_iter(text_requests(5), progress=True))
     assert "req" in capsys.readouterr().err
     b.close()
+
+
+def test_gemini_native_video_gets_one_explicit_cache_over_its_upload_and_both_are_deleted(server, keys, tmp_path):
+    "Native video: one upload, one context cache naming it (with the system instruction); each question sends only itself."
+    video = video_with_audio(tmp_path / "episode.mp4")
+    server.cache_min_tokens = 16                                       # a tiny test video; a real one is 258+ tokens a second
+    b = make("gemini", server, tmp_path, video="native", poll_interval_s=0.02, concurrency=4, cache=False)
+    qs = [Request(f"s{i}", [message("system", "Answer briefly."), message("user", {"type": "video", "path": str(video)}, f"question {i}")])
+          for i in range(3)]
+    gens = b.generate(qs)
+    assert [g.error for g in gens] == [None] * 3 and all(g.usage["cached_input_tokens"] > 0 for g in gens)
+    assert sum("cache_write_tokens" in g.usage for g in gens) == 1       # the cache's creation billed once
+    [create] = [c for c in server.requests("caches") if c.method == "POST"]
+    assert "fileData" in json.dumps(create.json) or "file_data" in json.dumps(create.json)
+    assert server.uploads == 1 and b.stats["context_caches"] == 1
+    calls = server.requests("gemini")
+    assert all("fileData" not in json.dumps(c.json) and "file_data" not in json.dumps(c.json) for c in calls)
+    assert sorted(c.text.rsplit("\n", 1)[-1] for c in calls) == ["question 0", "question 1", "question 2"]
+    [name] = list(server.cached_contents)
+    b.close()
+    assert server.cached_deleted == [name] and not server.cached_contents and len(server.deleted) == 1

@@ -264,3 +264,45 @@ def test_saved_figures_are_paper_ready(tmp_path):
     tiny.plot([1, 2], [1, 2]); tiny.set_ylabel("y"); tiny.annotate("n=3", (1, 1), fontsize=6)
     assert {"figure is 9.00 in wide: wider than a paper's text (6.9 in)", "text 'n=3' is 6 pt (under 8 pt)"} <= set(figure_problems(small))
     plt.close("all")
+
+
+def test_a_relative_and_an_absolute_data_path_are_one_setting(tmp_path, monkeypatch):
+    "A run started as `--data-path data/hintel` and a sweep run with its absolute path pool: the guard sees one folder."
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data" / "hintel").mkdir(parents=True)
+    row = lambda i: {"sample_id": str(i), "language": "hi", "subset": "vqav2", "valid": True, "error": None, "score": i % 2}
+    _fake_run(tmp_path / "runs", "cli", [row(0), row(1)], benchmark="hintel", data_path="data/hintel")
+    _fake_run(tmp_path / "runs", "sweep", [row(2), row(3)], benchmark="hintel", data_path=str(tmp_path / "data" / "hintel"))
+    runs = RunSet.discover(tmp_path / "runs")
+    assert R.differing_settings(runs) == {}
+    R.check_pooling(runs, ["language", "subset"], "Table 4")                          # no PoolingError
+    assert R.grouped_rates(runs, ["subset"]).n.tolist() == [4]
+
+
+def test_runs_that_differ_only_in_max_new_tokens_or_in_nothing_get_distinct_labels(tmp_path):
+    "Row and column labels tell every run apart: by the setting that differs, else by the run's name."
+    from vlmlens.tables import infinibench as T
+    for name, tokens in (("short", 64), ("long", 128), ("long-again", 128)):
+        c = RunConfig("infinibench", "gpt-4o", modality="metadata", max_new_tokens=tokens, run_name=name, output_root=str(tmp_path))
+        st = RunStore(tmp_path / name, c.hash(), config=c.to_dict()).prepare()
+        st.write_run_json({"config": c.to_dict(), "config_hash": c.hash(), "model": {"model_id": c.model}})
+        st.write_summary({"overall": {"n": 1}, "benchmark_summary": {"acc": 0.5, "score_0_10": 5.0, "overall_0_100": 50.0, "n": 1}})
+        st.close()
+    runs = RunSet.discover(tmp_path)
+    labels = R.run_labels(runs)
+    assert labels == {"long": "max new tokens 128 (long)", "long-again": "max new tokens 128 (long-again)", "short": "max new tokens 64"}
+    assert list(T.table3(runs, random_row=False).index) == [labels["long"], labels["long-again"], labels["short"]]
+    assert list(R.runs_overview(runs).frame()["max new tokens"]) == ["128", "128", "64"]
+
+
+def test_paired_differences_refuse_two_runs_on_one_side(tmp_path):
+    "Two English runs of one model (4 and 16 frames) against one Hindi run: which English run to pair is not guessed."
+    from vlmlens.tables import hintel as T
+    row = lambda lang, i, s: {"sample_id": f"vaani_h:{lang}:{i}", "subset": "vaani_h", "language": lang, "align_id": str(i),
+                              "valid": True, "error": None, "score": s}
+    _fake_run(tmp_path, "en-4", [row("en", i, 1) for i in range(4)], benchmark="hintel", language="en", num_frames=4)
+    _fake_run(tmp_path, "hi", [row("hi", i, i % 2) for i in range(4)], benchmark="hintel", language="hi", num_frames=4)
+    assert T.paired_regression(RunSet.discover(tmp_path), n_resamples=100).n_pairs.tolist() == [4]
+    _fake_run(tmp_path, "en-16", [row("en", i, 0) for i in range(4)], benchmark="hintel", language="en", num_frames=16)
+    with pytest.raises(R.PoolingError, match="en-16, en-4 all answer VAANI-H in English"):
+        T.paired_regression(RunSet.discover(tmp_path), n_resamples=100)

@@ -17,7 +17,7 @@ import pytest
 
 from loopback import LoopbackServer
 from vlmlens.core import RunConfig
-from vlmlens.report import render_report
+from vlmlens.sweep import render_report
 from vlmlens.runner import run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -310,9 +310,13 @@ def test_minerva_and_curve_report(minerva_runs, minerva_server, tmp_path, capfd)
     # per-locale chart, ablation curve, two evidence graphs, and an error chart + mode chart per run (3 runs)
     text = check_report(out_nb, rdir, min_figures=2 + 2 + 6)
     for want in ("CURVE main results", "Human (published)", "Hindi (IN): 100.0 (n=1)", "Tamil (IN)", "Korean (KR)", "Arabic (EG)",
-                 "MINERVA, 1 frame", "MINERVA, 2 frames", "(n=1)", "masked_reasoning", "nodes_per_question", "1.40×",
-                 "frames per video", "not published per locale"):
-        assert want in text, want
+                 "MINERVA, student (1 frame)", "MINERVA, student (2 frames)", "CURVE, student: errors", "(n=1)", "masked_reasoning",
+                 "nodes_per_question", "1.40×", "frames per video", "not published per locale"):
+        assert want in text, want                                                     # error tables and charts name the model
+    for p in (rdir / "tables").glob("*_errors.md"):
+        md = p.read_text(encoding="utf-8")
+        assert "failed items" in md
+        if "MINERVA" in md: assert "all locales" not in md                            # one locale: no 'all locales' row repeating it
     for p in (rdir / "figures").glob("*evidence_graph.png"): assert p.stat().st_size > 20000
 
 

@@ -50,3 +50,16 @@ def test_sweep_runs_grid_continues_past_a_failure_and_prints_a_table(tmp_path):
     again = subprocess.run([sys.executable, "-c", "from vlmlens.cli import main; raise SystemExit(main())", "sweep", str(path),
                             "--output-root", str(tmp_path / "out")], capture_output=True, text=True, timeout=500)
     assert "sweep t: 2 of 4 done" in again.stderr, again.stderr[-2000:]            # a resumed sweep says what is done
+
+
+def test_shipped_sweep_with_a_placeholder_data_path_is_refused_before_any_kernel(repo_root, tmp_path):
+    "evalnb/sweeps/hintel.yaml as shipped (data_path /data/hintel) stops with one line and exit 2; nothing is created."
+    proc = subprocess.run([sys.executable, "-c", "from vlmlens.cli import main; raise SystemExit(main())", "sweep",
+                           str(repo_root / "evalnb" / "sweeps" / "hintel.yaml"), "--output-root", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert lines[0].startswith("vlmlens: error: sweep not started: data_path /data/hintel: no such file or folder")
+    assert "(33 of 33 runs" in lines[0]
+    assert not (tmp_path / "out").exists()                                          # no sweep folder, no kernel started

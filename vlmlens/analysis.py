@@ -193,6 +193,8 @@ def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str 
     return ax
 
 # %% ../nbs/50_analysis.ipynb #09fa6b72
+_MARKERS, _DASHES = ("o", "s", "^", "D", "v", "P"), ("-", "--", ":", "-.")
+
 def line_chart(df, x: str, y: str, by: str | None = None, n: str | None = None, lo: str | None = None, hi: str | None = None,
                ax=None, title: str | None = None, xlabel: str | None = None, ylabel: str | None = None, log2: bool = False,
                figsize=(TEXT_IN, 3.2), legend_title: str | None = None, bounds="auto"):
@@ -201,11 +203,12 @@ def line_chart(df, x: str, y: str, by: str | None = None, n: str | None = None, 
     use_script_fonts()
     if ax is None: _, ax = plt.subplots(figsize=figsize)
     groups = df.groupby(by, sort=False) if by else [(None, df)]
-    for key, g in groups:
+    for k, (key, g) in enumerate(groups):                   # marker and dash differ per line: equal series stay visible
         g = g.sort_values(x)
         ns = sorted(set(g[n].dropna().astype(int))) if n else []
         label = None if key is None else str(key) + (f" (n={ns[0]})" if len(ns) == 1 else "")
-        line, = ax.plot(g[x].astype(float), g[y].astype(float), marker="o", markersize=4, label=label)
+        line, = ax.plot(g[x].astype(float), g[y].astype(float), marker=_MARKERS[k % len(_MARKERS)], markersize=4 + 1.5 * (k % 2),
+                        linestyle=_DASHES[k % len(_DASHES)], fillstyle="full" if k % 2 == 0 else "none", label=label)
         if lo and hi: ax.fill_between(g[x].astype(float), g[lo].astype(float), g[hi].astype(float), color=line.get_color(), alpha=0.15, linewidth=0)
         if len(ns) > 1 or (key is None and ns):
             for xx, yy, nn in zip(g[x], g[y], g[n]):

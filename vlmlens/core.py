@@ -235,7 +235,7 @@ STRATEGIES = ("standard", "cot", "caption")
 #: backend options that change how requests are sent, never what is answered (one vocabulary for every backend)
 TRANSPORT_KWARGS = ("cache", "concurrency", "rpm", "progress", "timeout_s", "max_attempts", "retry", "keep_uploads",
                     "poll_interval_s", "upload_timeout_s", "prices", "device", "device_map", "max_retry_after_s", "window",
-                    "jitter_seed", "prompt_cache")
+                    "jitter_seed", "prompt_cache", "cache_ttl")
 
 def _f(default=None, help: str = "", *, flag: str | None = None, choices=None, hashed: bool = True, factory=None,
        elide_default: bool = False):

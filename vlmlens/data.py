@@ -9,19 +9,23 @@ import dataclasses
 import io
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import fidelity
+from . import fidelity, media
 from .core import RunConfig, cache_root, file_sha256, sha256_json
+from .readers import read_records
 
 # %% auto #0
-__all__ = ['RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'CHUNK', 'YOUTUBE_URL', 'Release', 'data_root', 'release_dir', 'release',
-           'data_files', 'read_lock', 'write_lock', 'verify', 'need', 'Offline', 'is_offline', 'check_consent',
-           'fetch_https', 'fetch_youtube', 'fetch_hub', 'get', 'default_data_path', 'provenance', 'resolve_data_path',
-           'list_releases', 'unpack_parts', 'prepare', 'add_parser', 'main']
+__all__ = ['RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED', 'VIDEO_MAP', 'CHUNK', 'YOUTUBE_URL', 'TVQA_FPS', 'Release',
+           'data_root', 'release_dir', 'release', 'data_files', 'read_lock', 'write_lock', 'verify', 'need', 'Offline',
+           'is_offline', 'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub', 'get', 'default_data_path',
+           'provenance', 'resolve_data_path', 'list_releases', 'unpack_parts', 'tvqa_clip', 'tvqa_episodes',
+           'write_episode', 'episode_subtitles', 'assemble_episode', 'prepare_tvqa', 'minerva_video_map', 'prepare',
+           'add_parser', 'main']
 
 # %% ../nbs/06_data.ipynb #7b8e7500
 @dataclass(frozen=True)
@@ -45,7 +49,7 @@ class Release:
 RELEASES = {r.benchmark: r for r in (
     Release("infinibench", "hub", "Vision-CAIR/InfiniBench", "annotations: BSD 3-Clause (Vision-CAIR/Infinibench "
             "LICENSE.md); videos: TVQA and MovieNet terms (research use)", "annotations ~100 MB; test videos tens of GB",
-            "videos for video modalities (--videos, or your own TVQA/MovieNet copies)", ("test", "validation", "train"),
+            "videos for video modalities (--videos, or your own TVQA copy joined by prepare --tvqa-clips)", ("test", "validation", "train"),
             ("{split}/skills_json/*", "{split}/*.csv"), ("{split}/{split}_videos.tar.gz.part_*",), "{split}/{split}.csv",
             "InfiniBench's videos are preprocessed TVQA episodes (UNC, research use only, see "
             "https://nlp.cs.unc.edu/data/jielei/tvqa/tvqa_public_html/download_tvqa.html) and MovieNet movies "
@@ -74,7 +78,8 @@ for _r in RELEASES.values():
 
 # %% ../nbs/06_data.ipynb #793af850
 LOCK, REPORT, ACCEPTED = "data.lock.json", "videos_report.json", "accepted.json"
-_NOT_DATA = (LOCK, REPORT, ACCEPTED)
+PREPARED, VIDEO_MAP = "prepare_report.json", "video_map.csv"
+_NOT_DATA = (LOCK, REPORT, ACCEPTED, PREPARED, VIDEO_MAP)          # vlmlens' own files: never in the lock
 
 def data_root() -> Path:
     "Where fetched releases live: `$VLMLENS_DATA`, else `<cache_root()>/data`."
@@ -97,7 +102,7 @@ def data_files(folder) -> list[str]:
     out = []
     for p in folder.rglob("*"):
         rel = p.relative_to(folder).as_posix()
-        if p.is_file() and rel not in _NOT_DATA and not rel.startswith(".") and not p.name.endswith((".part", ".incomplete", ".ytdl")):
+        if p.is_file() and p.name not in _NOT_DATA and not rel.startswith(".") and not p.name.endswith((".part", ".incomplete", ".ytdl")):
             out.append(rel)
     return sorted(out)
 
@@ -307,13 +312,17 @@ def resolve_data_path(cfg: RunConfig) -> RunConfig:
     "`cfg` with `data_path` set to the fetched release when none is given; FileNotFoundError naming `vlmlens data get`."
     rel = RELEASES.get(cfg.benchmark)
     kw = cfg.benchmark_kwargs or {}
-    if cfg.data_path or rel is None or not rel.data_file or any(kw.get(k) == v for k, v in rel.packaged): return cfg
+    if cfg.data_path:
+        p = Path(cfg.data_path).expanduser().resolve()
+        inside = any(p == f or f in p.parents for f in (release_dir(b).resolve() for b in RELEASES))
+        return dataclasses.replace(cfg, data_path=str(p)) if inside else cfg
+    if rel is None or not rel.data_file or any(kw.get(k) == v for k, v in rel.packaged): return cfg
     p = default_data_path(cfg.benchmark, cfg.split)
     if p is None:
         split = f" --split {cfg.split}" if cfg.split in rel.splits else ""
         raise FileNotFoundError(f"{cfg.benchmark}: no --data-path and no fetched release in {release_dir(cfg.benchmark)}: "
                                 f"run `vlmlens data get {cfg.benchmark}{split}` (or pass --data-path)")
-    return dataclasses.replace(cfg, data_path=str(p))
+    return dataclasses.replace(cfg, data_path=str(p.resolve()))
 
 # %% ../nbs/06_data.ipynb #4129d39b
 def _here(b: str) -> str:
@@ -359,24 +368,216 @@ def unpack_parts(parts, dest, progress: bool = True) -> int:
             tar.extract(m, dest, **safe); n += m.isfile()
     return n
 
+# %% ../nbs/06_data.ipynb #7d1ee504
+TVQA_FPS = 3                              # frames_hq are 3 fps; convert_to_mp4_format.py writes TVQA episodes at 3 fps
+_CLIP = re.compile(r"^(?:([a-z]+)_)?s(\d+)e(\d+)_seg(\d+)_clip_(\d+)$", re.I)
+_FRAME_EXTS, _CLIP_EXTS = (".jpg", ".jpeg", ".png"), (".mp4", ".mkv", ".webm", ".avi", ".mov")
+
+fidelity.record("infinibench", "TVQA clips joined into episodes", "rule", "Vision-CAIR/Infinibench data_genration/"
+                "videos_preprocessing/convert_tvqa_from_short_to_long.py, convert_to_mp4_format.py (source tvqa: 3 fps), "
+                "subtitles_aggregation.py", "official", "clips of one episode in name order (segment, then clip); frames "
+                "at 3 fps; each clip's cues shifted by the summed duration of the clips before it, numbered on; a clip "
+                "without readable subtitles still adds its duration; output /<show>/season_<N>/episode_<M>.mp4|.srt",
+                "a clip TVQA's subtitles name but the copy lacks fails its episode (the scripts join what is there)")
+
+def tvqa_clip(name: str) -> tuple | None:
+    "(show, season, episode, segment, clip) of a TVQA clip name; None when it is not one (bbt clips have no show prefix)."
+    m = _CLIP.match(name)
+    return (m.group(1).lower() if m.group(1) else "bbt", *(int(g) for g in m.groups()[1:])) if m else None
+
+def tvqa_episodes(clips_root, subtitles_root=None) -> dict:
+    "`{(show, season, episode): [(clip name, path or None), …]}` in playing order; None marks a clip only the subtitles know."
+    eps = {}
+    for show_dir in sorted(p for p in Path(clips_root).iterdir() if p.is_dir()):
+        show = show_dir.name.lower().removesuffix("_frames")
+        for p in show_dir.iterdir():
+            name = p.name if p.is_dir() else p.stem if p.suffix.lower() in _CLIP_EXTS else ""
+            k = tvqa_clip(name)
+            if k: eps.setdefault((show, k[1], k[2]), {})[name] = p
+    for s in sorted(Path(subtitles_root).glob("*.srt")) if subtitles_root else ():
+        k = tvqa_clip(s.stem)
+        if k and k[:3] in eps: eps[k[:3]].setdefault(s.stem, None)
+    return {e: sorted(c.items(), key=lambda kv: tvqa_clip(kv[0])[3:]) for e, c in sorted(eps.items())}
+
+# %% ../nbs/06_data.ipynb #3f4c01ed
+def _clip_frames(path: Path) -> tuple:
+    "(iterator of (time_s, RGB array), duration_s) of one clip: a folder of frames at TVQA_FPS, or a video."
+    import numpy as np
+    from PIL import Image
+    if path.is_dir():
+        files = sorted(f for f in path.iterdir() if f.suffix.lower() in _FRAME_EXTS)
+        if not files: raise media.MediaError(path, "no frames in the clip folder")
+        return ((i / TVQA_FPS, np.asarray(Image.open(f).convert("RGB"))) for i, f in enumerate(files)), len(files) / TVQA_FPS
+    dur = media.probe(path)["duration_s"]
+    def frames():
+        import av
+        with av.open(str(path)) as c:
+            t0 = None
+            for f in c.decode(c.streams.video[0]):
+                t0 = f.time if t0 is None else t0
+                yield f.time - t0, f.to_ndarray(format="rgb24")
+    return frames(), dur
+
+def _fit(arr, size):
+    "`arr` scaled to `size` (w, h) when it differs."
+    import numpy as np
+    from PIL import Image
+    return arr if arr.shape[1::-1] == size else np.asarray(Image.fromarray(arr).resize(size))
+
+# %% ../nbs/06_data.ipynb #74aaf55c
+def write_episode(clips, dest) -> list[float]:
+    "Join `clips` [(name, path)] into one H.264 `dest` (written whole or not at all); each clip's start offset in seconds."
+    import av
+    from fractions import Fraction
+    dest, ms = Path(dest), Fraction(1, 1000)
+    part = dest.with_name(dest.name + ".part"); part.parent.mkdir(parents=True, exist_ok=True)
+    offsets, t, held, last, durs, size = [], 0.0, None, -1, {}, None
+    if not clips: raise ValueError("no clips to join")
+    try:
+        with av.open(str(part), "w", format="mp4") as out:
+            s = out.add_stream("libx264", rate=TVQA_FPS, options={"bf": "0", "preset": "veryfast"})   # no B-frames: decode order = show order,
+            s.pix_fmt, s.codec_context.time_base, s.time_base = "yuv420p", ms, ms   # so MP4's frame durations are the ones set
+            def emit(frame, until_ms):                       # a frame is shown until the next one (or its clip's end)
+                if frame is not None: durs[frame.pts] = max(1, until_ms - frame.pts)
+                for p in s.encode(frame): p.duration = durs.pop(p.pts, 0); out.mux(p)
+            for name, path in clips:
+                try:
+                    frames, dur = _clip_frames(Path(path))
+                    offsets.append(t)
+                    for ts, arr in frames:
+                        if size is None: size = s.width, s.height = arr.shape[1] // 2 * 2, arr.shape[0] // 2 * 2
+                        f = av.VideoFrame.from_ndarray(_fit(arr, size), format="rgb24")
+                        f.pts, f.time_base = round((t + ts) * 1000), ms
+                        if f.pts <= last: continue
+                        if held is not None: emit(held, f.pts)
+                        held, last = f, f.pts
+                except (media.MediaError, av.FFmpegError, OSError) as e:
+                    raise ValueError(f"clip {name} cannot be read ({e})") from None
+                t += dur
+                if held is not None: emit(held, round(t * 1000)); held = None
+            emit(None, 0)
+        part.replace(dest)
+    finally: part.unlink(missing_ok=True)
+    return offsets
+
+# %% ../nbs/06_data.ipynb #15adf702
+def episode_subtitles(clips, offsets, subtitles_root) -> tuple[str, list[str]]:
+    "(SubRip text of the episode, names of the clips whose subtitles are missing or unreadable): each clip's cues shifted by its offset."
+    blocks, unread = [], []
+    for (name, _), off in zip(clips, offsets):
+        try: cues = media.read_subtitles(Path(subtitles_root) / f"{name}.srt")
+        except media.MediaError: unread.append(name); continue
+        blocks += [f"{n}\n{media.srt_time(c.start_s + off)} --> {media.srt_time(c.end_s + off)}\n{c.text}\n" for n, c in enumerate(cues, len(blocks) + 1)]
+    return "\n".join(blocks), unread
+
+# %% ../nbs/06_data.ipynb #8c1b3776
+_EP_PATH = re.compile(r"^/?([a-z]+)/season_(\d+)/episode_(\d+)\.mp4$")
+
+def _episodes_named(rows_file) -> set | None:
+    "The (show, season, episode) keys the release rows name; None when there are no rows, or none names a TV episode that way."
+    if rows_file is None or not Path(rows_file).is_file(): return None
+    keys = set()
+    for _, rec in read_records(rows_file, []):
+        m = _EP_PATH.match(str(rec.get("video_path_mp4") or "").strip())
+        if m: keys.add((m.group(1), int(m.group(2)), int(m.group(3))))
+    return keys or None
+
+def assemble_episode(key, clips, out, subtitles_root=None) -> dict:
+    "Write one episode's `.mp4` (and `.srt`) under `out`; `{path, kept, no_subtitles}`; ValueError naming a missing clip."
+    show, season, episode = key
+    video = Path(out) / show / f"season_{season}" / f"episode_{episode}.mp4"
+    srt = video.with_suffix(".srt")
+    if video.is_file() and (subtitles_root is None or srt.is_file()): return {"path": video, "kept": True, "no_subtitles": []}
+    missing = [n for n, p in clips if p is None]
+    if missing: raise ValueError(f"clip {missing[0]} is missing from the TVQA copy" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    offsets, unread = write_episode(clips, video), []
+    if subtitles_root is not None:                                   # after the video: both there, the episode is complete
+        text, unread = episode_subtitles(clips, offsets, subtitles_root)
+        tmp = srt.with_name(srt.name + ".part"); tmp.write_text(text, encoding="utf-8"); tmp.replace(srt)
+    return {"path": video, "kept": False, "no_subtitles": unread}
+
+# %% ../nbs/06_data.ipynb #76e3fd95
+def prepare_tvqa(clips_root, out, subtitles_root=None, rows_file=None, progress: bool = True) -> dict:
+    "Write TVQA's episodes (those `rows_file` names, else all) under `out`; `{written, kept, failed, no_subtitles}`."
+    from tqdm.auto import tqdm
+    clips_root, out = Path(clips_root).expanduser(), Path(out).expanduser()
+    if not clips_root.is_dir(): raise FileNotFoundError(f"--tvqa-clips {clips_root}: no such folder")
+    if subtitles_root is not None and not Path(subtitles_root).expanduser().is_dir():
+        raise FileNotFoundError(f"--tvqa-subtitles {subtitles_root}: no such folder")
+    subtitles_root = Path(subtitles_root).expanduser() if subtitles_root is not None else None
+    eps = tvqa_episodes(clips_root, subtitles_root)
+    if not eps: raise ValueError(f"--tvqa-clips {clips_root}: no TVQA clips (expected <show>_frames/<clip>/*.jpg or <show>_frames/<clip>.mp4)")
+    want = _episodes_named(rows_file)
+    res = {"written": [], "kept": [], "failed": {}, "no_subtitles": []}
+    name = lambda k: f"{k[0]}/season_{k[1]}/episode_{k[2]}"
+    for k in sorted(want - set(eps)) if want is not None else (): res["failed"][name(k)] = "the rows name it but the TVQA copy has no clip of it"
+    for k in tqdm([k for k in eps if want is None or k in want], desc="episodes", unit="episode", disable=not progress):
+        try: r = assemble_episode(k, eps[k], out, subtitles_root)
+        except ValueError as e: res["failed"][name(k)] = str(e); continue
+        res["kept" if r["kept"] else "written"].append(name(k)); res["no_subtitles"] += r["no_subtitles"]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / PREPARED).write_text(json.dumps({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "tvqa_clips": str(clips_root),
+                                            **{k: res[k] for k in ("failed", "no_subtitles")}}, indent=1, sort_keys=True) + "\n")
+    return res
+
+# %% ../nbs/06_data.ipynb #d8c66537
+_YT_NAME = re.compile(r"\[([\w-]{11})\]$")
+
+def minerva_video_map(data_file, videos_dir, dest=None) -> dict:
+    "Write `video_map.csv` for the videos of MINERVA's JSON found in `videos_dir`; `{map, mapped, missing: {id: reason}}`."
+    import csv
+    data_file, videos_dir = Path(data_file), Path(videos_dir).expanduser()
+    if not data_file.is_file(): raise FileNotFoundError(f"minerva: no {data_file.name} in {data_file.parent}: run `vlmlens data get minerva` first")
+    if not videos_dir.is_dir():
+        raise FileNotFoundError(f"minerva: no videos folder {videos_dir}: run `vlmlens data get minerva --videos --accept-license` or pass --videos DIR")
+    found = {}
+    for p in sorted(videos_dir.rglob("*")):                 # <id>.<ext> (data get) or yt-dlp's default "<title> [<id>].<ext>"
+        if p.is_file() and p.suffix.lower() in _CLIP_EXTS:
+            m = _YT_NAME.search(p.stem)
+            found.setdefault(m.group(1) if m else p.stem, p)
+    rep = data_file.parent / REPORT
+    tried = json.loads(rep.read_text()).get("failed", {}) if rep.is_file() else {}
+    ids = _youtube_ids(data_file)
+    dest = Path(dest) if dest else data_file.parent / VIDEO_MAP
+    with open(dest, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f); w.writerow(["video_id", "path"])
+        for v in ids:
+            if v in found: w.writerow([v, os.path.relpath(found[v], dest.parent)])
+    missing = {v: tried.get(v, "not downloaded") for v in ids if v not in found}
+    (dest.parent / PREPARED).write_text(json.dumps({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                                    "videos": str(videos_dir), "missing": missing}, indent=1, sort_keys=True) + "\n")
+    return {"map": dest, "mapped": len(ids) - len(missing), "missing": missing}
+
 # %% ../nbs/06_data.ipynb #73c2e9ea
-def prepare(benchmark: str, split: str | None = None, progress: bool = True) -> dict:
-    "Unpack a fetched release's video archive into the layout its loader reads; `{folder, files, lock}`."
+def prepare(benchmark: str, split: str | None = None, progress: bool = True, tvqa_clips=None, tvqa_subtitles=None,
+            out=None, videos=None) -> dict:
+    "Put a benchmark's videos where its loader reads them: MINERVA's video map, InfiniBench's TVQA episodes or its archive."
     rel, folder = release(benchmark), release_dir(benchmark)
     lock = read_lock(folder)
+    tvqa = [f for f, v in (("--tvqa-clips", tvqa_clips), ("--tvqa-subtitles", tvqa_subtitles), ("--out", out)) if v is not None]
+    if benchmark != "infinibench" and tvqa: raise ValueError(f"{', '.join(tvqa)}: only for infinibench (its TVQA episodes)")
+    if benchmark != "minerva" and videos is not None: raise ValueError("--videos DIR: only for minerva (its video map)")
+    if benchmark == "minerva": return minerva_video_map(folder / rel.data_file, videos or folder / "videos")
     if rel.source != "hub" or not rel.videos:
         raise ValueError(f"{benchmark}: nothing to prepare (its files are read as fetched)")
+    if tvqa_subtitles is not None and tvqa_clips is None: raise ValueError("--tvqa-subtitles needs --tvqa-clips (the TVQA frames or clip videos)")
     split = _split(rel, split or (lock or {}).get("split"))
+    if tvqa_clips is not None:
+        dest = Path(out).expanduser() if out else folder / split
+        res = prepare_tvqa(tvqa_clips, dest, tvqa_subtitles, default_data_path(benchmark, split), progress)
+        inside = lock is not None and dest.resolve().is_relative_to(folder.resolve())
+        return {**res, "folder": dest, "lock": write_lock(folder, rel, lock.get("revision"), split) if inside else None}
     parts = sorted(p for pat in rel.videos for p in folder.glob(pat.format(split=split)))
     if lock is None or not parts:
         raise FileNotFoundError(f"{benchmark}: no video archive of split {split!r} in {folder}: run "
-                                f"`vlmlens data get {benchmark} --split {split} --videos --accept-license` first")
+                                f"`vlmlens data get {benchmark} --split {split} --videos --accept-license` first "
+                                f"(or join your own TVQA copy with --tvqa-clips)")
     n = unpack_parts(parts, folder / split, progress)
     return {"folder": folder / split, "files": n, "lock": write_lock(folder, rel, lock.get("revision"), split)}
 
 # %% ../nbs/06_data.ipynb #c731fc06
 def add_parser(sub):
-    "Add `vlmlens data list|get|verify` to a subcommand parser."
+    "Add `vlmlens data list|get|verify|prepare` to a subcommand parser."
     p = sub.add_parser("data", help="list, fetch and verify the benchmarks' official data releases")
     dsub = p.add_subparsers(dest="data_command", required=True)
     dsub.add_parser("list", help="each benchmark's release (location, licence, size, needs) and what is on this machine")
@@ -385,8 +586,25 @@ def add_parser(sub):
     g.add_argument("--accept-license", action="store_true", help="accept the terms shown for the videos")
     g.add_argument("--no-progress", dest="progress", action="store_false")
     v = dsub.add_parser("verify", help="check the files against data.lock.json"); v.add_argument("benchmark")
-    r = dsub.add_parser("prepare", help="unpack a fetched release into the layout the loader reads (InfiniBench's videos)")
+    r = dsub.add_parser("prepare", help="put the videos where the loader reads them (InfiniBench: TVQA episodes or the archive; MINERVA: the video map)")
     r.add_argument("benchmark"); r.add_argument("--split"); r.add_argument("--no-progress", dest="progress", action="store_false")
+    r.add_argument("--tvqa-clips", help="InfiniBench: your TVQA copy, <show>_frames/<clip>/ frame folders (frames_hq) or <clip>.mp4 videos")
+    r.add_argument("--tvqa-subtitles", help="InfiniBench: TVQA's subtitles folder (<clip>.srt)")
+    r.add_argument("--out", help="InfiniBench: where the episodes go (default: the fetched split's folder, beside its rows)")
+    r.add_argument("--videos", help="MINERVA: the folder of downloaded videos (default: the release's videos/)")
+
+# %% ../nbs/06_data.ipynb #4d6e5e8d
+def _print_prepared(b: str, out: dict):
+    "What `prepare` did, on stdout; what it could not do, one line each on stderr."
+    lock = f" (lock {out['lock']['digest'][:12]})" if out.get("lock") else ""
+    if "map" in out:
+        print(f"{b}: {out['mapped']} videos in {out['map']}; run with --benchmark-kwarg video_map={out['map']}")
+        for vid, why in out["missing"].items(): print(f"  video {vid} missing: {why}", file=sys.stderr)
+    elif "written" in out:
+        print(f"{b}: {len(out['written'])} episodes written, {len(out['kept'])} kept in {out['folder']}{lock}")
+        for ep, why in out["failed"].items(): print(f"  episode {ep} not written: {why}", file=sys.stderr)
+        if out["no_subtitles"]: print(f"  {len(out['no_subtitles'])} clips have no readable subtitles (see {PREPARED})", file=sys.stderr)
+    else: print(f"{b}: {out['files']} files unpacked into {out['folder']}{lock}")
 
 def main(a) -> int:
     "Run a parsed `vlmlens data` command; exit status."
@@ -401,8 +619,7 @@ def main(a) -> int:
         for vid, why in out["failed"].items(): print(f"  video {vid} not fetched: {why}", file=sys.stderr)
         return 0
     if a.data_command == "prepare":
-        out = prepare(a.benchmark, a.split, a.progress)
-        print(f"{a.benchmark}: {out['files']} files unpacked into {out['folder']} (lock {out['lock']['digest'][:12]})")
+        _print_prepared(a.benchmark, prepare(a.benchmark, a.split, a.progress, a.tvqa_clips, a.tvqa_subtitles, a.out, a.videos))
         return 0
     bad = verify(release_dir(release(a.benchmark).benchmark))
     for line in bad: print(f"{a.benchmark}: {line}", file=sys.stderr)

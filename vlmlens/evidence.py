@@ -22,6 +22,7 @@ from .benchmarks.minerva import PAPER_RESOURCE_SETS, minerva_request, resource_l
 from .core import Request, RunConfig, Sample, cache_root, message, nothing_answered, sha256_json
 from .judges import fence, load_judge_model, model_identity
 from .runner import reopen
+from .report import as_runset
 
 # %% auto #0
 __all__ = ['NODE_KINDS', 'PERCEPTION_ERRORS', 'ERROR_TYPES', 'LABELS', 'MAX_ROUNDS', 'EVIDENCE_PAPER', 'GRAPH_SCHEMA',
@@ -275,11 +276,14 @@ def draw_graph(g: EvidenceGraph, ax=None, wrap: int = 20, fontsize: float = MIN_
     per_layer = Counter(nx.get_node_attributes(G, "layer").values())
     pos = nx.multipartite_layout(G, subset_key="layer")
     ax = ax or plt.subplots(figsize=(min(TEXT_IN, 2.2 * len(per_layer) + 0.6), 0.9 + 1.1 * max(per_layer.values(), default=1)))[1]
-    nx.draw_networkx_edges(G, pos, ax=ax, arrows=True, arrowsize=10, node_size=2200, edge_color="0.45")
-    nx.draw_networkx_nodes(G, pos, ax=ax, node_size=2200, node_color=[KIND_COLORS[G.nodes[i]["kind"]] for i in G.nodes], alpha=0.3)
     texts = nx.draw_networkx_labels(G, pos, {n.id: _node_label(n, wrap) for n in g.nodes}, ax=ax, font_size=fontsize,
                                     font_family=fonts, clip_on=False,
                                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})
+    ax.figure.canvas.draw()                                   # each label's size: arrows stop at its box, not under it
+    r, pt = ax.figure.canvas.get_renderer(), 72 / ax.figure.dpi
+    size = {i: max(2200.0, (pt * (lambda b: (b.width ** 2 + b.height ** 2) ** 0.5)(t.get_window_extent(r)) + 4) ** 2) for i, t in texts.items()}
+    nx.draw_networkx_edges(G, pos, ax=ax, arrows=True, arrowsize=10, node_size=[size[i] for i in G.nodes], edge_color="0.45")
+    nx.draw_networkx_nodes(G, pos, ax=ax, node_size=2200, node_color=[KIND_COLORS[G.nodes[i]["kind"]] for i in G.nodes], alpha=0.3)
     _fit_labels(ax, texts.values(), pos.values(), radius_pt=(2200 ** 0.5) / 2)
     kinds = [k for k in NODE_KINDS if any(n.kind == k for n in g.nodes)]
     ax.legend([Patch(color=KIND_COLORS[k], alpha=0.45) for k in kinds], kinds, title="node kind", loc="upper left",
@@ -660,9 +664,8 @@ def isolate_run(run_dir, *, compiler, labeller, model=None, modes: Sequence[str]
 
 # %% ../nbs/51_evidence.ipynb #ebfc0d1f
 def run_dirs(root) -> list[Path]:
-    "The run folders under `root` (a run folder, a sweep folder, or a RunSet)."
-    rs = root if hasattr(root, "runs") else store.RunSet.discover(*(root if isinstance(root, (list, tuple)) else [root]))
-    return [Path(r.dir) for r in rs.runs]
+    "The run folders under `root` (a run or sweep folder, folders, runs or a RunSet: `report.as_runset`)."
+    return [Path(r.dir) for r in as_runset(root)]
 
 def read_isolation(root) -> tuple:
     "`(rounds, results)` DataFrames of the finished isolation attempts of every run under `root`."
@@ -708,14 +711,17 @@ def _errors(rounds, mode: str | None = "iterative"):
     r = rounds[rounds["label"].notna() & (rounds["label"] != "divergence")]
     return r[r["mode"] == mode] if mode is not None else r
 
-def error_table(rounds, by: str = "locale", mode: str = "iterative", share: bool = False):
-    "Errors per type (columns) per `by` group (rows) and overall; `share=True`: fractions of the row."
+def error_table(rounds, by: str = "locale", mode: str = "iterative", share: bool = False, results=None):
+    "Errors per type per `by` group and `ALL` (only with two or more groups); `share`: fractions of the row; `results`: + failures diagnosed."
     import pandas as pd
     e = _errors(rounds, mode)
     if e is None or len(e) == 0: return pd.DataFrame(columns=list(ERROR_TYPES))
     t = pd.crosstab(e[by].fillna("?"), e["label"]).reindex(columns=list(ERROR_TYPES), fill_value=0)
-    t.loc["ALL"] = t.sum()
+    if len(t) > 1: t.loc["ALL"] = t.sum()                                   # one group: ALL would repeat it
     t["n_errors"] = t[list(ERROR_TYPES)].sum(axis=1)
+    if results is not None and len(results) and by in results:
+        diag = results[results["mode"] == mode][by].fillna("?").value_counts()
+        t["n_failures"] = [int(diag.sum()) if g == "ALL" else int(diag.get(g, 0)) for g in t.index]
     if share: t[list(ERROR_TYPES)] = t[list(ERROR_TYPES)].div(t["n_errors"].where(lambda x: x > 0), axis=0)
     return t
 
@@ -778,16 +784,20 @@ def mode_comparison(rounds):
     return t
 
 # %% ../nbs/51_evidence.ipynb #5c6d7e8b
-def plot_error_bars(table, ax=None, title: str = "Errors by type", share: bool = False, names=None):
-    "Grouped bars of an `error_table` / `mode_comparison` (rows = groups, bars = error types), counts or shares in %."
-    cols = [c for c in ERROR_TYPES if c in table.columns]
-    t = table[cols].astype(float) * (100 if share else 1)
+def plot_error_bars(table, ax=None, title: str = "Errors by type", share: bool = False, names=None, per_failure: bool = False):
+    "Grouped bars of an `error_table` / `mode_comparison`: counts, shares in % or (`per_failure`) errors per failed item, with n."
     from matplotlib.ticker import MaxNLocator
+    cols = [c for c in ERROR_TYPES if c in table.columns]
+    if per_failure and "n_failures" not in table: raise ValueError("per_failure needs an error_table made with results= (n_failures)")
+    n = table["n_failures"].where(table["n_failures"] > 0) if per_failure else None
+    t = table[cols].astype(float).div(n, axis=0) if per_failure else table[cols].astype(float) * (100 if share else 1)
     t.index = [names(i) if names else str(i).replace("_", "-") for i in t.index]
     t.columns = [c.replace("_", " ") for c in cols]
-    ax = bar_chart(t, ax=ax, title=title, ylabel="share of errors (%)" if share else "errors (count)",
-                   fmt="{:.0f}", annotate=t.size <= 24, legend_title="error type")
-    if not share: ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    counts = None if n is None else t.apply(lambda c: n.to_numpy())
+    ylabel = "errors per failed item" if per_failure else "share of errors (%)" if share else "errors (count)"
+    ax = bar_chart(t, ax=ax, title=title, ylabel=ylabel, fmt="{:.2f}" if per_failure else "{:.0f}", annotate=t.size <= 24,
+                   legend_title="error type", n=counts)
+    if not share and not per_failure: ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     return ax
 
 # %% ../nbs/51_evidence.ipynb #7e8f9a0b

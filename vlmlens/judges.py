@@ -26,10 +26,10 @@ from .models.registry import Backend
 
 # %% auto #0
 __all__ = ['FENCE_NOTICE', 'KRIPPENDORFF_LEVELS', 'LANG_NAMES', 'OPEN_ENDED_SYSTEM', 'OPEN_ENDED_USER', 'OPEN_ENDED', 'TEMPLATES',
-           'neutralise', 'fence', 'JudgeParseError', 'JudgeTemplate', 'lang_name', 'JudgeItem', 'render_text',
-           'render_messages', 'parse_json_score', 'parse_yes_no', 'load_prompt_file', 'template_from_files',
-           'judgment_cache', 'model_identity', 'cache_key', 'load_judge_model', 'Judge', 'verdict_flags',
-           'majority_vote', 'Vote', 'open_ended_judge', 'reference_text']
+           'DEFAULT_JUDGE_MODEL', 'neutralise', 'fence', 'JudgeParseError', 'JudgeTemplate', 'lang_name', 'JudgeItem',
+           'render_text', 'render_messages', 'parse_json_score', 'parse_yes_no', 'load_prompt_file',
+           'template_from_files', 'judgment_cache', 'model_identity', 'cache_key', 'load_judge_model', 'Judge',
+           'verdict_flags', 'majority_vote', 'Vote', 'open_ended_judge', 'reference_text']
 
 # %% ../nbs/21_judges.ipynb #c6d9d05e
 _LOOKALIKE = str.maketrans({"\uff1c": "<", "\uff1e": ">", "\ufe64": "<", "\ufe65": ">", "\u2039": "<", "\u203a": ">"})
@@ -241,9 +241,11 @@ def load_judge_model(model, **kwargs) -> tuple[Backend, bool]:
     return registry.load_backend(model, **kwargs), True
 
 # %% ../nbs/21_judges.ipynb #3ef4eb04
+DEFAULT_JUDGE_MODEL = "gpt-4o-mini"   # InfiniBench's official judge (§4.2), the default judge of open-ended answers
+
 class Judge:
     "A judge model + template + strict parser, with retries of invalid replies and a judgment cache."
-    def __init__(self, model="gpt-4o-mini", template: JudgeTemplate | str = OPEN_ENDED, *, prompt_file=None,
+    def __init__(self, model=DEFAULT_JUDGE_MODEL, template: JudgeTemplate | str = OPEN_ENDED, *, prompt_file=None,
                  system_file=None, parser: Callable | None = None, retries: int = 1, cache=True, temperature: float = 0.0,
                  seed: int = 0, max_new_tokens: int | None = None, max_chars: int | None = 20000,
                  model_kwargs: dict | None = None):
@@ -429,7 +431,7 @@ def judge(self: Vote, items: Sequence[JudgeItem]) -> list[Judgment]:
     return out
 
 # %% ../nbs/21_judges.ipynb #bdb8b643
-def open_ended_judge(model="gpt-4o-mini", **kw) -> Judge:
+def open_ended_judge(model=DEFAULT_JUDGE_MODEL, **kw) -> Judge:
     "vlmlens' generic open-answer 0–10 judge (JSON score + justification)."
     return Judge(model, OPEN_ENDED, **kw)
 

@@ -32,9 +32,9 @@ from .core import cache_root
 # %% auto #0
 __all__ = ['DEFAULT_MAX_PIXELS', 'DEFAULT_NUM_FRAMES', 'FRAME_CACHE_ENV', 'MediaError', 'inside_root', 'clip_args',
            'frame_code_image', 'read_frame_code', 'write_video', 'fit_size', 'shrink', 'GridFit', 'load_image', 'Cue',
-           'decode_text', 'parse_srt', 'parse_vtt', 'read_subtitles', 'subtitles_between', 'subtitles_for_frames',
-           'transcript', 'frame_times', 'probe', 'Frames', 'sample_frames', 'FrameCache', 'DiskFrameStore',
-           'shared_frame_cache', 'materialize']
+           'decode_text', 'parse_srt', 'parse_vtt', 'read_subtitles', 'srt_time', 'subtitles_between',
+           'subtitles_for_frames', 'transcript', 'frame_times', 'probe', 'Frames', 'sample_frames', 'FrameCache',
+           'DiskFrameStore', 'shared_frame_cache', 'materialize']
 
 # %% ../nbs/03_media.ipynb #de55d99f
 class MediaError(Exception):
@@ -324,6 +324,12 @@ def read_subtitles(path) -> list[Cue]:
     cues = parse_vtt(text) if is_vtt else parse_srt(text)
     if not cues: raise MediaError(p, f"no subtitle cues found (read as {'WebVTT' if is_vtt else 'SRT'}, {enc})")
     return sorted(cues, key=lambda c: (c.start_s, c.end_s))
+
+# %% ../nbs/03_media.ipynb #c0a1b2d4
+def srt_time(t: float) -> str:
+    "Seconds → SubRip time `HH:MM:SS,mmm` (negative times clamp to 0)."
+    ms = max(0, round(t * 1000))
+    return f"{ms // 3600000:02d}:{ms // 60000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
 
 # %% ../nbs/03_media.ipynb #fbb56674
 def _sorted_cues(cues: Sequence[Cue]) -> list[Cue]:

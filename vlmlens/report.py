@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from fastcore.basics import patch
 
 from .analysis import SCRIPT_FONTS
-from .core import VIDEO_MODALITIES
+from .core import RunConfig, VIDEO_MODALITIES
 from .judges import lang_name
 from .metrics import aggregate
 from .models import registry
@@ -22,10 +24,10 @@ from .store import Run, RunSet
 
 # %% auto #0
 __all__ = ['BLANK', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell',
-           'pct', 'num', 'language_name', 'model_name', 'judge_name', 'run_settings', 'differing_settings',
+           'pct', 'num', 'language_name', 'model_name', 'judge_name', 'as_runset', 'run_settings', 'differing_settings',
            'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'grouped_rates', 'Table', 'digits_for',
            'latex_caption', 'machine_frame', 'render_table', 'rate_cell', 'rate_grid', 'usage_note', 'summary_table',
-           'run_context', 'run_header', 'rates_table', 'runs_overview', 'kernel_manager', 'render_report']
+           'run_context', 'run_header', 'rates_table', 'runs_overview']
 
 # %% ../nbs/52_report.ipynb #f7f7bc76
 BLANK = "–"
@@ -95,13 +97,22 @@ def judge_name(judge_id) -> str:
     return model_name(body)
 
 # %% ../nbs/52_report.ipynb #1b8e7f90
+def as_runset(runs) -> RunSet:
+    "A `RunSet` of `runs`: a RunSet (or anything with `.scores()`) as it is, a `Run`, runs, or run/sweep folders (discovered)."
+    if isinstance(runs, Run): return RunSet([runs])
+    if hasattr(runs, "scores"): return runs
+    if isinstance(runs, (str, os.PathLike)): return RunSet.discover(runs)
+    items = list(runs)
+    if all(isinstance(r, Run) for r in items): return RunSet(items)
+    return RunSet.discover(*items)
+
 def run_settings(run: Run) -> dict:
     "A run's settings that can change its results (`Run.settings`)."
     return run.settings()
 
 def differing_settings(runs) -> dict[str, list]:
     "`{setting: [its distinct values]}` for the settings that differ between `runs` (`RunSet.varying`)."
-    return (runs if isinstance(runs, RunSet) else RunSet(runs)).varying()
+    return as_runset(runs).varying()
 
 # %% ../nbs/52_report.ipynb #5f2c1d34
 _SELF_DESCRIBING = ("model", "language", "num_frames", "fps", "benchmark")
@@ -123,11 +134,13 @@ def setting_text(key: str, value, named: bool = True) -> str:
 def run_labels(runs, exclude: Sequence[str] = ()) -> dict[str, str]:
     "`{run name: label}` naming each run by the settings that differ between `runs` (minus `exclude`)."
     keys = [k for k in differing_settings(runs) if k not in exclude]
-    out = {}
+    out, same = {}, {}
     for r in runs:
         s = run_settings(r)
         out[r.name] = ", ".join(x for x in (setting_text(k, s.get(k)) for k in keys) if x != BLANK) or (model_name(s.get("model")) if s else r.name)
-    return out
+        same[r.name] = (out[r.name], json.dumps([s.get(k) for k in exclude], sort_keys=True, default=str))
+    seen = Counter(same.values())                                  # runs that no setting tells apart are named
+    return {n: f"{l} ({n})" if seen[same[n]] > 1 else l for n, l in out.items()}
 
 # %% ../nbs/52_report.ipynb #8c5f4067
 class PoolingError(ValueError):
@@ -143,8 +156,9 @@ def check_pooling(runs, shown: Sequence[str] = (), what: str = "this table"):
     if hidden:
         desc = "; ".join(f"{k} ({', '.join(sorted({setting_text(k, x, named=False) for x in v}))})" for k, v in hidden.items())
         k0 = next(iter(hidden))
+        pick = f"runs.where({k0}=...)" if k0 in RunConfig.__dataclass_fields__ else f"runs.where(lambda r: r.settings().get({k0!r}) == ...)"
         raise PoolingError(f"{what} would pool runs that differ in {desc}: group by {' and '.join(hidden)} "
-                           f"or select runs first, e.g. runs.where({k0}=...)")
+                           f"or select runs first, e.g. {pick} (a report notebook: point runs_root at a folder holding only those runs)")
 
 # %% ../nbs/52_report.ipynb #1f8c739a
 def _rows(df) -> list[dict]:
@@ -155,7 +169,7 @@ def _rows(df) -> list[dict]:
 def grouped_rates(runs, by: Sequence[str], value: str = "score", what: str = "this table"):
     "Rates per group of the runs' score rows (`metrics.aggregate`), refusing to pool runs the grouping cannot tell apart."
     import pandas as pd
-    runs = runs if isinstance(runs, RunSet) else RunSet(runs)
+    runs = as_runset(runs)
     check_pooling(runs, by, what)
     df = runs.scores()
     settings = {r.name: run_settings(r) for r in runs}
@@ -571,37 +585,3 @@ def runs_overview(runs, digits: int = 1) -> Table:
                      **{" ".join(_HEADLINE[k]): head(o, k) for k in heads}})
     t.data = pd.DataFrame(rows, dtype=object)
     return t
-
-# %% ../nbs/52_report.ipynb #9b1f0123
-_KM: dict = {}
-
-def kernel_manager():
-    """A jupyter kernel manager class that uses IPC transport on POSIX (no unencrypted-TCP warning), TCP elsewhere.
-    Each kernel's sockets get their own name in the temp folder (kernels started at once in one folder, as a sweep
-    does, would otherwise race for the same socket files); asynchronous, as nbclient expects, so that a kernel that
-    died fails its cell instead of being waited for forever; shut down without the interrupt that makes a kernel log a
-    spurious KeyboardInterrupt."""
-    if "cls" not in _KM:
-        import os, tempfile, uuid
-        from jupyter_client.manager import AsyncKernelManager
-        from traitlets import default
-        class QuietKernelManager(AsyncKernelManager):
-            @default("transport")
-            def _default_transport(self): return "ipc" if os.name == "posix" else "tcp"
-            @default("ip")
-            def _default_ip(self):
-                if self.transport != "ipc": return "127.0.0.1"
-                return os.path.join(tempfile.gettempdir(), f"vlmlens-kernel-{uuid.uuid4().hex[:12]}")
-            async def _async_interrupt_kernel(self):
-                # jupyter_client interrupts a kernel before asking it to shut down; a kernel that finished its notebook
-                # then logs "KeyboardInterrupt caught in kernel" on every successful run. Shutdown alone stops it.
-                if not getattr(self, "shutting_down", False): await super()._async_interrupt_kernel()
-        _KM["cls"] = QuietKernelManager
-    return _KM["cls"]
-
-def render_report(notebook, output, parameters: dict | None = None, cwd=None, progress: bool = False):
-    "Execute a report notebook with papermill (parameters injected) into `output`; returns the output path."
-    import papermill as pm
-    pm.execute_notebook(str(notebook), str(output), parameters=parameters or {}, cwd=None if cwd is None else str(cwd),
-                        progress_bar=progress, kernel_name="python3", language="python", kernel_manager_class=kernel_manager())
-    return output

@@ -721,6 +721,8 @@ def settings(self: Run) -> dict:
     if d.get("modality") not in VIDEO_MODALITIES: d.update(num_frames=None, fps=None, max_frames=None)
     ds = (self.info or {}).get("dataset") or (self.summary or {}).get("dataset")
     if ds: d["dataset"] = ds.get("digest") or ds.get("path")        # the data's lock digest: other bytes, another setting
+    if ds and d.get("data_path"): d.pop("data_path")                   # the dataset names the data; how the path was spelled does not
+    elif d.get("data_path"): d["data_path"] = os.path.normpath(os.path.abspath(os.path.expanduser(d["data_path"])))
     return d
 
 # %% ../nbs/02_store.ipynb #8f2d6b04

@@ -15,19 +15,21 @@ import time
 from dataclasses import MISSING, fields
 from pathlib import Path
 
+from . import data
+from .benchmarks.base import get_benchmark
 from .core import RunConfig, sha256_json, slug
 from .models import registry
 from .store import Run, atomic_write, looks_secret, scrub_secrets
-from .report import kernel_manager
 from .runner import check_output_root
 
 log = logging.getLogger("vlmlens")
 
 # %% auto #0
 __all__ = ['log', 'RUN_CELL', 'EXECUTORS', 'EXECUTOR_OPTIONS', 'GPU_MEMORY_GB', 'LOST', 'EXECUTOR_ROWS', 'expand_grid',
-           'parameters_cell', 'build_notebook', 'make_evaluate_notebook', 'find_notebook', 'sweep_row', 'execute_run',
-           'slurm_minutes', 'executor_options', 'default_gpus', 'run_resources', 'SweepJob', 'finished_row', 'lost_row',
-           'local_rows', 'ray_rows', 'slurm_rows', 'load_sweep', 'write_table', 'run_sweep', 'compact_table']
+           'parameters_cell', 'build_notebook', 'make_evaluate_notebook', 'find_notebook', 'kernel_manager',
+           'render_report', 'sweep_row', 'execute_run', 'slurm_minutes', 'executor_options', 'default_gpus',
+           'run_resources', 'SweepJob', 'finished_row', 'lost_row', 'local_rows', 'ray_rows', 'slurm_rows',
+           'load_sweep', 'check_runs', 'write_table', 'run_sweep', 'compact_table']
 
 # %% ../nbs/41_sweep.ipynb #abfc5fc5
 _FIELDS = {f.name for f in fields(RunConfig)}
@@ -111,6 +113,40 @@ def find_notebook(path=None) -> Path:
     p = Path(tempfile.mkdtemp(prefix="vlmlens-nb-")) / "evaluate.ipynb"
     nbformat.write(make_evaluate_notebook(), p)
     return p
+
+# %% ../nbs/41_sweep.ipynb #9b1f0123
+_KM: dict = {}
+
+def kernel_manager():
+    """A jupyter kernel manager class that uses IPC transport on POSIX (no unencrypted-TCP warning), TCP elsewhere.
+    Each kernel's sockets get their own name in the temp folder (kernels started at once in one folder, as a sweep
+    does, would otherwise race for the same socket files); asynchronous, as nbclient expects, so that a kernel that
+    died fails its cell instead of being waited for forever; shut down without the interrupt that makes a kernel log a
+    spurious KeyboardInterrupt."""
+    if "cls" not in _KM:
+        import os, tempfile, uuid
+        from jupyter_client.manager import AsyncKernelManager
+        from traitlets import default
+        class QuietKernelManager(AsyncKernelManager):
+            @default("transport")
+            def _default_transport(self): return "ipc" if os.name == "posix" else "tcp"
+            @default("ip")
+            def _default_ip(self):
+                if self.transport != "ipc": return "127.0.0.1"
+                return os.path.join(tempfile.gettempdir(), f"vlmlens-kernel-{uuid.uuid4().hex[:12]}")
+            async def _async_interrupt_kernel(self):
+                # jupyter_client interrupts a kernel before asking it to shut down; a kernel that finished its notebook
+                # then logs "KeyboardInterrupt caught in kernel" on every successful run. Shutdown alone stops it.
+                if not getattr(self, "shutting_down", False): await super()._async_interrupt_kernel()
+        _KM["cls"] = QuietKernelManager
+    return _KM["cls"]
+
+def render_report(notebook, output, parameters: dict | None = None, cwd=None, progress: bool = False):
+    "Execute a report notebook with papermill (parameters injected) into `output`; returns the output path."
+    import papermill as pm
+    pm.execute_notebook(str(notebook), str(output), parameters=parameters or {}, cwd=None if cwd is None else str(cwd),
+                        progress_bar=progress, kernel_name="python3", language="python", kernel_manager_class=kernel_manager())
+    return output
 
 # %% ../nbs/41_sweep.ipynb #bdb6849d
 def sweep_row(run: dict, status: str, run_dir: Path | None, error: str | None) -> dict:
@@ -355,6 +391,31 @@ def _need(kind: str, opts: dict):
         raise ValueError("--executor slurm: no Slurm here (sbatch not found); submit from a login node, or set "
                          "executor.slurm.cluster: local to run the jobs as local processes")
 
+# %% ../nbs/41_sweep.ipynb #6f1526a0
+def _data_problem(cfg: RunConfig, root: Path) -> str | None:
+    "Why `cfg`'s data cannot be read (None when it can): a missing data path, read from the sweep folder when relative."
+    cfg = data.resolve_data_path(cfg)
+    if not cfg.data_path: return None
+    p = Path(cfg.data_path).expanduser()
+    if (p if p.is_absolute() else Path(root) / p).exists(): return None
+    where = "" if p.is_absolute() else f" (a relative path is read from the sweep folder {root})"
+    return f"data_path {cfg.data_path}: no such file or folder{where}; set data_path to the data's location"
+
+def check_runs(runs: list[dict], root: Path):
+    "Refuse (one ValueError) when any configuration's benchmark, benchmark options or data path is wrong; nothing is started."
+    problems: dict = {}
+    for r in runs:
+        cfg = RunConfig(**{"benchmark": "-", "model": "-", **r["params"]})
+        try:
+            get_benchmark(cfg.benchmark).check_kwargs(cfg.benchmark_kwargs)
+            why = _data_problem(cfg, root)
+        except (ValueError, KeyError, FileNotFoundError) as e: why = str(e.args[0] if isinstance(e, KeyError) and e.args else e)
+        if why: problems.setdefault(why.splitlines()[0], []).append(r["run_name"])
+    if not problems: return
+    why, names = next(iter(problems.items()))
+    others = f"; {len(problems) - 1} other problem{'s' if len(problems) > 2 else ''} too" if len(problems) > 1 else ""
+    raise ValueError(f"sweep not started: {why} ({len(names)} of {len(runs)} runs, e.g. {names[0]}){others}")
+
 # %% ../nbs/41_sweep.ipynb #5c1e0a31
 def write_table(root: Path, rows: list[dict], order: list[str]):
     "Write sweep.csv: the rows so far, in grid order, secrets scrubbed (nothing before the first row)."
@@ -373,10 +434,11 @@ def run_sweep(spec_or_path, output_root=None, notebook=None, kernel_name=None, p
     opts = executor_options(spec, executor, {r["params"].get("model") for r in runs})
     name = slug(spec.get("name", "sweep"))
     root = check_output_root(output_root or spec.get("output_root") or "outputs").resolve() / name   # one line, nothing made
-    root.mkdir(parents=True, exist_ok=True)
     nb_path = find_notebook(notebook or spec.get("notebook")).resolve()
-    rows = [r for r in (finished_row(run, root) for run in runs) if r is not None]
+    rows = [r for r in (finished_row(run, root) for run in runs) if r is not None] if root.is_dir() else []
     done = {r["run"] for r in rows}
+    check_runs([r for r in runs if r["run_name"] not in done], root)   # every configuration, before any kernel starts
+    root.mkdir(parents=True, exist_ok=True)
     jobs = [SweepJob(run, root, nb_path, kernel_name, opts["retries"], run_resources(run, opts)) for run in runs if run["run_name"] not in done]
     order = [r["run_name"] for r in runs]
     if jobs: _need(opts["kind"], opts)
@@ -392,11 +454,28 @@ def run_sweep(spec_or_path, output_root=None, notebook=None, kernel_name=None, p
     return table
 
 # %% ../nbs/41_sweep.ipynb #h9s10002
-def _named(jobs, bar):
-    "The jobs, naming each in the progress bar as it starts."
-    for job in jobs:
-        bar.set_postfix_str(job.run["run_name"], refresh=True)
-        yield job
+def _answered(run_dir: Path) -> int:
+    "Items a run has answered so far (lines of its predictions.jsonl)."
+    try: return (Path(run_dir) / "predictions.jsonl").read_bytes().count(b"\n")
+    except OSError: return 0
+
+def _named(jobs, bar, poll_s: float = 2.0):
+    "The jobs, naming each in the progress bar as it starts and, while it runs, the items it has answered."
+    import threading
+    now, stop = {}, threading.Event()
+    def watch():
+        while not stop.wait(poll_s):
+            job = now.get("job")
+            if job is not None:
+                n = _answered(job.root / job.run["run_name"])
+                bar.set_postfix_str(f"{job.run['run_name']}: {n} item{'s' if n != 1 else ''} answered", refresh=True)
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        for job in jobs:
+            now["job"] = job
+            bar.set_postfix_str(job.run["run_name"], refresh=True)
+            yield job
+    finally: stop.set()
 
 def compact_table(table, keep=("run", "status", "n", "accuracy")):
     "(the table without the columns that are the same in every row, wall_s in whole seconds; {column: its one value})."

@@ -18,7 +18,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 from loopback import LoopbackServer  # noqa: E402
 from test_report_notebooks import build_hintel_runs, build_infinibench_runs, build_minerva_runs, isolation_models  # noqa: E402
-from vlmlens.report import render_report  # noqa: E402
+from vlmlens.sweep import render_report  # noqa: E402
 
 FIGURES = {"hintel": ("figure4.png", "hintel_figure4.png"), "curve": ("curve_per_locale.png", "curve_per_locale.png")}
 

@@ -14,7 +14,7 @@ from typing import Any
 from fastcore.basics import patch
 
 from ..core import Judgment, Prediction, Request, RunConfig, Sample, cache_root
-from ..judges import JudgeItem, open_ended_judge, reference_text
+from ..judges import DEFAULT_JUDGE_MODEL, JudgeItem, open_ended_judge, reference_text
 from ..prompts import build_request
 from ..scoring import parse_answer, score_answer
 
@@ -68,7 +68,7 @@ def judge_item(self: Benchmark, sample: Sample, prediction: Prediction) -> Judge
 @patch
 def make_judge(self: Benchmark, cfg: RunConfig):
     "The judge for this benchmark's judged answers: the 0–10 open-ended judge on `cfg.judge` (default gpt-4o-mini)."
-    return open_ended_judge(cfg.judge or "gpt-4o-mini", **cfg.judge_kwargs)
+    return open_ended_judge(cfg.judge or DEFAULT_JUDGE_MODEL, **cfg.judge_kwargs)
 
 # %% ../../nbs/30_benchmarks_base.ipynb #741afd6f
 @patch

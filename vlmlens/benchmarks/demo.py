@@ -21,13 +21,13 @@ from PIL import Image, ImageDraw, ImageFont
 
 from .base import Benchmark
 from ..core import Media, RunConfig, Sample, cache_root
-from ..media import write_video
+from ..media import srt_time, write_video
 from ..readers import default_mapper, load_samples
 
 # %% auto #0
 __all__ = ['DEMO_VERSION', 'DEMO_SEED', 'LANGS', 'COLORS', 'PLACES', 'SHAPES', 'NUMBER_WORDS', 'QUESTIONS', 'FPS', 'FRAME_SIZE',
            'SCENES_PER_VIDEO', 'IMAGE_SIZE', 'HINTEL_EXTRA_ACCEPTED', 'demo_dir', 'render_question', 'scene_frame',
-           'plan_video', 'video_frames', 'srt_time', 'subtitle_text', 'shapes_image', 'number_image', 'hintel_examples',
+           'plan_video', 'video_frames', 'subtitle_text', 'shapes_image', 'number_image', 'hintel_examples',
            'split_inline_options', 'zebra_image', 'candles_image', 'video_items', 'plan_images', 'image_items',
            'hintel_items', 'localize', 'build_demo_data', 'ensure_demo_data', 'DemoBenchmark']
 
@@ -187,11 +187,6 @@ def video_frames(plan: dict):
         for _ in range(s["end_frame"] - s["start_frame"]): yield img
 
 # %% ../../nbs/31_benchmarks_demo.ipynb #4b8a268f
-def srt_time(t: float) -> str:
-    "Seconds → SubRip time `HH:MM:SS,mmm`."
-    ms = int(round(t * 1000))
-    return f"{ms // 3600000:02d}:{ms // 60000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
-
 def subtitle_text(plan: dict, lang: str) -> str:
     "The `.srt` text of a planned video's narrator lines in `lang`."
     blocks = [f"{i}\n{srt_time(s['start'] + 0.25)} --> {srt_time(s['end'] - 0.25)}\n{PLACES[s['place']]['line'][lang]}\n"

@@ -22,7 +22,7 @@ from .demo import candles_image, hintel_examples, split_inline_options, zebra_im
 from ..core import Judgment, Media, Prediction, Request, RunConfig, Sample, message
 from ..fidelity import PaperPrompt, record
 from ..judges import Judge, JudgeItem, JudgeParseError, JudgeTemplate, lang_name, load_judge_model, render_messages
-from ..metrics import aggregate, mcnemar, paired_bootstrap
+from ..metrics import aggregate
 from ..models import registry
 from ..readers import FieldError, RowError, load_json, read_records
 from ..scoring import (english_reasoning, extract_choice, final_answer_text, has_extra_explanation, jee_score,
@@ -33,15 +33,13 @@ __all__ = ['SUBSETS', 'SUBSET_NAMES', 'SUBSET_LANGS', 'OURS', 'OURS_NAMES', 'MCQ
            'LANGS', 'STRATEGIES', 'JEE_TYPES', 'KWARGS_SCHEMA', 'BENCHMARK_KWARGS', 'JEE_COT', 'JEE_STANDARD',
            'STANDARD_MCQ', 'STANDARD_SHORT', 'COT_SYSTEM', 'COT_USER_MCQ', 'COT_USER_SHORT', 'CAPTION', 'CAPTION_QA',
            'PROMPT_NAMES', 'PROMPTS', 'VQA_JUDGE_SYSTEM', 'VQA_JUDGE_USER', 'CLEVR_JUDGE_SYSTEM', 'CLEVR_JUDGE_USER',
-           'HINTEL_JUDGE_MODEL', 'VQA_JUDGE', 'CLEVR_JUDGE', 'TABLES', 'LANG_LABEL', 'PAPER_TABLES', 'TASKS',
-           'TABLE5_ORDER', 'STRATEGY_NAMES', 'FAILURE_CATEGORIES', 'PAPER_TABLE6', 'PRELABEL_PROMPT', 'PAPER_ROSTER',
-           'REGISTRY_NAMES', 'prompt', 'sample_id', 'subset_of_id', 'record_to_sample', 'subset_file', 'load_hintel',
-           'vqav2_records', 'hf_records', 'jeebench_records', 'csv_records', 'write_subset', 'build_synthetic_hintel',
-           'question_block', 'build_hintel_request', 'parse_hintel', 'exact_match_score', 'jee_rule', 'score_hintel',
-           'parse_binary', 'paper_messages', 'PaperJudge', 'HinTelJudge', 'run_options', 'HinTelBenchmark', 'cells',
-           'lang_table', 'table3', 'table4', 'paper_table', 'ours_from_cells', 'gap_by_task', 'strategy_table',
-           'paired_regression', 'failure_sheet', 'failure_table', 'prelabel_failures', 'jee_rule_report',
-           'roster_check']
+           'HINTEL_JUDGE_MODEL', 'VQA_JUDGE', 'CLEVR_JUDGE', 'TABLES', 'LANG_LABEL', 'PAPER_TABLES',
+           'FAILURE_CATEGORIES', 'PAPER_TABLE6', 'PAPER_ROSTER', 'REGISTRY_NAMES', 'prompt', 'sample_id',
+           'subset_of_id', 'record_to_sample', 'subset_file', 'load_hintel', 'vqav2_records', 'hf_records',
+           'jeebench_records', 'csv_records', 'write_subset', 'build_synthetic_hintel', 'question_block',
+           'build_hintel_request', 'parse_hintel', 'exact_match_score', 'jee_rule', 'score_hintel', 'parse_binary',
+           'paper_messages', 'PaperJudge', 'HinTelJudge', 'run_options', 'HinTelBenchmark', 'paper_table',
+           'ours_from_cells', 'roster_check']
 
 # %% ../../nbs/32_benchmarks_hintel.ipynb #e9d57cad
 SUBSETS = ("vqav2", "realworldqa", "clevr_math", "jee_h", "jee_t", "vaani_h", "vaani_t")
@@ -911,49 +909,10 @@ def summarize(self: HinTelBenchmark, rows: list[dict], cfg: RunConfig) -> dict:
                       "jee_english_rule": o["jee_english_rule"] and cfg.strategy == "cot" and has_jee_hi},
             "groups": groups}
 
-# %% ../../nbs/32_benchmarks_hintel.ipynb #72abafa3
-def _scores(runs):
-    "HinTel score rows of a RunSet (or of the DataFrame of score rows), with missing values as None."
-    df = runs.scores() if hasattr(runs, "scores") else runs
-    if "cfg_benchmark" in df.columns: df = df[df["cfg_benchmark"].fillna("hintel") == "hintel"]
-    df = df.astype(object).where(df.notna(), None)
-    if "valid" in df.columns: df["valid"] = df["valid"].map(lambda v: str(v).lower() == "true" if isinstance(v, str) else v)
-    return df
-
-def cells(runs, value: str = "score", strategy: str | None = "standard"):
-    "Accuracy (fraction) per model × subset × language (× strategy when `strategy` is None)."
-    import pandas as pd
-    df = _scores(runs)
-    if strategy is not None: df = df[df["cfg_strategy"] == strategy]
-    by = ("cfg_model", "cfg_strategy", "subset", "language")
-    rows = [{**r, "score": r.get(value)} for r in df.to_dict("records")]
-    out = pd.DataFrame(aggregate(rows, by), columns=[*by, "n", "n_errors", "accuracy"])
-    return out.rename(columns={"cfg_model": "model", "cfg_strategy": "strategy"})
-
-# %% ../../nbs/32_benchmarks_hintel.ipynb #8c0e2a4b
+# %% ../../nbs/32_benchmarks_hintel.ipynb #1f3b5d7e
 TABLES = {3: "te", 4: "hi"}
 LANG_LABEL = {"hi": "Hi", "te": "Tel", "en": "En"}
 
-def lang_table(runs, lang: str, value: str = "score", strategy: str = "standard"):
-    "Table 3 (`lang='te'`) or Table 4 (`lang='hi'`): fractions per model × (subset, language), Ours, Model Mean."
-    import pandas as pd
-    if lang not in OURS: raise ValueError(f"lang must be 'hi' (Table 4) or 'te' (Table 3), got {lang!r}")
-    c = cells(runs, value, strategy)
-    look = {(r.model, r.subset, r.language): r.accuracy for r in c.itertuples()}
-    models = sorted(c["model"].unique())
-    cols = [(SUBSET_NAMES[s], LANG_LABEL[l], s, l) for s in OURS[lang] for l in (lang, "en")]
-    t = pd.DataFrame({(a, b): [look.get((m, s, l), float("nan")) for m in models] for a, b, s, l in cols},
-                     index=pd.Index(models, name="model"), dtype=float)
-    for l in (lang, "en"):
-        t[(OURS_NAMES[lang], LANG_LABEL[l])] = t[[(SUBSET_NAMES[s], LANG_LABEL[l]) for s in OURS[lang]]].mean(axis=1, skipna=False)
-    t.columns = pd.MultiIndex.from_tuples(t.columns)
-    if len(t): t.loc["Model Mean"] = t.mean(axis=0)
-    return t
-
-def table3(runs, **kw): "Table 3 (Telugu and English)."; return lang_table(runs, "te", **kw)
-def table4(runs, **kw): "Table 4 (Hindi and English)."; return lang_table(runs, "hi", **kw)
-
-# %% ../../nbs/32_benchmarks_hintel.ipynb #1f3b5d7e
 PAPER_TABLES = {
     3: {"GPT 4.1": "68.70 72.00 61.05 75.29 46.60 65.00 34.36 40.92 81.57 82.45 58.46 67.13",
         "Gemini 2.5 Flash": "75.10 74.10 61.18 73.20 66.70 71.80 45.90 54.15 82.75 80.78 66.33 70.81",
@@ -973,7 +932,7 @@ PAPER_TABLES = {
         "Model Mean": "53.74 66.26 53.99 62.49 43.01 58.62 20.01 22.29 85.85 83.76 51.19 58.49"}}
 
 def paper_table(number: int):
-    "Table 3 or 4 as printed, as fractions, with the columns of `lang_table`."
+    "Table 3 or 4 as printed, as fractions, with the columns of `vlmlens.tables.hintel.lang_table`."
     import pandas as pd
     lang = TABLES[number]
     cols = [(SUBSET_NAMES[s], LANG_LABEL[l]) for s in OURS[lang] for l in (lang, "en")] + [(OURS_NAMES[lang], LANG_LABEL[l]) for l in (lang, "en")]
@@ -985,159 +944,10 @@ def ours_from_cells(values) -> Decimal:
     vals = [Decimal(str(v)) for v in values]
     return (sum(vals) / len(vals)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
 
-# %% ../../nbs/32_benchmarks_hintel.ipynb #267370b3
-TASKS = {"VQAv2": ("vqav2", "vqav2"), "RealWorldQA": ("realworldqa", "realworldqa"), "CLEVR-Math": ("clevr_math", "clevr_math"),
-         "JEE": ("jee_h", "jee_t"), "VAANI": ("vaani_h", "vaani_t")}
-
-def gap_by_task(runs, value: str = "score", strategy: str = "standard"):
-    "Figure 4 data: per task, mean over models of (En − Indic) accuracy, one column per Indic language."
-    import pandas as pd
-    c = cells(runs, value, strategy)
-    out = {}
-    for i, (lang, col) in enumerate((("hi", "Hindi"), ("te", "Telugu"))):
-        gaps = {}
-        for task, subs in TASKS.items():
-            w = c[c.subset == subs[i]].pivot_table(index="model", columns="language", values="accuracy")
-            if "en" in w and lang in w: gaps[task] = (w["en"] - w[lang]).mean()
-        out[col] = pd.Series(gaps, dtype=float)
-    return pd.DataFrame(out).reindex(list(TASKS))
-
-# %% ../../nbs/32_benchmarks_hintel.ipynb #5feeb695
-TABLE5_ORDER = ("vqav2", "realworldqa", "jee_h", "clevr_math", "vaani_h")
-STRATEGY_NAMES = {"standard": "Standard", "cot": "CoT", "caption": "Caption-Only"}
-
-def strategy_table(runs, model: str, lang: str = "hi", value: str = "score"):
-    "Table 5: strategies × (subset, language) accuracies (fractions) of one model, with Ours."
-    import pandas as pd
-    c = cells(runs, value, None)
-    c = c[c.model == model]
-    if c.empty: raise ValueError(f"strategy_table: no scores for model {model!r} (models: {sorted(cells(runs, value, None).model.unique())})")
-    subs = TABLE5_ORDER if lang == "hi" else tuple(s.replace("_h", "_t") for s in TABLE5_ORDER)
-    look = {(r.strategy, r.subset, r.language): r.accuracy for r in c.itertuples()}
-    strategies = [s for s in STRATEGIES if s in set(c.strategy)]
-    data = {(SUBSET_NAMES[s], LANG_LABEL[l]): [look.get((st, s, l), float("nan")) for st in strategies] for s in subs for l in (lang, "en")}
-    t = pd.DataFrame(data, index=pd.Index([STRATEGY_NAMES[s] for s in strategies], name="method"), dtype=float)
-    for l in (lang, "en"): t[(OURS_NAMES[lang], LANG_LABEL[l])] = t[[(SUBSET_NAMES[s], LANG_LABEL[l]) for s in subs]].mean(axis=1, skipna=False)
-    t.columns = pd.MultiIndex.from_tuples(t.columns)
-    return t
-
-# %% ../../nbs/32_benchmarks_hintel.ipynb #3f5a7b9c
-def _pairs(s, lang: str, value: str):
-    "(model, strategy, subset) → (en values, Indic values) on aligned items."
-    s = s[s["language"].isin(("en", lang)) & s["align_id"].notna()]
-    s = s.assign(v=[0.0 if r.get("error") else r.get(value) for r in s.to_dict("records")])
-    s = s[s["v"].notna()]
-    w = s.pivot_table(index=["cfg_model", "cfg_strategy", "subset", "align_id"], columns="language", values="v", aggfunc="first")
-    if "en" not in w or lang not in w: return {}
-    w = w.dropna(subset=["en", lang])
-    return {k: (g["en"].to_numpy(float), g[lang].to_numpy(float)) for k, g in w.groupby(level=[0, 1, 2])}
-
-def paired_regression(runs, value: str = "score", n_resamples: int = 10000, seed: int = 0):
-    "En − Indic per model × strategy × subset on aligned items: mean difference (fraction), bootstrap CI, McNemar p."
-    import numpy as np, pandas as pd
-    s, out = _scores(runs), []
-    for lang in ("hi", "te"):
-        for (model, strategy, subset), (en, ind) in _pairs(s[s["subset"].isin(OURS[lang])], lang, value).items():
-            b = paired_bootstrap(en, ind, n_resamples=n_resamples, seed=seed)
-            row = {"model": model, "strategy": strategy, "indic": lang, "subset": subset, "task": SUBSET_NAMES[subset], "n_pairs": b["n"],
-                   "en": b["mean_a"], "indic_acc": b["mean_b"], "diff": b["diff"], "ci_low": b["ci_low"], "ci_high": b["ci_high"]}
-            if np.isin(en, (0, 1)).all() and np.isin(ind, (0, 1)).all():
-                m = mcnemar(en, ind); row.update(mcnemar_n10=m["n10"], mcnemar_n01=m["n01"], mcnemar_p=m["p_value"])
-            out.append(row)
-    cols = ["model", "strategy", "indic", "subset", "task", "n_pairs", "en", "indic_acc", "diff", "ci_low", "ci_high", "mcnemar_n10", "mcnemar_n01", "mcnemar_p"]
-    return pd.DataFrame(out, columns=cols).sort_values(["model", "strategy", "indic", "subset"]).reset_index(drop=True)
-
 # %% ../../nbs/32_benchmarks_hintel.ipynb #308be7fc
 FAILURE_CATEGORIES = ("Lack of Knowledge about India", "Visual Grounding Error", "Visual Perception Failure",
                       "Failure to Ground in Indian Culture")
 PAPER_TABLE6 = {"en": (0.17, 0.49, 0.19, 0.15), "te": (0.16, 0.50, 0.18, 0.16)}   # GPT-4.1 on VAANI-T, as printed
-
-def failure_sheet(runs, path, value: str = "score", model: str | None = None, subset: str | None = None, max_rows: int | None = None) -> Path:
-    "Write the failed items (score < 1) as a CSV with an empty `category` column for labelling."
-    s = _scores(runs)
-    if model is not None: s = s[s["cfg_model"] == model]
-    if subset is not None: s = s[s["subset"] == subset]
-    cols = [c for c in ("cfg_model", "cfg_strategy", "sample_id", "subset", "language", "align_id", "gold", "parsed", "raw") if c in s.columns]
-    f = s[s[value].notna() & (s[value].astype(float) < 1)][cols].copy()
-    if max_rows is not None: f = f.head(max_rows)
-    f["category"] = ""; f["category_source"] = ""
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    f.to_csv(path, index=False)
-    return path
-
-def _match_category(text: str | None) -> str | None:
-    "The category a label (or an LLM reply) names: by name, case-insensitively, or by its number 1-4."
-    t = " ".join(str(text or "").casefold().split()).strip(" .")
-    hits = [c for c in FAILURE_CATEGORIES if c.casefold() in t]
-    if len(hits) == 1: return hits[0]
-    m = re.fullmatch(r"\W*([1-4])\W*", t)
-    return FAILURE_CATEGORIES[int(m.group(1)) - 1] if m else None
-
-def failure_table(path, by: str = "language"):
-    "Table 6: each category's share (fraction) of the labelled failures per `by` group, and n_labelled."
-    import pandas as pd
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    if "category" not in df.columns: raise ValueError(f"{path}: not a failure sheet (no 'category' column)")
-    df = df[df["category"].str.strip() != ""].copy()
-    for i, lab in zip(df.index, df["category"]):
-        if _match_category(lab) is None: raise ValueError(f"{path}: row {i + 2}: category: unknown category {lab!r}; use one of {list(FAILURE_CATEGORIES)}")
-    df["category"] = df["category"].map(_match_category)
-    t = pd.crosstab(df[by], df["category"], normalize="index").reindex(columns=list(FAILURE_CATEGORIES), fill_value=0.0)
-    return t.assign(n_labelled=df.groupby(by).size())
-
-# %% ../../nbs/32_benchmarks_hintel.ipynb #6e8f0a2b
-PRELABEL_PROMPT = """A vision-language model answered a question about an image wrongly. Classify the most likely cause of the failure into exactly one of these categories:
-1. Lack of Knowledge about India
-2. Visual Grounding Error
-3. Visual Perception Failure
-4. Failure to Ground in Indian Culture
-
-Question ({language}): {question}
-Correct answer: {gold}
-Model answer: {answer}
-
-Reply with the category name only, exactly as written above."""
-
-def prelabel_failures(path, model, questions: dict | None = None, overwrite: bool = False, progress: bool = True, **model_kwargs) -> dict:
-    "Fill empty `category` cells of a failure sheet with an LLM's guess (category_source='llm'); returns counts."
-    import pandas as pd
-    from tqdm.auto import tqdm
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    if "category" not in df.columns: raise ValueError(f"{path}: not a failure sheet (no 'category' column)")
-    todo = [i for i in df.index if overwrite or not df.at[i, "category"].strip()]
-    backend, owned = load_judge_model(model, **model_kwargs)
-    n_bad = 0
-    try:
-        for i in tqdm(todo, desc="pre-labelling failures", disable=not progress):
-            r = df.loc[i]
-            q = (questions or {}).get(r.get("sample_id", ""), "") or "(see the sample id " + r.get("sample_id", "") + ")"
-            text = PRELABEL_PROMPT.format(language=r.get("language", ""), question=q, gold=r.get("gold", ""), answer=r.get("raw", "") or r.get("parsed", ""))
-            g = backend.generate([Request(str(r.get("sample_id", i)), [message("user", text)])], max_new_tokens=32)[0]
-            cat = _match_category(g.text) if g.error is None else None
-            if cat is None: n_bad += 1; continue
-            df.at[i, "category"], df.at[i, "category_source"] = cat, "llm"
-    finally:
-        if owned: backend.close()
-    df.to_csv(path, index=False)
-    return {"n_rows": len(df), "n_prelabelled": len(todo) - n_bad, "n_unparsed": n_bad}
-
-# %% ../../nbs/32_benchmarks_hintel.ipynb #bc4c43e7
-def jee_rule_report(runs):
-    "Per model × strategy × subset × language on JEE: n, answers zeroed by each rule, accuracy before/after the rules."
-    import pandas as pd
-    s = _scores(runs)
-    s = s[s["subset"].isin(JEE_SUBSETS)] if "subset" in s.columns else s.iloc[:0]
-    cols = ["model", "strategy", "subset", "language", "n", "n_explanation", "n_english_reasoning", "accuracy_before_rules", "accuracy"]
-    if s.empty or "jee_rule" not in s.columns: return pd.DataFrame(columns=cols)
-    out = []
-    for (m, st, sub, l), g in s.groupby(["cfg_model", "cfg_strategy", "subset", "language"]):
-        rows = g.to_dict("records")
-        before = aggregate([{**r, "score": r.get("score_before_rules", r.get("score"))} for r in rows])[0]["accuracy"]
-        out.append({"model": m, "strategy": st, "subset": sub, "language": l, "n": len(rows),
-                    "n_explanation": sum(r.get("jee_rule") == "explanation" for r in rows),
-                    "n_english_reasoning": sum(r.get("jee_rule") == "english_reasoning" for r in rows),
-                    "accuracy_before_rules": before, "accuracy": aggregate(rows)[0]["accuracy"]})
-    return pd.DataFrame(out, columns=cols)
 
 # %% ../../nbs/32_benchmarks_hintel.ipynb #9b1c3d5e
 PAPER_ROSTER = {"GPT-4.1": ("en", "hi", "te"), "Gemini 2.5 Flash": ("en", "hi", "te"), "Gemini 2.0 Flash": ("en", "te"),
@@ -1218,12 +1028,12 @@ record("hintel", "decoding", "default", _P + " §4", "reading", "the paper gives
 record("hintel", "model roster and languages", "rule", _P + " §4.1, Tables 3-4", "verbatim",
        "PAPER_ROSTER: a model runs only on the languages it claims (registry); roster_check() compares")
 record("hintel", "Table 3 = Telugu, Table 4 = Hindi; Ours = mean of five subsets", "table", _P + " Tables 3-4", "verbatim",
-       "table3()/table4(); printed Ours reproduced from printed cells except Table 4 Gemma3-12B En (54.06 vs 54.87 printed)")
+       "vlmlens.tables.hintel.table3()/table4(); printed Ours reproduced from printed cells except Table 4 Gemma3-12B En (54.06 vs 54.87 printed)")
 record("hintel", "Model Mean rows", "table", _P + " Tables 3-4", "reading",
        "mean over models of each column; the printed Model Mean rows differ from their cells in places "
        "(Table 3 VQAv2-Tel 71.10 vs 71.70, JEE-T-Tel 34.85 vs 34.45; Table 4 most columns)")
 record("hintel", "Figure 4, Table 5, Table 6", "table", _P + " §5.4-5.6", "verbatim",
-       "gap_by_task (mean over models of En - Indic), strategy_table (one model, 3 strategies, Hindi), failure_table "
+       "vlmlens.tables.hintel: gap_by_task (mean over models of En - Indic), strategy_table (one model, 3 strategies, Hindi), failure_table "
        "(four categories, shares of labelled failures per language)")
 record("hintel", "paired En - Indic CIs and McNemar", "metric", "vlmlens (not in the paper)", "reading",
-       "paired_regression: bootstrap 95% CI over aligned items, McNemar on 0/1 outcomes (vlmlens.metrics)")
+       "vlmlens.tables.hintel.paired_regression: bootstrap 95% CI over aligned items, McNemar on 0/1 outcomes (vlmlens.metrics)")

@@ -23,7 +23,6 @@ from ..judges import Judge, JudgeTemplate, Vote, load_judge_model, parse_json_sc
 from ..metrics import aggregate, rates
 from ..models.registry import CURVE_LOCALES
 from ..prompts import context_parts, format_options
-from .. import store
 from ..readers import FieldError, RowError, load_samples
 from ..scoring import final_answer_text, parse_answer, score_answer
 
@@ -34,8 +33,7 @@ __all__ = ['CURVE_CATEGORIES', 'LOCALE_LANGUAGE', 'PAPER_RESOURCE_SETS', 'CURVE_
            'resource_level', 'paper_main_table', 'parse_timestamps', 'youtube_id', 'read_video_map', 'video_locator',
            'norm_choice', 'match_choice', 'minerva_mapper', 'curve_mapper', 'with_video', 'load_benchmark_file',
            'wants_reasoning', 'answer_prompt', 'prompt_text', 'minerva_request', 'curve_judge', 'MinervaBenchmark',
-           'by_group', 'overall', 'accuracy_metric', 'CurveBenchmark', 'run_scores', 'group_table', 'run_table',
-           'curve_main_table', 'resource_comparison', 'ablation_table']
+           'by_group', 'overall', 'accuracy_metric', 'CurveBenchmark']
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #1228b686
 CURVE_CATEGORIES = ("Sports", "Cuisine", "Festivals", "Tourism", "Rituals", "Education")
@@ -523,108 +521,6 @@ def summarize(self: CurveBenchmark, rows: list[dict], cfg: RunConfig) -> dict:
             "highest_locale": ranked[-1][1] if ranked else None, "lowest_locale": ranked[0][1] if ranked else None,
             "human_baseline": cfg.benchmark_kwargs.get("human_baseline")}
 
-# %% ../../nbs/34_benchmarks_minerva.ipynb #2eaa87af
-def _clean(v):
-    return None if (isinstance(v, float) and math.isnan(v)) else v
-
-def run_scores(runs, benchmark: str | None = None) -> list[dict]:
-    "Score rows of every run (`run`, `cfg_<field>` tagged) of one benchmark; `runs`: RunSet, folder(s)."
-    rs = runs if hasattr(runs, "scores") else store.RunSet.discover(*(runs if isinstance(runs, (list, tuple)) else [runs]))
-    df = rs.scores()
-    if benchmark is not None and len(df): df = df[df["cfg_benchmark"] == benchmark]
-    return [{k: _clean(v) for k, v in r.items()} for r in df.to_dict("records")]
-
-_STATS = ("n", "n_errors", "n_invalid", "accuracy", "accuracy_answered", "invalid_rate", "error_rate")
-
-def group_table(runs, by: str = "locale", benchmark: str = "curve", sets: dict | None = None):
-    "Long table: one row per run and group (`by`: locale, category, skills, split, resource), with n and rates."
-    import pandas as pd
-    rows = run_scores(runs, benchmark)
-    if by == "resource": rows = [{**r, "resource": resource_level(r.get("locale"), sets)} for r in rows]
-    out = []
-    for run in dict.fromkeys(r["run"] for r in rows):
-        mine = [r for r in rows if r["run"] == run]
-        for g, st in by_group(mine, by).items():
-            out.append({"run": run, "model": mine[0].get("cfg_model"), by: g, **{k: st[k] for k in _STATS}})
-    return pd.DataFrame(out, columns=["run", "model", by, *_STATS])
-
-# %% ../../nbs/34_benchmarks_minerva.ipynb #4c5d6e7f
-_SETTINGS = ("cfg_num_frames", "cfg_strategy", "cfg_modality", "cfg_model_kwargs")
-
-def run_table(runs, benchmark: str):
-    "One row per run of `benchmark`: model, settings, n and the standard rates (errors count as wrong)."
-    import pandas as pd
-    rows, out = run_scores(runs, benchmark), []
-    for run in dict.fromkeys(r["run"] for r in rows):
-        mine = [r for r in rows if r["run"] == run]
-        st = overall(mine)
-        out.append({"run": run, "model": mine[0].get("cfg_model"), **{k[4:]: mine[0].get(k) for k in _SETTINGS},
-                    **{k: st[k] for k in _STATS}})
-    return pd.DataFrame(out, columns=["run", "model", *(k[4:] for k in _SETTINGS), *_STATS])
-
-# %% ../../nbs/34_benchmarks_minerva.ipynb #5e6f7081
-_PAPER = {m: (agg, hl, hv, ll, lv) for m, agg, hl, hv, ll, lv in CURVE_MAIN_TABLE}
-_BY_NAME = {reg: disp for disp, reg in CURVE_ROSTER.items()}
-
-def curve_main_table(runs, human: float | None = CURVE_MAIN_TABLE[-1][1]):
-    "Per run: aggregate (with n), highest and lowest locale (with n), the paper's aggregate for a roster model."
-    import pandas as pd
-    loc, rows = group_table(runs, "locale"), run_scores(runs, "curve")
-    out = []
-    for run in dict.fromkeys(r["run"] for r in rows):
-        mine = [r for r in rows if r["run"] == run]
-        g = loc[(loc["run"] == run) & loc["accuracy"].notna()].sort_values(["accuracy", "locale"])
-        hi, lo = (g.iloc[-1], g.iloc[0]) if len(g) else (None, None)
-        model = mine[0].get("cfg_model")
-        paper = _PAPER.get(_BY_NAME.get(model, model))
-        out.append({"model": model, "run": run, "n": len(mine), "aggregate": overall(mine)["accuracy"],
-                    "highest_locale": None if hi is None else hi["locale"], "highest": None if hi is None else hi["accuracy"],
-                    "highest_n": None if hi is None else int(hi["n"]), "lowest_locale": None if lo is None else lo["locale"],
-                    "lowest": None if lo is None else lo["accuracy"], "lowest_n": None if lo is None else int(lo["n"]),
-                    "paper_aggregate": paper[0] if paper else None})
-    if human is not None: out.append({"model": "Human", "aggregate": human, "paper_aggregate": CURVE_MAIN_TABLE[-1][1]})
-    return pd.DataFrame(out, columns=["model", "run", "n", "aggregate", "highest_locale", "highest", "highest_n",
-                                      "lowest_locale", "lowest", "lowest_n", "paper_aggregate"])
-
-# %% ../../nbs/34_benchmarks_minerva.ipynb #92a3b4c5
-def resource_comparison(runs, sets: dict | None = None):
-    "Per run: accuracy and n of the low- and high-resource locales (the paper's sets by default), and the gap."
-    import pandas as pd
-    sets = sets or PAPER_RESOURCE_SETS
-    t = group_table(runs, "resource", sets=sets)
-    out = []
-    for run, g in t.groupby("run", sort=False):
-        d = g.set_index("resource")
-        get = lambda lvl, k: d.loc[lvl, k] if lvl in d.index else None
-        lo, hi = get("low", "accuracy"), get("high", "accuracy")
-        out.append({"run": run, "model": g["model"].iloc[0], "low_locales": ", ".join(sets["low"]), "low": lo,
-                    "low_n": get("low", "n"), "high_locales": ", ".join(sets["high"]), "high": hi,
-                    "high_n": get("high", "n"), "gap": None if lo is None or hi is None else hi - lo})
-    return pd.DataFrame(out)
-
 # %% ../../nbs/34_benchmarks_minerva.ipynb #b4c5d6e7
 fidelity.record("curve", "ablations: frames 1-512, audio on/off, reasoning budget 128-2k", "default",
                 "MINERVA-Cultural, Ablation Study", "verbatim", "sweeps over num_frames and Gemini's audio / thinking_budget")
-
-def _kwarg(v, param):
-    if isinstance(v, str) and v.strip().startswith("{"):
-        try: v = json.loads(v)
-        except ValueError: return None
-    return v.get(param) if isinstance(v, dict) else None
-
-def ablation_table(runs, param: str, benchmark: str | None = None):
-    "Accuracy (with n) per run and value of `param` (a RunConfig field or a model/benchmark kwarg)."
-    import pandas as pd
-    rows, out = run_scores(runs, benchmark), []
-    for run in dict.fromkeys(r["run"] for r in rows):
-        mine = [r for r in rows if r["run"] == run]
-        r0 = mine[0]
-        v = r0.get(f"cfg_{param}")
-        if v is None: v = _kwarg(r0.get("cfg_model_kwargs"), param)
-        if v is None: v = _kwarg(r0.get("cfg_benchmark_kwargs"), param)
-        if v is None: continue
-        st = overall(mine)
-        out.append({"benchmark": r0.get("cfg_benchmark"), "model": r0.get("cfg_model"), "run": run, param: v,
-                    "n": st["n"], "accuracy": st["accuracy"]})
-    cols = ["benchmark", "model", "run", param, "n", "accuracy"]
-    return pd.DataFrame(out, columns=cols).sort_values(["benchmark", "model", param]).reset_index(drop=True) if out else pd.DataFrame(columns=cols)

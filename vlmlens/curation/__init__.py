@@ -72,7 +72,7 @@ def review_sample(step: Step, frac: float = 0.2, seed: int = 0, skip_skills: Seq
 fidelity.record("infinibench", "human verification sample", "rule", "InfiniBench §3.2.3 (4), App. B.6", "reading",
                 "20% of each skill's items, drawn deterministically (hash of seed and id); summarization is not reviewed, as in B.6 "
                 "('Summarization questions do not require human verification, as they are sourced from the official IMDb website'); "
-                "skip_skills=() reviews it too")
+                "`vlmlens curate verify --include-summarization` (Python: skip_skills=()) samples it too")
 
 # %% ../../nbs/66_curation_verify.ipynb #f581f2e0
 def verification(records: Sequence[dict], log: VerdictLog, valid: Sequence[str] = ("valid",)) -> dict:

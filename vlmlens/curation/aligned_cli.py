@@ -115,12 +115,22 @@ def _per_engine(items) -> dict:
 
 # %% ../../nbs/79_curation_aligned_cli.ipynb #4b9485be
 def _compare(a) -> int:
+    import importlib.util
     recs, engines, opts = _records(a.records), _list(a.engines), _per_engine(a.engine_option)
+    if importlib.util.find_spec("sacrebleu") is None:
+        raise ValueError("compare-engines scores back-translations with sacrebleu: pip install 'vlmlens[curation]' (or pip install sacrebleu)")
+    engs = {e: translate.make_engine(e, **(opts.get(e) or {})) for e in engines}      # every engine's SDK, key and settings, before any call
     sample = [{k: v for k, v in r.items() if k != "id"} for r in translate.review_set(recs, a.n)]
-    runs = {}
-    for e in engines:
-        fwd = translate.translate(sample, a.out, e, a.target, engine_options=opts.get(e), where=str(a.records))
-        runs[(translate.lang_code(a.target), e)] = {"forward": fwd, "back": translate.back_translate(fwd, a.out, engine_options=opts.get(e))}
+    runs, failed = {}, {}
+    try:
+        for e, eng in engs.items():
+            fwd = translate.translate(sample, a.out, eng, a.target, where=str(a.records))
+            runs[(translate.lang_code(a.target), e)] = {"forward": fwd, "back": translate.back_translate(fwd, a.out, eng) if fwd.items() else None}
+            if n := fwd.summary().get("n_failed"):
+                errs = [u.get("error") for u in fwd.units().values() if u.get("status") == "error"]
+                failed[e] = f"engine {e}: {n} item(s) failed (most common: {most_common_error(errs)})"
+    finally:
+        for eng in engs.values(): eng.close()
     if all(not r["forward"].items() for r in runs.values()): next(iter(runs.values()))["forward"].raise_if_empty()   # no engine translated
     items = [it for r in runs.values() for it in align.review_items(r["forward"], with_engine=True)]
     Path(a.out, f"compare_{a.target}_review.json").write_text(json.dumps(items, ensure_ascii=False, indent=1), encoding="utf-8")
@@ -128,7 +138,8 @@ def _compare(a) -> int:
     Path(a.out, f"compare_{a.target}.json").write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
     _table(rows)
     print(rows[0]["basis"])
-    return 0
+    for why in failed.values(): print(f"{why}; rerun the same command to retry them", file=sys.stderr)
+    return 1 if failed else 0
 
 def _released(what: str, n: int, dropped: dict) -> None:
     "`NothingAnswered` when a release command released nothing (the count dropped and the most common reason)."
@@ -217,7 +228,7 @@ def _run(a) -> int:
     if c == "release-aligned": return _release_aligned(a)
     if c == "caption-mcq": return _caption_mcq(a)
     if c == "text-filter":
-        common, per = model_kwargs(a.model_kwarg)
+        common, per = model_kwargs(a.model_kwarg, _list(a.models))
         return report_step(captions.text_only_filter(_step(a.out, a.src), a.out, _list(a.models), model_kwargs=common, per_model=per))
     if c == "mcq-report": return _mcq_report(a)
     if c == "release-mcq":

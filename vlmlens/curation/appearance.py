@@ -22,7 +22,7 @@ from ..fidelity import PaperPrompt
 from ..models.registry import load_backend
 from ..readers import load_json
 from .generate import IDK, MCQ_HEADER, Source, check_mcq, ordering_options, parse_literal
-from .store import Provenance, Step
+from .store import Provenance, Step, output_options
 
 # %% auto #0
 __all__ = ['OUTFIT_SYSTEM', 'OUTFIT_USER', 'OUTFIT_IMAGE_LABEL', 'OUTFIT_QUESTIONS', 'OUTFIT_DISTRACTORS', 'draw_person',
@@ -398,7 +398,8 @@ def describe_outfits(crops_step: Step, root, describer: str | None = None, backe
                      official_cleanup: bool = False, max_new_tokens: int = 4096, progress: bool = False) -> Step:
     "Ask the describer for each character's outfits (the step `appearance_outfits`)."
     st = Step(root, "appearance_outfits", {"crops": crops_step.digest(), "describer": describer, "official_cleanup": official_cleanup,
-                                           "prompt": [OUTFIT_SYSTEM.text, OUTFIT_USER.text]})
+                                           "prompt": [OUTFIT_SYSTEM.text, OUTFIT_USER.text],
+                                           **({"describer_options": o} if (o := output_options(describer_kwargs)) else {})})
     cache = {}
     def run(rec, w):
         if "b" not in cache: cache["b"] = backend or load_backend(describer, **(describer_kwargs or {}))

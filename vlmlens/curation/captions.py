@@ -21,7 +21,7 @@ from ..models.registry import load_backend
 from ..readers import FieldError, RowError, read_records
 from ..scoring import extract_choice
 from .review import VerdictLog
-from .store import Provenance, Step
+from .store import Provenance, Step, output_options
 from .translate import language_name, lang_code, numbers, script_problem
 
 # %% auto #0
@@ -133,7 +133,8 @@ def generate_mcqs(captions: Sequence[dict], root, generator: str = "gpt-4.1", *,
     "Generate one aligned (en + native) MCQ per caption into the step `<root>/generate_mcq-<hash>`."
     prompt = MCQ_PROMPT.override(prompt_file) if prompt_file else MCQ_PROMPT
     st = Step(root, "generate_mcq", {"captions": sha256_json(list(captions)), "generator": generator, "prompt": prompt.text,
-              "shuffle": shuffle_options, "seed": seed, "min_script_share": min_script_share}, info={"generator": generator})
+              "shuffle": shuffle_options, "seed": seed, "min_script_share": min_script_share,
+              **({"generator_options": o} if (o := output_options(generator_kwargs)) else {})}, info={"generator": generator})
     done = st.done_units()
     todo = [c for c in captions if c["id"] not in done]
     ok = [c for c in todo if not script_problem(c["caption"], c["language"], min_script_share)]
@@ -173,7 +174,9 @@ def text_only_filter(step: Step | Sequence[dict], root, models: Sequence[str] = 
     recs = [r["item"] for r in step.items()] if isinstance(step, Step) else list(step)
     by: dict[str, dict] = {}
     for r in recs: by.setdefault(str(r["align_id"]), {})[r.get("language", "en")] = r
-    st = Step(root, "text_only_filter", {"items": sha256_json(recs), "models": list(models), "prompt": hintel.STANDARD_MCQ.text})
+    opts = {m: o for m in models if (o := output_options({**(model_kwargs or {}), **(per_model or {}).get(m, {})}))}
+    st = Step(root, "text_only_filter", {"items": sha256_json(recs), "models": list(models), "prompt": hintel.STANDARD_MCQ.text,
+                                         **({"model_options": opts} if opts else {})})
     todo = [(a, v) for a, v in by.items() if a not in st.done_units()]
     keys = [(a, l) for a, v in todo for l in v]
     answers: dict = {a: {l: {} for l in v} for a, v in todo}

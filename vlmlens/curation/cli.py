@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -60,6 +61,7 @@ def _refinement_commands(sub):
     c.add_argument("--model-kwarg", action="append", metavar="[MODEL:]KEY=VALUE", help="option for every filter model, or for one (repeatable)")
     c = command(sub, "verify", "apply the review's verdicts (invalid items removed)"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--verdicts", required=True); c.add_argument("--frac", type=float, default=0.2); c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--include-summarization", action="store_true", help="sample summarization too (App. B.6 leaves it out: IMDb plots are pre-verified)")
     c = command(sub, "release", "write the release rows, official files and dataset card"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--release", required=True, help="release folder"); c.add_argument("--split-rule", default="paper")
     c.add_argument("--name", default="InfiniBench-style benchmark")
@@ -97,7 +99,9 @@ def report_step(st: Step) -> int:
     fmt = lambda c: ", ".join(f"{k} {v}" for k, v in c.items()) or "none"
     for skill, b in (s.get("answer_balance") or {}).items():
         print(f"  answers {skill}: {fmt(b['before'])} -> {fmt(b['after'])}" + ("" if b["before"] == b["after"] else "  (changed)"))
-    if s.get("n_failed"): print(f"{s['n_failed']} unit(s) failed; rerun the same command to retry them: {s['failed_units']}", file=sys.stderr)
+    if s.get("n_failed") and s["n_items"]:                       # a total failure is named by raise_if_empty's one line
+        eg = "; ".join(f"{u}: {e}" for u, e in list(s["failed_units"].items())[:3])
+        print(f"{s['n_failed']} unit(s) failed; rerun the same command to retry them (e.g. {eg})", file=sys.stderr)
     st.raise_if_empty()
     return 1 if s.get("n_failed") else 0
 
@@ -135,13 +139,15 @@ def _appearance(a) -> int:
     return report_step(appearance.appearance_questions(outfits, a.out, srcs, a.seed))
 
 # %% ../../nbs/68_curation_cli.ipynb #f0deeab6
-def model_kwargs(items) -> tuple[dict, dict]:
-    "`--model-kwarg` values → (options for every model from `KEY=VALUE`, {model: options} from `MODEL:KEY=VALUE`)."
+def model_kwargs(items, models: Sequence[str] | None = None) -> tuple[dict, dict]:
+    "`--model-kwarg` values → (options for every model from `KEY=VALUE`, {model: options} from `MODEL:KEY=VALUE`, each one of `models`)."
     common, per = {}, {}
     for it in items or []:
         key, eq, _ = it.partition("=")
         if not eq: raise ValueError(f"--model-kwarg is KEY=VALUE or MODEL:KEY=VALUE, got {it!r}")
         model, colon, k = key.rpartition(":")                     # a model name may itself hold ':' (openai-compatible:m@http://h:8000)
+        if colon and models is not None and model not in models:
+            raise ValueError(f"--model-kwarg {it!r}: {model!r} is not one of --models ({', '.join(models)})")
         if colon: per.setdefault(model, {}).update(parse_kv([k + it[len(key):]]))
         else: common.update(parse_kv([it]))
     return common, per
@@ -149,12 +155,12 @@ def model_kwargs(items) -> tuple[dict, dict]:
 def _filter(a) -> int:
     (up,) = resolve_steps(a.out, a.src)
     filters.check_judge(a.judge, [r["item"] for r in up.items()])             # before any file is written
+    kinds, models = _list(a.kinds), _list(a.models)
+    common, per = model_kwargs(a.model_kwarg, models)
+    if bad := [k for k in kinds if k not in ("knowledge", "vision")]: raise ValueError(f"--kinds: unknown filter(s) {bad}; use knowledge and/or vision")
+    kw = {m: {**common, **per.get(m, {})} for m in models}
     runs_root = Path(a.runs or Path(a.out) / "filter_runs")
     rows = filters.candidate_rows(up, runs_root / f"candidates-{up.dir.name}.jsonl")
-    kinds, models, (common, per) = _list(a.kinds), _list(a.models), model_kwargs(a.model_kwarg)
-    kw = {m: {**common, **per.get(m, {})} for m in models}
-    bad = [k for k in kinds if k not in ("knowledge", "vision")]
-    if bad: raise ValueError(f"--kinds: unknown filter(s) {bad}; use knowledge and/or vision")
     runs = {k: filters.run_filter_models(k, rows, models, runs_root, a.judge, kw, parse_kv(a.judge_kwarg)) for k in kinds}
     st = filters.filter_step(a.out, up, runs.get("knowledge"), runs.get("vision"))
     for k, r in runs.items(): print(f"{k} runs: {', '.join(str(x.dir) for x in r)}")
@@ -198,7 +204,8 @@ def _dispatch(a) -> int:
     if c == "verify":
         (up,) = resolve_steps(a.out, a.src)
         if not Path(a.verdicts).is_file(): raise FileNotFoundError(f"verdict file not found: {a.verdicts}")
-        return report_step(verify_step(a.out, up, VerdictLog(a.verdicts), a.frac, a.seed))
+        skip = () if a.include_summarization else ("summarization",)
+        return report_step(verify_step(a.out, up, VerdictLog(a.verdicts), a.frac, a.seed, skip))
     if c == "release": return _release(a)
     if c == "status":
         if not Path(a.build).is_dir(): raise FileNotFoundError(f"build folder not found: {a.build}")
@@ -209,11 +216,13 @@ def _dispatch(a) -> int:
 
 def main(args, extensions: Sequence = ()) -> int:
     "Run a parsed `vlmlens curate ...` command (an extension's `dispatch(args)` first); user mistakes print one line and return 2."
-    for ext in extensions:
-        rc = ext.dispatch(args)
-        if rc is not None: return rc
-    try: return _dispatch(args)
-    except (ValueError, KeyError, FileNotFoundError) as e:
-        if getattr(args, "verbose", False): raise
-        print(f"vlmlens curate: error: {e}", file=sys.stderr)
-        return 2
+    with warnings.catch_warnings():                                # each failed unit is counted in the step's report instead
+        warnings.filterwarnings("ignore", message=r"step .*: unit .* failed", category=UserWarning)
+        for ext in extensions:
+            rc = ext.dispatch(args)
+            if rc is not None: return rc
+        try: return _dispatch(args)
+        except (ValueError, KeyError, FileNotFoundError) as e:
+            if getattr(args, "verbose", False): raise
+            print(f"vlmlens curate: error: {e}", file=sys.stderr)
+            return 2

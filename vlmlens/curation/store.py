@@ -17,12 +17,12 @@ from typing import Any, Callable, Iterable, Sequence
 
 from fastcore.basics import patch
 
-from ..core import NothingAnswered, file_sha256, most_common_error, sha256_json
+from ..core import TRANSPORT_KWARGS, NothingAnswered, file_sha256, most_common_error, sha256_json
 from ..store import RunStore, iter_jsonl, scrub_secrets, utc_now
 
 # %% auto #0
 __all__ = ['LATEST', 'file_digest', 'fingerprint', 'Provenance', 'StepStore', 'Step', 'UnitWriter', 'list_steps', 'step_folder',
-           'open_step', 'find_step', 'combine', 'answer_label', 'answer_balance', 'balance_change']
+           'open_step', 'find_step', 'combine', 'answer_label', 'answer_balance', 'balance_change', 'output_options']
 
 # %% ../../nbs/60_curation_store.ipynb #41bbdaa2
 def file_digest(path, chunk: int = 1 << 20) -> str:
@@ -285,6 +285,11 @@ def balance_change(before: Iterable[dict], after: Iterable[dict]) -> dict[str, d
     "skill → `{'before': counts, 'after': counts}` for every skill with MCQ answers."
     b, a = answer_balance(before), answer_balance(after)
     return {s: {"before": b.get(s, {}), "after": a.get(s, {})} for s in sorted(set(b) | set(a))}
+
+# %% ../../nbs/60_curation_store.ipynb #81b32297
+def output_options(options: dict | None, exclude: Sequence[str] = ()) -> dict:
+    "The options (sorted) that can change a model's or an engine's output: all but `core.TRANSPORT_KWARGS` and `exclude`."
+    return {k: v for k, v in sorted((options or {}).items()) if k not in TRANSPORT_KWARGS and k not in exclude}
 
 # %% ../../nbs/60_curation_store.ipynb #b7a1c2d4
 @patch

@@ -31,7 +31,7 @@ from ..models.registry import load_backend
 from ..scoring import ascii_digits
 from ..store import REDACTED, secret_values, utc_now
 from .review import stratified_sample
-from .store import Provenance, Step
+from .store import Provenance, Step, output_options
 
 # %% auto #0
 __all__ = ['PAPER_ENGINES', 'REVIEW_SET_SIZE', 'LANGUAGES', 'DEFAULT_FIELDS', 'INDICTRANS_TAGS', 'LLM_SYSTEM', 'LLM_USER', 'SDKS',
@@ -481,6 +481,7 @@ class Engine:
     backend: Any
     kind: str = "mt"
     max_new_tokens: int = 2048
+    options: dict = field(default_factory=dict)
 
     def request(self, uid: str, texts: Sequence[str], source: str, target: str) -> Request:
         "The request that translates `texts` (one item's) from `source` to `target`."
@@ -498,19 +499,21 @@ class Engine:
     def settings(self) -> dict:
         "What identifies the engine's output (hashed into the step)."
         return {"name": self.name, "kind": self.kind, "model_id": getattr(self.backend, "model_id", None),
-                "prompt": [LLM_SYSTEM.text, LLM_USER.text] if self.kind == "llm" else None}
+                "prompt": [LLM_SYSTEM.text, LLM_USER.text] if self.kind == "llm" else None,
+                **({"options": o} if (o := output_options(self.options, exclude=("endpoint_url",))) else {})}   # the endpoint: where, not what
 
     def close(self):
         if hasattr(self.backend, "close"): self.backend.close()
 
+# %% ../../nbs/70_curation_translate.ipynb #2d03ec88
 def make_engine(name: str, backend=None, **options) -> Engine:
     "An engine by name: `aws`, `azure`, `google`, `indictrans`, or `llm:<registered model>`; `options` go to its backend."
     name = str(name).strip()
-    if name.startswith("llm:") and len(name) > 4: return Engine(name, backend or load_backend(name[4:], **options), "llm")
+    if name.startswith("llm:") and len(name) > 4: return Engine(name, backend or load_backend(name[4:], **options), "llm", options=options)
     if name in ENGINES:
         if backend is None and (why := _sdk_problem(name)): raise ValueError(why)      # named before any work
         refuse_secret_options(name, options, ENGINES[name].key_env)
-        return Engine(name, backend or ENGINES[name](**options), "mt")
+        return Engine(name, backend or ENGINES[name](**options), "mt", options=options)
     raise ValueError(f"unknown translation engine {name!r}: use aws, azure, google, indictrans or llm:<model> (any registered model, e.g. llm:gpt-4.1)")
 
 # %% ../../nbs/70_curation_translate.ipynb #d53a6543

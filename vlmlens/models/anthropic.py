@@ -15,10 +15,12 @@ from ..prompts import format_timestamp
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg, redact_url,
                                 refuse_secret_options, retry_after_from_headers, status_kind)
 from .registry import ModelSpec
+from ..fidelity import record
 
 # %% auto #0
-__all__ = ['MAX_SIDE', 'MAX_PIXELS', 'PIXELS_PER_TOKEN', 'THINKING_MIN', 'fit_image', 'image_tokens', 'image_block',
-           'to_anthropic', 'AnthropicBackend', 'parse_message', 'from_spec']
+__all__ = ['MAX_SIDE', 'MAX_PIXELS', 'PIXELS_PER_TOKEN', 'THINKING_MIN', 'CLAUDE_TTLS', 'EXPECTED_LATENCY_S', 'EXTENDED_TTL_BETA',
+           'fit_image', 'image_tokens', 'image_block', 'to_anthropic', 'AnthropicBackend', 'claude_cache_ttl',
+           'parse_message', 'from_spec']
 
 # %% ../../nbs/16_models_anthropic.ipynb #62003c64
 MAX_SIDE, MAX_PIXELS, PIXELS_PER_TOKEN = 1568, 1_230_000, 750
@@ -68,6 +70,7 @@ def to_anthropic(messages: list, quality: int = 90, frame_timestamps: bool = Tru
 
 # %% ../../nbs/16_models_anthropic.ipynb #9e50c176
 THINKING_MIN = 1024
+CLAUDE_TTLS = {None: None, 300.0: "5m", 3600.0: "1h"}     # cache_ttl seconds -> the Messages API's spelling (None: chosen per video)
 
 class AnthropicBackend(APIBackend):
     "Claude through the Anthropic Messages API: images, frames as timestamped images, extended thinking."
@@ -93,7 +96,9 @@ class AnthropicBackend(APIBackend):
         self.frame_timestamps, self.send_temperature, self.jpeg_quality = bool(frame_timestamps), bool(send_temperature), int(jpeg_quality)
         self.context_tokens, self.max_images = context_tokens, max_images
         self.paper_languages, self.extra_body = dict(paper_languages or {}), dict(extra_body or {})
-        self._client = None
+        if self.cache_ttl not in CLAUDE_TTLS:
+            raise ValueError(f"{name}: cache_ttl must be 5m or 1h (Anthropic's two cache lifetimes) or auto, got {self.cache_ttl:g} s")
+        self._client, self._ttl_of = None, {}
 
 # %% ../../nbs/16_models_anthropic.ipynb #6f4684ef
 @patch
@@ -107,18 +112,42 @@ def build_payload(self: AnthropicBackend, request: Request, *, max_new_tokens: i
     p.update(self.extra_body)
     return p
 
+# %% ../../nbs/16_models_anthropic.ipynb #be6f6fc7
+EXPECTED_LATENCY_S = 20.0        # assumed seconds per video question before any has been answered
+EXTENDED_TTL_BETA = "extended-cache-ttl-2025-04-11"     # the anthropic-beta value that introduced one-hour cache entries
+record("all", "Claude prompt-cache lifetime", "default", "https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching "
+       "(5-minute lifetime refreshed on each read, or cache_control ttl '1h'; writes 1.25x / 2x base input, reads 0.1x)",
+       "official", "5 minutes unless a video's questions may be more than 4 minutes apart at the run's pace "
+       "(window x max(60/rpm, latency/concurrency)); then one hour, chosen once per video, sent with the anthropic-beta header "
+       "extended-cache-ttl-2025-04-11 (harmless where the feature is generally available)", "--model-kwarg cache_ttl=5m|1h")
+
+def claude_cache_ttl(window: int, concurrency: int, rpm: float | None, latency_s: float) -> str:
+    "'1h' when the expected gap between two questions on one video (`window` requests at the run's pace) exceeds 4 minutes, else '5m'."
+    pace = max(60.0 / float(rpm) if rpm else 0.0, float(latency_s) / max(1, int(concurrency)))
+    return "1h" if int(window) * pace > 240.0 else "5m"
+
+@patch
+def _ttl_for(self: AnthropicBackend, video: tuple) -> str:
+    "The cache lifetime for `video`'s breakpoints: `cache_ttl` if set, else chosen at its first question and kept."
+    if CLAUDE_TTLS[self.cache_ttl]: return CLAUDE_TTLS[self.cache_ttl]
+    if video not in self._ttl_of:
+        total, n = self._latency
+        self._ttl_of[video] = claude_cache_ttl(self.window, self.concurrency, self.rpm, total / n if n else EXPECTED_LATENCY_S)
+    return self._ttl_of[video]
+
 # %% ../../nbs/16_models_anthropic.ipynb #6f4684f0
 @patch
 def cache_controls(self: AnthropicBackend, payload: dict, request: Request) -> dict:
-    "`payload` with a `cache_control` breakpoint on the last frame of a video request (a copy; `payload` is not changed)."
-    if not any(isinstance(m.get("content"), list) and any(isinstance(p, dict) and p.get("type") == "video" for p in m["content"])
-               for m in request.messages): return payload
+    "`payload` with a `cache_control` breakpoint (and its lifetime) on the last frame of a video request (a copy)."
+    videos = tuple((str(p.get("path")), p.get("start"), p.get("end")) for m in request.messages if isinstance(m.get("content"), list)
+                   for p in m["content"] if isinstance(p, dict) and p.get("type") == "video")
+    if not videos: return payload
     turns = list(payload.get("messages") or [])
     for i in range(len(turns) - 1, -1, -1):
         blocks = turns[i].get("content")
         last = max((j for j, b in enumerate(blocks or []) if isinstance(b, dict) and b.get("type") == "image"), default=None)
         if last is None: continue
-        blocks = list(blocks); blocks[last] = {**blocks[last], "cache_control": {"type": "ephemeral"}}
+        blocks = list(blocks); blocks[last] = {**blocks[last], "cache_control": {"type": "ephemeral", "ttl": self._ttl_for(videos)}}
         turns[i] = {**turns[i], "content": blocks}
         return {**payload, "messages": turns}
     return payload
@@ -136,11 +165,13 @@ def parse_message(d) -> Reply:
     usage = d.get("usage") if isinstance(d.get("usage"), dict) else {}
     n_read, n_write = _count(usage.get("cache_read_input_tokens")), _count(usage.get("cache_creation_input_tokens"))
     n_in = _count(usage.get("input_tokens")) + n_read + n_write
+    created = usage.get("cache_creation") if isinstance(usage.get("cache_creation"), dict) else {}
+    n_1h = min(_count(created.get("ephemeral_1h_input_tokens")), n_write)
     stop = d.get("stop_reason") if isinstance(d.get("stop_reason"), str) else None
     refusal = "stop_reason=refusal" if stop == "refusal" else None
     model = d.get("model") if isinstance(d.get("model"), str) else None
     return Reply("".join(texts) if texts else None, n_in, _count(usage.get("output_tokens")), None, refusal, model, stop,
-                 cached_input_tokens=n_read, cache_write_tokens=n_write)
+                 cached_input_tokens=n_read, cache_write_tokens=n_write, cache_write_1h_tokens=n_1h)
 
 # %% ../../nbs/16_models_anthropic.ipynb #092ca988
 @patch
@@ -163,7 +194,10 @@ async def _call(self: AnthropicBackend, payload: dict) -> Reply:
     "Send one Messages API request; a `Reply` or an exception for `_classify`."
     try: from httpx2 import Response as RawResponse            # the HTTP library the installed SDK is built on
     except ImportError: from httpx import Response as RawResponse
-    resp = await self._get_client().post("/v1/messages", body=payload, cast_to=RawResponse)
+    long = any(isinstance(b, dict) and isinstance(b.get("cache_control"), dict) and b["cache_control"].get("ttl") == "1h"
+               for m in payload.get("messages") or [] if isinstance(m.get("content"), list) for b in m["content"])
+    opts = {"headers": {"anthropic-beta": EXTENDED_TTL_BETA}} if long else {}      # a one-hour entry: the beta that enables it
+    resp = await self._get_client().post("/v1/messages", body=payload, cast_to=RawResponse, options=opts)
     return parse_message(json.loads(resp.content))
 
 @patch
@@ -210,4 +244,5 @@ def from_spec(spec: ModelSpec, **kw) -> AnthropicBackend:
     refuse_secret_options(spec.name, kw, ("ANTHROPIC_API_KEY",))
     kw = {**spec.backend_defaults(), **kw}
     kw.setdefault("context_tokens", spec.context_tokens); kw.setdefault("max_images", spec.max_images)
+    kw.setdefault("max_request_mb", spec.max_request_mb)
     return AnthropicBackend(spec.model_id, name=spec.name, languages=spec.languages, paper_languages=spec.paper_languages, **kw)

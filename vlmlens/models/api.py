@@ -11,6 +11,7 @@ import email.utils
 import io
 import json
 import logging
+import math
 import os
 import queue
 import random
@@ -28,6 +29,7 @@ from ..core import Generation, Request, cache_root, sha256_json
 from ..media import DEFAULT_MAX_PIXELS, shrink
 from .registry import Backend, parse_api_name  # noqa: F401  (parse_api_name: the registry's, re-exported)
 from ..store import REDACTED, looks_secret, remember_secret, scrub_secrets, scrub_text, secret_values
+from ..fidelity import record
 
 log = logging.getLogger("vlmlens")
 
@@ -36,7 +38,8 @@ __all__ = ['log', 'NOT_SECRET_OPTIONS', 'RETRYABLE', 'ERROR_KINDS', 'PRICES_AS_O
            'MissingAPIKey', 'api_key_from_env', 'refuse_secret_options', 'redact_url', 'redact_keylike', 'CallError',
            'status_kind', 'parse_retry_after', 'retry_after_from_headers', 'retry_delay_from_body', 'RetryPolicy',
            'RateLimiter', 'ResponseCache', 'price_entry', 'load_prices', 'cost_usd', 'make_usage', 'CallProgress',
-           'LoopThread', 'encode_jpeg', 'b64', 'Reply', 'normalize_finish_reason', 'APIBackend']
+           'LoopThread', 'encode_jpeg', 'b64', 'Reply', 'normalize_finish_reason', 'parse_ttl', 'APIBackend',
+           'refused_connection', 'payload_bytes', 'scale_request']
 
 # %% ../../nbs/12_models_api.ipynb #ea14274f
 class MissingAPIKey(ValueError):
@@ -272,6 +275,12 @@ DEFAULT_PRICES = {   # USD per 1M tokens; a dated model id ("gpt-4.1-2025-04-14"
     "gemini-2.5-pro": {"input": 1.25, "cached_input": 0.125, "output": 10.00, "source": _GEMINI},
 }
 
+record("all", "API prices (USD per 1M tokens)", "default", f"{_OPENAI}, {_ANTHROPIC}, {_GEMINI} as read on {PRICES_AS_OF}",
+       "official", "standard tier; cached input: GPT-4o 50 %, GPT-4.1 25 %, GPT-5 and GPT-5 mini 10 % of input (0.125, 0.025); "
+       "Claude Sonnet 4 reads 0.30, writes 3.75 (5 min) or 6.00 (1 h); Gemini 2.5 Flash 0.03, 2.5 Pro 0.125 (prompts up to 200k "
+       "tokens), 2.0 Flash 0.025; Gemini's cache storage fee (1.00 / 4.50 per 1M tokens per hour) is not in cost_usd",
+       "VLMLENS_PRICES=<json file> or --model-kwarg prices=<json file>")
+
 def price_entry(table: dict, model: str | None) -> dict | None:
     "`model`'s entry in `table`: its own, else the longest family name it extends with a date (`claude-sonnet-4-20250514`)."
     if not model: return None
@@ -280,8 +289,9 @@ def price_entry(table: dict, model: str | None) -> dict | None:
     return table[max(fams, key=len)] if fams else None
 
 # %% ../../nbs/12_models_api.ipynb #3e862766
-USAGE_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens", "cached", "cost_usd")
-_PRICE_FIELDS = ("input", "cached_input", "cache_write", "output")
+USAGE_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "cache_write_1h_tokens", "output_tokens", "reasoning_tokens",
+              "cached", "cost_usd")
+_PRICE_FIELDS = ("input", "cached_input", "cache_write", "cache_write_1h", "output")
 
 def load_prices(prices=None, model: str | None = None) -> dict | None:
     "`model`'s USD-per-1M-token entry from a dict, a JSON file path, `$VLMLENS_PRICES`, or else the dated `DEFAULT_PRICES`."
@@ -298,6 +308,7 @@ def load_prices(prices=None, model: str | None = None) -> dict | None:
     try:
         p = {"input": float(entry.get("input", 0.0)), "output": float(entry.get("output", 0.0))}
         p.update({k: float(entry.get(k, p["input"])) for k in ("cached_input", "cache_write")})
+        p["cache_write_1h"] = float(entry.get("cache_write_1h", p["cache_write"]))
     except (TypeError, ValueError, AttributeError):
         raise ValueError(f"{src}: price entry for {model!r} must be {{'input': usd_per_1M_tokens, 'output': usd_per_1M_tokens}}, got {entry!r}") from None
     if isinstance(entry.get("source"), str): p["source"] = entry["source"]
@@ -308,17 +319,19 @@ def cost_usd(usage: dict, price: dict | None) -> float | None:
     "USD cost of one call from its usage and a price entry: uncached input, cache reads, cache writes and output each at their rate."
     if price is None: return None
     n_in, n_read, n_write = (int(usage.get(k) or 0) for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens"))
-    fresh = max(n_in - n_read - n_write, 0)
-    usd = (fresh * price["input"] + n_read * price.get("cached_input", price["input"]) + n_write * price.get("cache_write", price["input"])
-           + int(usage.get("output_tokens") or 0) * price["output"])
+    n_1h = min(int(usage.get("cache_write_1h_tokens") or 0), n_write)        # the one-hour part of the writes
+    fresh, w5 = max(n_in - n_read - n_write, 0), price.get("cache_write", price["input"])
+    usd = (fresh * price["input"] + n_read * price.get("cached_input", price["input"]) + (n_write - n_1h) * w5
+           + n_1h * price.get("cache_write_1h", w5) + int(usage.get("output_tokens") or 0) * price["output"])
     return round(usd / 1e6, 10)
 
 def make_usage(input_tokens, output_tokens, reasoning_tokens=None, *, cached: bool = False, price: dict | None = None,
-               cached_input_tokens=0, cache_write_tokens=0) -> dict:
+               cached_input_tokens=0, cache_write_tokens=0, cache_write_1h_tokens=0) -> dict:
     "A usage dict with the keys of `USAGE_KEYS` (prompt-cache counts when nonzero, reasoning/cost only when known)."
     u = {"input_tokens": int(input_tokens or 0), "output_tokens": int(output_tokens or 0), "cached": bool(cached)}
     if cached_input_tokens: u["cached_input_tokens"] = int(cached_input_tokens)
     if cache_write_tokens: u["cache_write_tokens"] = int(cache_write_tokens)
+    if cache_write_1h_tokens: u["cache_write_1h_tokens"] = int(cache_write_1h_tokens)
     if reasoning_tokens is not None: u["reasoning_tokens"] = int(reasoning_tokens)
     c = cost_usd(u, price)
     if c is not None: u["cost_usd"] = 0.0 if cached else c
@@ -397,6 +410,8 @@ class Reply:
     finish_reason: str | None = None
     cached_input_tokens: int = 0          # of input_tokens: read from the provider's prompt cache
     cache_write_tokens: int = 0           # of input_tokens: written to it
+    cache_write_1h_tokens: int = 0        # of cache_write_tokens: written for one hour (Anthropic)
+    cache_fallback: str | None = None     # why the provider cache meant for this request could not be used (asked without it)
 
 def normalize_finish_reason(x) -> str | None:
     "A provider's finish/stop reason as `stop`, `length`, `content_filter` or the provider's word in lower case."
@@ -406,19 +421,28 @@ def normalize_finish_reason(x) -> str | None:
     if s in ("length", "max_tokens", "max_output_tokens", "model_length"): return "length"
     return s or None
 
+# %% ../../nbs/12_models_api.ipynb #3b591b48
+def parse_ttl(value, name: str = "cache_ttl") -> float | None:
+    "Seconds from a cache lifetime `'5m'`, `'1h'`, `'300s'` or `300`; None for unset or `'auto'`; a one-line ValueError otherwise."
+    if value is None or str(value).strip().lower() in ("", "auto", "none"): return None
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", str(value).lower())
+    if not m or float(m[1]) <= 0:
+        raise ValueError(f"{name}: cache_ttl must be a duration such as 5m, 1h or 300s (or auto), got {value!r}")
+    return float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[m[2]]
+
 # %% ../../nbs/12_models_api.ipynb #e093762d
 class APIBackend(Backend):
     "Shared machinery for API backends: concurrency, deadline, rpm limit, retries, cache, secrets, accounting, progress."
     kind = "api"
     key_env: tuple = ()          # env vars naming the API key (for messages and `info`)
     transport_kwargs = ("cache", "concurrency", "rpm", "progress", "timeout_s", "max_attempts", "retry", "max_retry_after_s",
-                        "prices", "jitter_seed", "window", "device", "prompt_cache")
+                        "prices", "jitter_seed", "window", "device", "prompt_cache", "cache_ttl")
 
     def __init__(self, name: str, model_id: str, *, concurrency: int = 16, rpm: float | None = None,
                  retry: RetryPolicy | dict | None = None, timeout_s: float | None = None, max_attempts: int | None = None,
                  max_retry_after_s: float | None = None, cache: bool | str | ResponseCache = True, prices=None,
                  progress: bool = True, jitter_seed: int | None = None, languages: tuple = (), window: int | None = None,
-                 prompt_cache: bool = True):
+                 prompt_cache: bool = True, cache_ttl: str | None = None, max_request_mb: float | None = None):
         if int(concurrency) < 1: raise ValueError(f"{name}: concurrency must be >= 1, got {concurrency}")
         self.name, self.model_id, self.languages = name, model_id, tuple(languages)
         self.concurrency, self.rpm, self.progress = int(concurrency), rpm, progress
@@ -430,6 +454,9 @@ class APIBackend(Backend):
         self.retry = retry
         self.price = load_prices(prices, model_id)
         self.prompt_cache = str(prompt_cache).strip().lower() not in ("false", "0", "no", "off")   # (a --model-kwarg string too)
+        self.cache_ttl = parse_ttl(cache_ttl, name)          # seconds a provider cache entry should live (None: the backend chooses)
+        self._latency = [0.0, 0]                             # answered calls' total seconds and count (for `cache_ttl` choices)
+        self.max_request_mb = float(max_request_mb) if max_request_mb else None     # the provider's request size limit
         self.cache = (cache if isinstance(cache, ResponseCache) else ResponseCache(None if cache is True else cache)) if cache else None
         self._rng, self._loop, self._closed = random.Random(jitter_seed), LoopThread(f"vlmlens-{name}"), False
         self._sem, self._limiter, self._secrets, self._known = None, None, set(), (-1e9, [])
@@ -479,6 +506,18 @@ def cache_key(self: APIBackend, payload: dict, params: dict) -> str:
     "sha256 of (backend, model, full request, generation parameters)."
     return sha256_json({"backend": self.cache_namespace, "model": self.model_id, "request": payload, "params": params})
 
+# %% ../../nbs/12_models_api.ipynb #e26b0c02
+def refused_connection(exc: BaseException, where: str | None) -> str | None:
+    "`'connection refused by <host>'` when `exc` or one of its causes is a refused TCP connection to `where` (a URL or a name), else None."
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ConnectionRefusedError):
+            host = urlsplit(where or "").netloc.rsplit("@", 1)[-1] if "//" in (where or "") else where
+            return f"connection refused by {host or 'the server'}"
+        exc = exc.__cause__ or exc.__context__
+    return None
+
 # %% ../../nbs/12_models_api.ipynb #6e7f8091
 @patch
 def build_payload(self: APIBackend, request: Request, *, max_new_tokens: int, temperature: float, seed: int) -> dict:
@@ -509,6 +548,8 @@ async def _call(self: APIBackend, payload: dict) -> Reply:
 def _classify(self: APIBackend, exc: BaseException) -> CallError:
     "Map an exception to a `CallError` (a backend extends this for its client library)."
     if isinstance(exc, CallError): return exc
+    refused = refused_connection(exc, getattr(self, "base_url_shown", None) or self.name)
+    if refused: return CallError("connection", refused)
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return CallError("timeout", f"no complete answer within {self.retry.timeout_s:g} s")
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)): return CallError("malformed", f"response body is not valid JSON ({exc})")
@@ -521,10 +562,16 @@ async def _aclose(self: APIBackend):
 
 # %% ../../nbs/12_models_api.ipynb #b1c2d3e4
 @patch
-def _finish(self: APIBackend, reply: Reply, key: str | None, latency: float, bar: CallProgress) -> Generation:
+def _finish(self: APIBackend, reply: Reply, key: str | None, latency: float, bar: CallProgress, scale: float = 1.0) -> Generation:
     "The `Generation` for a reply: refusals, empty and truncated answers recorded with their reason, never cached."
     usage = make_usage(reply.input_tokens, reply.output_tokens, reply.reasoning_tokens, price=self.price,
-                       cached_input_tokens=reply.cached_input_tokens, cache_write_tokens=reply.cache_write_tokens)
+                       cached_input_tokens=reply.cached_input_tokens, cache_write_tokens=reply.cache_write_tokens,
+                       cache_write_1h_tokens=reply.cache_write_1h_tokens)
+    if scale < 1.0: usage["downsampled"] = True                    # its images were scaled down to fit the request size limit
+    if reply.cache_fallback:                                       # billed in full, answered all the same: recorded on the item
+        usage["cache_fallback"] = 1
+        log.info("%s: %s", self.name, self._scrub(reply.cache_fallback))
+    self._latency[0] += latency; self._latency[1] += 1
     if reply.model_version and not self.revision: self.revision = self.scrub(str(reply.model_version))
     fr = normalize_finish_reason(reply.finish_reason)
     if reply.refusal is not None:
@@ -598,13 +645,13 @@ async def _attempt(self: APIBackend, payload: dict, limiter) -> tuple[Reply | No
         except Exception as e: return None, self._classify(e)
 
 @patch
-async def _one(self: APIBackend, payload: dict, key: str | None, bar: CallProgress) -> Generation:
+async def _one(self: APIBackend, payload: dict, key: str | None, bar: CallProgress, scale: float = 1.0) -> Generation:
     "One request's life: attempts, retries (waiting outside the pool), and its `Generation`."
     t0, attempt = time.perf_counter(), 0
     while True:
         attempt += 1
         reply, err = await self._attempt(payload, self._limiter)
-        if reply is not None: return self._finish(reply, key, time.perf_counter() - t0, bar)
+        if reply is not None: return self._finish(reply, key, time.perf_counter() - t0, bar, scale)
         if not self.retry.should_retry(err, attempt):
             self.stats["refusals" if err.kind == "refusal" else "failures"] += 1; bar.finished(False)
             msg = self._scrub(f"{err}{self.retry.give_up_note(err, attempt)}")
@@ -616,12 +663,45 @@ async def _one(self: APIBackend, payload: dict, key: str | None, bar: CallProgre
         try: await asyncio.sleep(wait)
         finally: bar.retry(-1)
 
+# %% ../../nbs/12_models_api.ipynb #c022c9a0
+def payload_bytes(x) -> int:
+    "About how many bytes the JSON of `x` takes (its strings, keys and punctuation), without serialising it."
+    if isinstance(x, str): return len(x) + 2
+    if isinstance(x, dict): return sum(len(str(k)) + 4 + payload_bytes(v) for k, v in x.items()) + 2
+    if isinstance(x, (list, tuple)): return sum(payload_bytes(v) + 1 for v in x) + 2
+    return 8
+
+def scale_request(req: Request, scale: float) -> Request:
+    "A copy of `req` whose decoded images and video frames are `scale` times their size per side (at least 16 px)."
+    from PIL import Image
+    small = lambda im: im.resize((max(16, round(im.size[0] * scale)), max(16, round(im.size[1] * scale))), Image.Resampling.BICUBIC)
+    def part(p):
+        if not isinstance(p, dict): return p
+        if p.get("image") is not None: p = {**p, "image": small(p["image"])}
+        if p.get("frames") is not None: p = {**p, "frames": [small(f) for f in p["frames"]]}
+        return p
+    msgs = [{**m, "content": [part(p) for p in m["content"]]} if isinstance(m.get("content"), list) else m for m in req.messages]
+    return Request(req.sample_id, msgs, req.max_new_tokens, dict(req.meta))
+
+@patch
+def _fit_request(self: APIBackend, req: Request, build) -> tuple[dict, float]:
+    "`(build(req), 1.0)`, or, over `max_request_mb`, the payload of `req` with its images scaled down until it fits, and the scale."
+    payload, scale = build(req), 1.0
+    while self.max_request_mb and (n := payload_bytes(payload)) > self.max_request_mb * 1e6:
+        if scale < 0.15:
+            raise ValueError(f"the request is {n / 1e6:.1f} MB, over {self.name}'s {self.max_request_mb:g} MB per request even with its "
+                             f"images at 1/8 size; use fewer frames (--frames) or a smaller --max-side")
+        scale /= math.sqrt(2)
+        payload = build(scale_request(req, scale))
+    return payload, scale
+
 # %% ../../nbs/12_models_api.ipynb #e4f50617
 @patch
 def _start(self: APIBackend, req: Request, max_new_tokens: int, temperature: float, seed: int, since: float | None = None):
-    "`(Generation, None)` when the request cannot be built or the cache (as of `since`) answers it, else `(None, (payload, key))`."
+    "`(Generation, None)` when the request cannot be built or the cache (as of `since`) answers it, else `(None, (payload, key, scale))`."
     mnt = int(req.max_new_tokens or max_new_tokens)
-    try: payload = self.build_payload(req, max_new_tokens=mnt, temperature=float(temperature), seed=int(seed))
+    build = lambda r: self.build_payload(r, max_new_tokens=mnt, temperature=float(temperature), seed=int(seed))
+    try: payload, scale = self._fit_request(req, build)
     except (ValueError, KeyError, TypeError, OSError) as e: return Generation(None, error=self._scrub(f"request: {e}")), None
     key = None
     if float(temperature) == 0.0 and self.cache is not None:
@@ -631,10 +711,12 @@ def _start(self: APIBackend, req: Request, max_new_tokens: int, temperature: flo
             self.stats["cache_hits"] += 1
             u = dict(hit["usage"])
             usage = make_usage(u.get("input_tokens"), u.get("output_tokens"), u.get("reasoning_tokens"), cached=True, price=self.price,
-                               cached_input_tokens=u.get("cached_input_tokens"), cache_write_tokens=u.get("cache_write_tokens"))
+                               cached_input_tokens=u.get("cached_input_tokens"), cache_write_tokens=u.get("cache_write_tokens"),
+                               cache_write_1h_tokens=u.get("cache_write_1h_tokens"))
+            if u.get("downsampled"): usage["downsampled"] = True
             return Generation(hit["text"], usage, 0.0, finish_reason=u.get("finish_reason", "stop")), None
     if self.prompt_cache: payload = self.cache_controls(payload, req)    # (after the key: controls never change an answer)
-    return None, (payload, key)
+    return None, (payload, key, scale)
 
 @patch
 def _outcome(self: APIBackend, fut) -> Generation:
@@ -687,7 +769,7 @@ def generate_iter(self: APIBackend, requests, *, max_new_tokens: int = 64, tempe
             g, job = self._start(req, max_new_tokens, temperature, seed, t0)
             if g is not None:
                 bar.finished(g.error is None); yield i, g; continue
-            live[i] = fut = self._loop.submit(self._one(*job, bar))
+            live[i] = fut = self._loop.submit(self._one(job[0], job[1], bar, job[2]))
             fut.add_done_callback(lambda f, i=i: done.put(i))
             while live:                                 # hand back what is finished; wait only while the window is full
                 full = len(live) >= self.window

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..core import Request, cache_root, file_sha256
+from ..core import Request, cache_root, file_sha256, sha256_json
+from ..fidelity import record
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg, redact_url,
                                 refuse_secret_options, retry_after_from_headers, retry_delay_from_body, status_kind)
 from .registry import ModelSpec
@@ -26,8 +27,9 @@ from ..prompts import format_timestamp
 log = logging.getLogger("vlmlens")
 
 # %% auto #0
-__all__ = ['log', 'VIDEO_MODES', 'MEDIA_RESOLUTIONS', 'REFUSAL_FINISH', 'has_audio', 'strip_audio', 'check_thinking_budget',
-           'GeminiBackend', 'parse_gemini_response', 'from_spec']
+__all__ = ['log', 'VIDEO_MODES', 'MEDIA_RESOLUTIONS', 'EXPLICIT_CACHE_MIN_TOKENS', 'DEFAULT_CONTEXT_TTL_S', 'REFUSAL_FINISH',
+           'has_audio', 'strip_audio', 'check_thinking_budget', 'GeminiBackend', 'explicit_cache_min_tokens',
+           'parse_gemini_response', 'from_spec']
 
 # %% ../../nbs/14_models_gemini.ipynb #064e8958
 def has_audio(path) -> bool:
@@ -99,8 +101,9 @@ class GeminiBackend(APIBackend):
         self.thinking_allowance, self.media_resolution = int(thinking_allowance), media_resolution
         self.keep_uploads, self.poll_interval_s, self.upload_timeout_s = bool(keep_uploads), float(poll_interval_s), float(upload_timeout_s)
         self.jpeg_quality, self.frame_timestamps = int(jpeg_quality), bool(frame_timestamps)
-        self.stats["uploads"] = 0
+        self.stats["uploads"] = self.stats["context_caches"] = 0
         self._client, self._hashes, self._paths, self._uploads, self._uploaded = None, {}, {}, {}, []
+        self._ctx, self._ctx_names, self._ctx_billed, self._ctx_misses = {}, [], set(), {}     # explicit context caches
 
 # %% ../../nbs/14_models_gemini.ipynb #159b5b03
 @patch
@@ -251,10 +254,15 @@ async def _upload(self: GeminiBackend, ref: dict):
         self.cache.put_upload(f"gemini:{key}", {"name": f.name, "uri": f.uri, "mime_type": f.mime_type})
     return f
 
+# %% ../../nbs/14_models_gemini.ipynb #b7896ccd
 @patch
 async def _aclose(self: GeminiBackend):
-    "Delete this backend's uploads (unless kept) and close the client."
+    "Delete this backend's context caches and uploads (unless kept) and close the client."
     if self._client is None: return
+    for name in self._ctx_names:
+        try: await self._client.aio.caches.delete(name=name)
+        except Exception as e: log.info("%s: context cache %s not deleted (%s)", self.name, name, self._scrub(str(e)))
+    self._ctx_names.clear()
     if not self.keep_uploads:
         for name in self._uploaded:
             try: await self._client.aio.files.delete(name=name)
@@ -263,6 +271,76 @@ async def _aclose(self: GeminiBackend):
     try: await self._client.aio.aclose()
     except Exception: pass
     self._client = None
+
+# %% ../../nbs/14_models_gemini.ipynb #e165825d
+EXPLICIT_CACHE_MIN_TOKENS = {"gemini-2.5-flash": 1024, "gemini-2.5-pro": 4096}   # docs/caching; 4,096 for others
+DEFAULT_CONTEXT_TTL_S = 3600.0
+
+record("all", "Gemini explicit context caches", "default", "https://ai.google.dev/gemini-api/docs/caching (explicit caching: "
+       "caches.create with contents, system_instruction and ttl, default ttl 1 hour; minimum input tokens 1,024 for 2.5 Flash, "
+       "4,096 for 2.5 Pro; cached_content_token_count in usage_metadata)", "official",
+       "a native video, or inline frames worth the model's minimum, is cached once per video and named by each question; "
+       "implicit caching otherwise; a cache that cannot be created or has expired falls back to the plain request (recorded)",
+       "--model-kwarg prompt_cache=false; --model-kwarg cache_ttl=<duration>")
+
+def explicit_cache_min_tokens(model: str) -> int:
+    "The fewest tokens an explicit context cache for `model` may hold (its family's documented minimum, else 4,096)."
+    fams = [k for k in EXPLICIT_CACHE_MIN_TOKENS if model == k or model.startswith(k + "-")]
+    return EXPLICIT_CACHE_MIN_TOKENS[max(fams, key=len)] if fams else 4096
+
+def _media(p: dict) -> bool: return "inline_data" in p or "_upload" in p
+
+@patch
+def cache_controls(self: GeminiBackend, payload: dict, request: Request) -> dict:
+    "A video request's system instruction and contents up to its last media part set aside for an explicit cache (a copy)."
+    if self.media_resolution or not any(isinstance(p, dict) and p.get("type") == "video"
+                                        for m in request.messages for p in (m.get("content") or [])): return payload
+    contents = payload["contents"]
+    where = [(i, j) for i, c in enumerate(contents) for j, p in enumerate(c["parts"]) if _media(p)]
+    native = any("_upload" in contents[i]["parts"][j] for i, j in where)
+    if not where or (not native and 258 * len(where) < explicit_cache_min_tokens(self.model_id)): return payload   # implicit caching
+    i, j = where[-1]
+    tail = ([{**contents[i], "parts": contents[i]["parts"][j + 1:]}] if j + 1 < len(contents[i]["parts"]) else []) + contents[i + 1:]
+    if not tail: return payload
+    cfg = dict(payload["config"])
+    spec = {"model": self.model_id, "system_instruction": cfg.pop("system_instruction", None),
+            "contents": contents[:i] + [{**contents[i], "parts": contents[i]["parts"][:j + 1]}]}
+    return {**payload, "contents": tail, "config": cfg, "_context": {**spec, "key": sha256_json(spec)}, "_plain": payload}
+
+# %% ../../nbs/14_models_gemini.ipynb #ba860995
+@patch
+async def _context_for(self: GeminiBackend, ctx: dict, files: dict) -> tuple:
+    "`((name, tokens), None)` for `ctx`'s explicit cache (created once, shared by concurrent requests), or `(None, why not)`."
+    task = self._ctx.get(ctx["key"])
+    if task is None: task = self._ctx[ctx["key"]] = asyncio.ensure_future(self._create_context(ctx, files))
+    try: return await asyncio.shield(task), None
+    except asyncio.CancelledError: raise
+    except Exception as e:
+        err = self._classify(e)
+        if err.retryable and self._ctx.get(ctx["key"]) is task: del self._ctx[ctx["key"]]    # a passing fault: a later question tries again
+        return None, f"no explicit cache ({err.message}): asked without it"
+
+@patch
+async def _create_context(self: GeminiBackend, ctx: dict, files: dict) -> tuple:
+    "Create one explicit cache: `(name, cached tokens)`."
+    cfg = {"contents": _resolve(ctx["contents"], files), "ttl": f"{self.cache_ttl or DEFAULT_CONTEXT_TTL_S:g}s",
+           "display_name": f"vlmlens-{ctx['key'][:16]}"}
+    if ctx.get("system_instruction"): cfg["system_instruction"] = ctx["system_instruction"]
+    c = await asyncio.wait_for(self._get_client().aio.caches.create(model=ctx["model"], config=cfg), self.retry.timeout_s)
+    self._ctx_names.append(c.name); self.stats["context_caches"] += 1
+    return c.name, int(getattr(getattr(c, "usage_metadata", None), "total_token_count", None) or 0)
+
+# %% ../../nbs/14_models_gemini.ipynb #125bff67
+@patch
+def _drop_context(self: GeminiBackend, key: str, name: str):
+    "Forget an expired cache so that the next question creates it again (once; after that the video is asked without one)."
+    task = self._ctx.get(key)
+    if task is None or not task.done() or task.cancelled() or task.exception() is not None or task.result()[0] != name: return
+    self._ctx_misses[key] = self._ctx_misses.get(key, 0) + 1
+    if self._ctx_misses[key] < 2: del self._ctx[key]; return
+    gone = asyncio.get_running_loop().create_future()
+    gone.set_exception(CallError("client_error", f"cache {name} expired again; not created a third time"))
+    self._ctx[key] = gone
 
 # %% ../../nbs/14_models_gemini.ipynb #e3ab4f58
 REFUSAL_FINISH = ("SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY",
@@ -306,24 +384,42 @@ def _resolve_part(p: dict, files: dict) -> dict:
         return out
     return p
 
+def _resolve(contents: list, files: dict) -> list:
+    return [{"role": c["role"], "parts": [_resolve_part(p, files) for p in c["parts"]]} for c in contents]
+
 @patch
 async def _prepare(self: GeminiBackend, payload: dict) -> dict:
-    "Create the client, upload what needs uploading and decode inline data (none of it under the call's deadline)."
+    "Create the client, upload what needs uploading, find or create the explicit cache, decode inline data (none of it under the deadline)."
     self._get_client()
-    files = {}
-    for c in payload["contents"]:
+    plain, files = payload.get("_plain", payload), {}
+    for c in plain["contents"]:
         for p in c["parts"]:
             if "_upload" in p:
                 u = p["_upload"]
                 files[u["sha256"] + str(u["audio"])] = await self._file_for(u)
-    contents = [{"role": c["role"], "parts": [_resolve_part(p, files) for p in c["parts"]]} for c in payload["contents"]]
-    return {"model": payload["model"], "contents": contents, "config": payload["config"]}
+    got, why = await self._context_for(payload["_context"], files) if "_context" in payload else (None, None)
+    if got is None:
+        return {"model": plain["model"], "contents": _resolve(plain["contents"], files), "config": plain["config"], "_fallback": why}
+    return {"model": payload["model"], "contents": _resolve(payload["contents"], files), "config": {**payload["config"], "cached_content": got[0]},
+            "_plain": (plain, files), "_context": (payload["_context"]["key"], *got)}   # (the frames decoded only if the cache fails)
 
+# %% ../../nbs/14_models_gemini.ipynb #c24b6c77
 @patch
 async def _call(self: GeminiBackend, prepared: dict) -> Reply:
-    "One generate_content call."
-    resp = await self._get_client().aio.models.generate_content(**prepared)
-    return parse_gemini_response(resp)
+    "One generate_content call (through the explicit cache when there is one; plain, recorded, when the cache is gone)."
+    client, why, ctx = self._get_client(), prepared.get("_fallback"), prepared.get("_context")
+    try: resp = await client.aio.models.generate_content(**{k: v for k, v in prepared.items() if not k.startswith("_")})
+    except Exception as e:
+        err = self._classify(e)
+        if ctx is None or err.kind != "client_error": raise
+        self._drop_context(*ctx[:2])
+        why, ctx, (plain, files) = f"explicit cache {ctx[1]} not usable ({err.message}): asked without it", None, prepared["_plain"]
+        resp = await client.aio.models.generate_content(model=plain["model"], contents=_resolve(plain["contents"], files), config=plain["config"])
+    r = parse_gemini_response(resp)
+    if ctx is not None and ctx[1] not in self._ctx_billed:        # its creation: input at the ordinary rate, on the first answer through it
+        self._ctx_billed.add(ctx[1]); r.input_tokens += ctx[2]; r.cache_write_tokens = ctx[2]
+    r.cache_fallback = why
+    return r
 
 # %% ../../nbs/14_models_gemini.ipynb #585e328f
 @patch
@@ -360,4 +456,5 @@ def from_spec(spec: ModelSpec, **kw) -> GeminiBackend:
     "Build the backend for a registry spec (`kw` override the spec's defaults; secret-looking options are refused)."
     kw.pop("device", None)
     refuse_secret_options(spec.name, kw, ("GEMINI_API_KEY", "GOOGLE_API_KEY"))
+    kw.setdefault("max_request_mb", spec.max_request_mb)
     return GeminiBackend(spec.model_id, name=spec.name, languages=spec.languages, **{**spec.backend_defaults(), **kw})

@@ -255,5 +255,5 @@ def from_spec(spec: ModelSpec, **kw) -> OpenAIBackend:
     "Build the backend for a registry spec (`kw` override the spec's defaults; secret-looking options are refused)."
     kw.pop("device", None)
     refuse_secret_options(spec.name, kw, ("OPENAI_COMPATIBLE_API_KEY",) if spec.defaults.get("compatible") else ("OPENAI_API_KEY",))
-    kw.setdefault("max_images", spec.max_images)
+    kw.setdefault("max_images", spec.max_images); kw.setdefault("max_request_mb", spec.max_request_mb)
     return OpenAIBackend(spec.model_id, name=spec.name, languages=spec.languages, **{**spec.backend_defaults(), **kw})

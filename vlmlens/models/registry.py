@@ -20,10 +20,11 @@ from ..fidelity import record
 # %% auto #0
 __all__ = ['RUN_HINT_KEYS', 'VIDEO_INPUTS', 'PRESET_KEYS', 'SERVE_HINT', 'LOCAL_BACKENDS', 'BACKEND_MODULES', 'QWEN_MODEL_TYPES',
            'TRANSFORMERS_MODEL_TYPES', 'HF_MODEL_TYPES', 'EXTRA_OF_BACKEND', 'CURVE_LOCALES', 'QWEN2_VL_LANGUAGES',
-           'EN', 'EN_HI', 'EN_TE', 'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES', 'OPENAI_REASONING_PREFIXES',
-           'OPENAI_MAX_IMAGES', 'CURVE_REASONING_BUDGETS', 'TINY_MODELS', 'Backend', 'count_images', 'ModelSpec',
-           'apply_preset', 'LanguageNotClaimed', 'register_backend', 'register', 'known_models', 'parse_api_name',
-           'get_spec', 'supports_language', 'load_backend', 'resolve_builder', 'preflight', 'roster', 'roster_markdown']
+           'EN', 'EN_HI', 'EN_TE', 'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES', 'PROVIDER_LIMITS', 'OPENAI_MAX_IMAGES',
+           'OPENAI_REASONING_PREFIXES', 'CURVE_REASONING_BUDGETS', 'TINY_MODELS', 'Backend', 'count_images',
+           'ModelSpec', 'apply_preset', 'LanguageNotClaimed', 'register_backend', 'register', 'known_models',
+           'parse_api_name', 'get_spec', 'supports_language', 'load_backend', 'resolve_builder', 'preflight', 'roster',
+           'roster_markdown']
 
 # %% ../../nbs/10_models_registry.ipynb #ce66540d
 class Backend:
@@ -136,6 +137,7 @@ class ModelSpec:
     context_tokens: int | None = None
     video: str = "frames"
     max_images: int | None = None
+    max_request_mb: float | None = None
     paper_languages: dict = field(default_factory=dict)
     presets: dict = field(default_factory=dict)
     unavailable: str = ""
@@ -214,8 +216,9 @@ def check(self: ModelSpec, cfg: RunConfig):
                          f"drop --model-kwarg frames_as_images=false or choose --modality subtitles/metadata/text")
     limit = int(kw.get("max_images") or self.max_images or 0)
     frames = cfg.num_frames or cfg.max_frames
-    if limit and (self.video == "frames" or str(kw.get("frames_as_images", False)).lower() in ("true", "1", "yes")) \
-            and frames and frames > limit:
+    as_images = self.video == "frames" or str(kw.get("frames_as_images", False)).lower() in ("true", "1", "yes") \
+        or str(kw.get("video", self.defaults.get("video"))) == "frames"     # a video-capable API model asked for frames
+    if limit and as_images and frames and frames > limit:
         raise ValueError(f"{self.name} takes at most {limit} image(s) per request and video frames go as images; "
                          f"--frames {frames} exceeds it: use --frames {limit} (or --model-kwarg max_images={frames})")
 
@@ -463,26 +466,38 @@ register(ModelSpec("chitrarth-8b", "transformers", "krutrim-ai-labs/Chitrarth", 
                    paper_languages={"hintel": EN_HI_TE},
                    unavailable=_CUSTOM.format("the Chitrarth repository's LLaVA code over Krutrim-1 (model_type mpt)")))
 
+# %% ../../nbs/10_models_registry.ipynb #8afa7d0b
+PROVIDER_LIMITS = {   # per request, frames sent as images included: (images, megabytes)
+    "openai": (500, 50.0), "anthropic": (100, 32.0), "gemini": (3600, 20.0)}
+OPENAI_MAX_IMAGES = PROVIDER_LIMITS["openai"][0]
+
+_LIMIT_SWITCH = "--model-kwarg max_images=N / max_request_mb=M where a deployment allows more"
+record("all", "OpenAI images per request", "default", "https://platform.openai.com/docs/guides/images (image input requirements)",
+       "official", "up to 500 images and 50 MB of image bytes per request; frames go as images, so a run asking for more "
+       "frames is refused before it starts, and a larger request has its images scaled down to fit (recorded per item)", _LIMIT_SWITCH)
+record("all", "Anthropic images per request", "default", "https://docs.anthropic.com/en/docs/build-with-claude/vision "
+       "(Basics and limits) and https://docs.anthropic.com/en/api/overview (request size limits)", "official",
+       "up to 100 images per Messages API request (the frames of a video count one each; more frames are refused before the "
+       "run starts) and 32 MB per request (a larger one has its images scaled down to fit, recorded per item)", _LIMIT_SWITCH)
+record("all", "Gemini images per request", "default", "https://ai.google.dev/gemini-api/docs/image-understanding (up to 3,600 "
+       "images per request; inline data only while the whole request stays under 20 MB)", "official",
+       "frames sent inline: at most 3,600 (more are refused before the run starts) and 20 MB per request (a larger one has its "
+       "images scaled down to fit, recorded per item); native video goes through the Files API and is not limited this way",
+       _LIMIT_SWITCH)
+
 # %% ../../nbs/10_models_registry.ipynb #7883fc1e
 OPENAI_REASONING_PREFIXES = ("gpt-5", "o1", "o3", "o4")   # reasoning models: max_completion_tokens, no temperature
-OPENAI_MAX_IMAGES = 500       # images per request, frames included
 
 def _openai(name, disp, ctx, paper=None, presets=None, model_id=None):
     reasoning = name.startswith(OPENAI_REASONING_PREFIXES)
     return ModelSpec(name, "openai", model_id or name, defaults={"token_param": "max_completion_tokens" if reasoning else "max_tokens",
                      "reasoning": reasoning}, display=disp, context_tokens=ctx, paper_languages=paper or {}, presets=presets or {},
-                     max_images=OPENAI_MAX_IMAGES)
-
-record("all", "OpenAI images per request", "default", "https://platform.openai.com/docs/guides/images (image input requirements)",
-       "official", "up to 500 images and 50 MB of image bytes per request; frames go as images, so a run asking for more "
-       "frames is refused before it starts", "--model-kwarg max_images=N where a deployment allows more")
-record("all", "Anthropic images per request", "default", "https://docs.anthropic.com/en/docs/build-with-claude/vision",
-       "official", "up to 100 images per Messages API request (the frames of a video count one each); more frames are refused "
-       "before the run starts", "--model-kwarg max_images=N where a deployment allows more")
+                     max_images=PROVIDER_LIMITS["openai"][0], max_request_mb=PROVIDER_LIMITS["openai"][1])
 
 def _gemini(name, disp, thinking, paper=None, presets=None):
-    return ModelSpec(name, "gemini", name, defaults={"thinking_range": thinking}, display=disp, context_tokens=1048576,
-                     video="native", paper_languages=paper or {}, presets=presets or {})
+    return ModelSpec(name, "gemini", name, defaults={"thinking_range": thinking, "video": "frames"}, display=disp,
+                     context_tokens=1048576, video="native", paper_languages=paper or {}, presets=presets or {},
+                     max_images=PROVIDER_LIMITS["gemini"][0], max_request_mb=PROVIDER_LIMITS["gemini"][1])
 
 _NATIVE_CURVE = {"model_kwargs": {"video": "native"}, "source": "MINERVA-Cultural (Gemini given the video natively)"}
 for _s in [_openai("gpt-4o", "GPT-4o", 128000, _IB, {"infinibench": {"num_frames": 450, "benchmark_kwargs": {"subtitle_mode": "full"},
@@ -498,7 +513,8 @@ for _s in [_openai("gpt-4o", "GPT-4o", 128000, _IB, {"infinibench": {"num_frames
            _gemini("gemini-2.5-flash", "Gemini 2.5 Flash", (0, 24576), {"hintel": EN_HI_TE, "curve": CURVE_LOCALES}, {"curve": _NATIVE_CURVE}),
            _gemini("gemini-2.5-pro", "Gemini 2.5 Pro", (128, 32768), {"curve": CURVE_LOCALES}, {"curve": _NATIVE_CURVE}),
            ModelSpec("claude-sonnet-4", "anthropic", "claude-sonnet-4-20250514", display="Claude Sonnet 4", context_tokens=200000,
-                     max_images=100, paper_languages={"curve": CURVE_LOCALES})]:
+                     max_images=PROVIDER_LIMITS["anthropic"][0], max_request_mb=PROVIDER_LIMITS["anthropic"][1],
+                     paper_languages={"curve": CURVE_LOCALES})]:
     register(_s)
 
 # %% ../../nbs/10_models_registry.ipynb #781b4fc4
