@@ -245,6 +245,31 @@ def test_dry_run_prints_the_estimated_cost_and_creates_nothing(server, tmp_path)
     assert not out.exists()
 
 
+def test_dry_run_bills_cache_writes_and_reads_as_the_backend_will(tmp_path):
+    "Claude: cache writes at the one-hour rate when the run's pace picks 1h; Gemini: a video's explicit cache is read by its first question too."
+    import re
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"claude-sonnet-4": {"input": 0.0, "cached_input": 0.0, "cache_write": 1000.0, "cache_write_1h": 2000.0,
+                                                      "output": 0.0},
+                                  "gemini-2.5-flash": {"input": 0.0, "cached_input": 1000.0, "cache_write": 0.0, "output": 0.0}}))
+    env = {**_env(**_KEYS), "VLMLENS_PRICES": str(prices)}
+    def estimate(model, *extra):
+        res = subprocess.run(_cli("run", "--benchmark", "demo", "--model", model, "--language", "en", "--frames", "8",
+                                  "--output-root", str(tmp_path / "out"), "--model-kwarg", "base_url=http://127.0.0.1:9", "--dry-run", *extra),
+                             capture_output=True, text=True, env=env, timeout=300)
+        assert res.returncode == 0, res.stderr[-2000:]
+        read = re.search(r"\(([\d,]+) of them read from the provider's prompt cache\)", res.stdout)
+        cost = re.search(r"\$([\d.,]+) with it", res.stdout)
+        assert read and cost, res.stdout
+        return int(read[1].replace(",", "")), float(cost[1].replace(",", ""))
+    _, pace = estimate("claude-sonnet-4", "--limit", "12")                        # 16 in flight at ~20 s an answer: 5-minute entries
+    _, slow = estimate("claude-sonnet-4", "--limit", "12", "--model-kwarg", "rpm=10")   # 10 a minute: questions minutes apart, 1h
+    assert pace > 0 and slow == pytest.approx(2 * pace, rel=1e-3)                 # the same writes, at the one-hour rate
+    read, cost = estimate("gemini-2.5-flash", "--limit", "1")                    # one question: it creates the cache and reads it
+    assert read > 0 and cost == pytest.approx(read * 1000.0 / 1e6, abs=1e-4)
+    assert not (tmp_path / "out").exists()
+
+
 def test_more_frames_than_a_provider_takes_per_request_is_refused_up_front(server, tmp_path):
     "OpenAI takes 500 images a request: --frames 600 is one line, exit 2, no request and no folder; max_images overrides."
     out = tmp_path / "outputs"
@@ -307,6 +332,22 @@ def test_gemini_explicit_cache_is_created_once_per_video_read_by_each_question_a
     assert sorted((p["sample_id"], p["raw"]) for p in preds_on) == sorted((p["sample_id"], p["raw"]) for p in preds_off)
     assert len({p["raw"] for p in preds_on}) > 1                        # the answers depend on the text the model was shown
     assert on["overall"]["accuracy"] == off["overall"]["accuracy"]
+
+
+def test_a_run_counts_the_items_that_fell_back_from_an_expired_cache_in_its_summary(server, tmp_path):
+    "Each Gemini cache expires right after its first read: the later questions are asked plainly, counted in summary.json and printed."
+    def expire_after_read(call):
+        if call.cached_content is not None: server.expire_cached_contents()
+        return "The answer is B."
+    server.responder = expire_after_read
+    server.cache_min_tokens = 64                                       # the demo's frames are tiny
+    stdout, summary, preds = _run_demo(server, "gemini-2.5-flash", tmp_path, "expiring")
+    refused = [c for c in server.requests("gemini") if c.status == 403]   # named an expired cache: asked again without it
+    fell = [p for p in preds if p["usage"].get("cache_fallback")]
+    o = summary["overall"]
+    assert refused and len(fell) == len(refused) and o["n_errors"] == 0
+    assert o["n_cache_fallback"] == len(fell) and o["n_downsampled"] == 0
+    assert f"{len(fell)} item(s) asked without the provider cache (expired or not created)" in stdout, stdout
 
 
 def test_gemini_explicit_cache_billing_expiry_and_failure_fall_back_to_plain_requests(server, monkeypatch):

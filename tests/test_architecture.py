@@ -146,3 +146,18 @@ def test_backends_transport_options_are_in_the_shared_vocabulary():
         for obj in vars(m).values():
             extra = set(getattr(obj, "transport_kwargs", ()) or ()) - set(TRANSPORT_KWARGS) if isinstance(obj, type) else set()
             assert not extra, f"{mod}.{obj.__name__}: transport options {sorted(extra)} are not in core.TRANSPORT_KWARGS"
+
+
+HOMES = {"vlmlens.secrets": ["REDACTED", "looks_secret", "remember_secret", "secret_values", "scrub_text", "scrub_secrets"],
+         "vlmlens.environment": ["environment_info", "package_git_info"],
+         "vlmlens.core": ["parse_kv"]}
+
+
+def test_each_concept_exported_by_its_own_module():
+    "Secret scrubbing, run-environment info and KEY=VALUE parsing live in the module named for them, and nowhere else."
+    import importlib
+    owners = {}
+    for name, _ in _modules():
+        for n in getattr(importlib.import_module(name), "__all__", []): owners.setdefault(n, []).append(name)
+    for home, names in HOMES.items():
+        for n in names: assert owners.get(n) == [home], f"{n} is exported by {owners.get(n)}, expected only {home}"

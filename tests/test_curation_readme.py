@@ -3,7 +3,8 @@ built from the shipped real IMDb text and the synthetic episode with a scripted 
 deduplicated, filtered against two model runs, reviewed in the widget (driven here the way a person clicks), certified,
 released, evaluated with `vlmlens run` and exported in the official format. The only things the test adds are the
 clients' base URLs (`OPENAI_BASE_URL`, `GOOGLE_GEMINI_BASE_URL`: the loopback server) and the one input file the
-README tells the reader to download (the released outfit file; the test copies the vendored slice of it).
+README tells the reader to download or bring (the released outfit file, of which the test copies the vendored slice; the
+TVQA episodes its questions name, for which the test puts copies of the synthetic episode under the media root).
 "Building an aligned multilingual set and calibrating CURVE": see `test_readme_aligned_walkthrough`."""
 import ast
 import argparse
@@ -101,6 +102,14 @@ def test_readme_walkthrough(server, tmp_path, monkeypatch):
     section = _section()
     assert "global_apprerance/tvqa/GPT4o_output/global_appreance.json" in section   # the README says where the file comes from
     (tmp_path / "global_appreance.json").write_bytes((DATA / "bbt_global_appearance_gpt4o.json").read_bytes())  # a slice of it
+    assert "demo_build/src/bbt/season_1/episode_1.mp4" in section                  # where the reader puts the TVQA episodes
+    from vlmlens.benchmarks.infinibench import make_synthetic_episode
+    ep = make_synthetic_episode(tmp_path / "stand_in")
+    for season, eps in json.loads((tmp_path / "global_appreance.json").read_text()).items():
+        for e in eps:                                                             # stand-ins for the user's TVQA copies
+            (tmp_path / "demo_build" / "src" / "bbt" / season).mkdir(parents=True, exist_ok=True)
+            for k in ("video", "subtitles"):
+                (tmp_path / "demo_build" / "src" / "bbt" / season / f"{e}{ep[k].suffix}").write_bytes(ep[k].read_bytes())
     server.responder = Answers(tmp_path / "demo_build")
     ran = []
     for lang, code in _blocks(section):
@@ -158,9 +167,10 @@ def _check(tmp_path, server):
     card = (tmp_path / "demo_release" / "README.md").read_text()
     assert "Questions per skill and split" in card and "knowledge filter" in card and "Agreement on" in card
     summ = json.loads((tmp_path / "demo_outputs" / "demo_release" / "summary.json").read_text())
-    here = [r for r in rows if (tmp_path / "demo_build" / "src" / r["video_path_mp4"].lstrip("/")).exists()]
-    assert {r["skill_name"] for r in rows if r not in here} == {"global_appearance"}     # the outfit file's TVQA episodes
-    assert summ["overall"]["n"] == len(here) and summ["overall"]["n_errors"] == 0
+    src = tmp_path / "demo_build" / "src"
+    assert all((src / r["video_path_mp4"].lstrip("/")).is_file() and (src / r["video_subtitles"].lstrip("/")).is_file() for r in rows)
+    assert any(r["video_path_mp4"].startswith("/bbt/") for r in rows)               # the outfit file's TVQA episodes, found
+    assert summ["overall"]["n"] == len(rows) and summ["overall"]["n_errors"] == 0
     off = list((tmp_path / "demo_outputs" / "demo_release" / "official").glob("*.json"))
     assert off and all(isinstance(json.loads(p.read_text()), list) for p in off)
 

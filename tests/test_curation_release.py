@@ -28,6 +28,7 @@ def test_temporal_certificate_exactly_as_specified():
 
 def _step(tmp_path):
     st = Step(tmp_path / "b", "filter", {})
+    (tmp_path / "v.mp4").write_bytes(b"")                       # the release refuses rows whose video is not there
     def items(_, w):
         for s in ("scene_transitions", "deep_context_understanding", "summarization"):
             for k in range(10):
@@ -80,17 +81,38 @@ def test_release_refuses_malformed_items(tmp_path):
         write_release(Step(tmp_path, "empty", {}), tmp_path / "rel")
 
 
-def test_a_release_naming_videos_that_are_not_there_says_so(tmp_path, capsys):
-    "Questions from the released outfit file name TVQA episodes by layout (/bbt/...): the release command says they are missing."
+def test_a_release_naming_videos_that_are_not_there_is_refused_until_a_media_root_holds_them(tmp_path, capsys):
+    """Questions from the released outfit file name TVQA episodes by the official layout (/bbt/...). Without the episodes
+    the release refuses (one line naming the outfit file, the row and the field; exit 2; nothing written); with a media
+    root holding them, the rows point at existing files and the InfiniBench loader reads every row."""
     import argparse
-    from vlmlens.curation import appearance, cli as ccli
-    (tmp_path / "outfits.json").write_text(json.dumps({"season_1": {"episode_1": {"Sheldon": ["red shirt", "blue shirt"]}}}))
+    from vlmlens.curation import cli as ccli
+    outfits = tmp_path / "outfits.json"
+    outfits.write_text(json.dumps({"season_1": {"episode_1": {"Sheldon": ["red shirt", "blue shirt"], "Penny": ["green dress", "robe"]}}}))
     p = argparse.ArgumentParser(prog="vlmlens"); ccli.add_parser(p.add_subparsers(dest="command"))
     run = lambda *a: ccli.main(p.parse_args(["curate", *a]))
-    assert run("appearance", "--outfits", str(tmp_path / "outfits.json"), "--out", str(tmp_path / "b")) == 0
-    assert run("release", "--from", "appearance_qa", "--out", str(tmp_path / "b"), "--release", str(tmp_path / "rel"), "--split-rule", "test") == 0
-    err = capsys.readouterr().err
-    assert "1 row(s) name a video that is not here (e.g. /bbt/season_1/episode_1.mp4" in err
+    assert run("appearance", "--outfits", str(outfits), "--out", str(tmp_path / "b")) == 0
+    rel = ["release", "--from", "appearance_qa", "--out", str(tmp_path / "b"), "--release", str(tmp_path / "rel"), "--split-rule", "test"]
+    capsys.readouterr()
+    assert run(*rel) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert f"{outfits}: release row 1 (bbt_season_1_episode_1/global_appearance/" in err
+    assert "video_path_mp4 /bbt/season_1/episode_1.mp4 not found" in err and "(1 more row(s) with missing media)" in err and "--media-root" in err
+    assert not (tmp_path / "rel").exists()
+    tvqa = tmp_path / "tvqa" / "bbt" / "season_1"; tvqa.mkdir(parents=True)
+    (tvqa / "episode_1.mp4").write_bytes(b"")
+    assert run(*rel, "--media-root", str(tmp_path / "tvqa")) == 2                     # the subtitles are still missing
+    assert "video_subtitles /bbt/season_1/episode_1.srt not found" in capsys.readouterr().err and not (tmp_path / "rel").exists()
+    (tvqa / "episode_1.srt").write_text("1\n00:00:01,000 --> 00:00:02,000\nHello.\n")
+    assert run(*rel, "--media-root", str(tmp_path / "tvqa")) == 0
+    assert f"video_root={(tmp_path / 'tvqa').resolve()}" in capsys.readouterr().out
+    rows = [json.loads(l) for l in (tmp_path / "rel" / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all((tmp_path / "tvqa" / r["video_path_mp4"].lstrip("/")).is_file() for r in rows)
+    samples, errs = ib.load_release(RunConfig("infinibench", "x", data_path=str(tmp_path / "rel" / "rows.jsonl"), modality="video+subtitles",
+                                              benchmark_kwargs={"video_root": str(tmp_path / "tvqa")}))
+    assert errs == [] and len(samples) == 2
+    assert {m.path for s in samples for m in s.media} == {str(tmp_path / "tvqa" / "bbt" / "season_1" / "episode_1.mp4")}
 
 
 def test_verify_leaves_summarization_unsampled_as_in_b6_unless_asked(tmp_path, capsys):

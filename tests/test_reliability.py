@@ -18,7 +18,8 @@ from vlmlens.benchmarks import infinibench as ib
 from vlmlens.benchmarks.demo import ensure_demo_data
 from vlmlens.core import Generation, Prediction, RunConfig, Sample
 from vlmlens.runner import run
-from vlmlens.store import REDACTED, RunStore
+from vlmlens.secrets import REDACTED
+from vlmlens.store import RunStore
 
 MODEL = "tiny-qwen2.5-vl"
 CLI = [sys.executable, "-c", "from vlmlens.cli import main; raise SystemExit(main())"]

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from vlmlens.core import Judgment, Prediction, RunConfig, Sample
-from vlmlens.store import REDACTED, RunConflictError, RunStore, iter_jsonl, shard_filter
+from vlmlens.secrets import REDACTED
+from vlmlens.store import RunConflictError, RunStore, iter_jsonl, shard_filter
 
 H = "c0ffee" * 10
 

@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 
 from loopback import LoopbackServer
-from vlmlens import vs_paper as V
+from vlmlens import fidelity, vs_paper as V
 from vlmlens.core import RunConfig
 from vlmlens.metrics import rates
 from vlmlens.runner import run
 from vlmlens.store import RunSet, RunStore
 
 PAPERS = Path(__file__).parent / "data" / "papers"
-DOC = V.paper_numbers()
+DOC = fidelity.paper_file()
 CELLS = DOC["cells"]
 
 
@@ -40,7 +40,7 @@ def test_data_file_is_versioned_names_its_papers_and_ships_in_the_wheel():
     keys = {"paper", "section", "table", "model", "row", "column", "metric", "value", "text", "unit", "where"}
     assert all(keys <= set(c) for c in CELLS) and all(float(c["text"]) == c["value"] for c in CELLS)
     setup = (Path(__file__).parents[1] / "setup.py").read_text()          # package_data covers vlmlens/data/*.json
-    assert '"data/*.json"' in setup and (Path(V.__file__).parent / "data" / V.PAPER_NUMBERS).is_file()
+    assert '"data/*.json"' in setup and (Path(V.__file__).parent / "data" / fidelity.PAPER_NUMBERS).is_file()
 
 
 def test_hintel_tables_3_to_5_are_the_printed_rows_cell_for_cell():
@@ -256,16 +256,55 @@ def test_curve_locale_cells_and_the_aggregate(tmp_path):
     assert not (cmp.table == "ablation").any()                                       # ablation cells name no model
 
 
-def test_the_published_tables_the_benchmarks_still_hold_agree_with_the_data_file():
-    "hintel.PAPER_TABLES and minerva.CURVE_MAIN_TABLE repeat cells of the file: they must not drift apart."
+def test_hintel_table_6_is_the_printed_error_category_table():
+    text = _lines("hintel_tables.txt")
+    t, g = _table("hintel", "6"), _grid("hintel", "6")
+    head = text.index(f"{t['row_header']} English Telugu")
+    body = text[head + 1:head + 1 + len(t["rows"])]
+    assert text[head + 1 + len(t["rows"])].startswith("Table 6: Error category distribution for GPT 4.1 on VAANI-T")
+    assert body == [f"{row} {g[row]['English']['text']}% {g[row]['Telugu']['text']}%" for row in t["rows"]]
+    assert {c["model"] for c in CELLS if c["table"] == "6"} == {"GPT 4.1"} and {c["section"] for c in _grid("hintel", "6")["Visual Grounding Error"].values()} == {"§5.6"}
+    assert {(c["column"], c["where"]["language"], c["where"]["subset"]) for row in g.values() for c in row.values()} == \
+        {("English", "en", "vaani_t"), ("Telugu", "te", "vaani_t")}
+
+
+def test_curve_evidence_statistics_are_quoted_in_the_text():
+    "Each cell with an id (what vlmlens.evidence reads) carries the sentence it comes from, and the sentence is in the paper."
+    text = "\n".join(_lines("curve_tables.txt"))
+    ids = {c["id"]: c for c in CELLS if c.get("id")}
+    assert set(ids) == {"nodes_per_question", "share_timestamped", "divergence_share", "resolved_within_cap", "iterative_gain",
+                        "masked_reasoning", "perception_share", "low_high_perception_ratio"}
+    for cid, c in ids.items():
+        assert c["paper"] == "curve" and c["quote"] in text, cid
+        assert re.search(rf"(?<![\d.]){re.escape(c['text'])}(?![\d])", c["quote"]), cid        # the number as printed
+    assert "Statistically, each question requires an average of 5.0 atomic nodes" in text
+
+
+def test_cells_that_are_not_scores_are_never_put_beside_a_run(tmp_path):
+    "Table 6 (error shares of GPT 4.1 on VAANI-T) names a model a run can be, but a run's accuracy is not an error share."
+    _fake_run(tmp_path, "te", [_item(i, "vaani_t", "te", 1.0) for i in range(10)], language="te")
+    full = V.compare(RunSet.discover(tmp_path), full=True)
+    assert len(full) and set(full.table) == {"3"} and "6" in set(V.paper_cells("hintel").table)
+
+
+def test_published_numbers_live_only_in_the_data_file():
+    "The benchmarks' and evidence's published tables are read from the file, in the shapes their callers use."
+    import inspect
+    from vlmlens import evidence as E
     from vlmlens.benchmarks import hintel as H, minerva as M
-    for tid, rows in H.PAPER_TABLES.items():
-        g, cols = _grid("hintel", str(tid)), _table("hintel", str(tid))["columns"]
-        assert list(rows) == _table("hintel", str(tid))["rows"]
-        for row, printed in rows.items(): assert printed == " ".join(g[row][c]["text"] for c in cols)
-    g = _grid("curve", "main")
-    for model, agg, hl, hv, ll, lv in M.CURVE_MAIN_TABLE:
-        row = "Human Baseline" if model == "Human" else model
-        assert g[row]["Aggregate"]["value"] == pytest.approx(100 * agg)
-        assert g[row][f"Highest Region ({hl})"]["value"] == pytest.approx(100 * hv)
-        assert g[row][f"Lowest Region ({ll})"]["value"] == pytest.approx(100 * lv)
+    for mod, printed in ((H, ["72.00 61.05", "0.17, 0.49"]), (M, ["0.1275", "0.6429"]), (E, ["0.997", "0.63,"])):
+        src = inspect.getsource(mod)
+        assert not [p for p in printed if p in src], mod.__name__
+    for tid, rows in H.PAPER_TABLES.items():                                   # {3|4: {row: "12 printed cells"}}
+        assert list(rows) == _table("hintel", str(tid))["rows"] and {len(r.split()) for r in rows.values()} == {12}
+    assert H.PAPER_TABLES[3]["GPT 4.1"].split()[0] == _grid("hintel", "3")["GPT 4.1"]["VQAv2 Tel"]["text"]
+    assert H.paper_table(4).shape == (10, 12)
+    assert set(H.PAPER_TABLE6) == {"en", "te"} and all(len(v) == len(H.FAILURE_CATEGORIES) for v in H.PAPER_TABLE6.values())
+    assert H.PAPER_TABLE6["te"][1] == _grid("hintel", "6")["Visual Grounding Error"]["Telugu"]["value"] / 100
+    assert [len(r) for r in M.CURVE_MAIN_TABLE] == [6] * 8 and M.CURVE_MAIN_TABLE[-1][0] == "Human"
+    assert M.CURVE_MAIN_TABLE[-1][1] == pytest.approx(_grid("curve", "main")["Human Baseline"]["Aggregate"]["value"] / 100)
+    assert list(M.paper_main_table().columns) == ["model", "registry_name", "aggregate", "highest_locale", "highest", "lowest_locale", "lowest"]
+    assert all(isinstance(v, (int, float)) and isinstance(d, str) for v, d in E.EVIDENCE_PAPER.values())
+    ids = {c["id"]: c["value"] for c in CELLS if c.get("id")}
+    assert E.EVIDENCE_PAPER["share_timestamped"][0] == pytest.approx(ids["share_timestamped"] / 100)      # percent -> fraction
+    assert E.EVIDENCE_PAPER["masked_reasoning"][0] == ids["masked_reasoning"] and E.EVIDENCE_PAPER["nodes_per_question"][0] == ids["nodes_per_question"]

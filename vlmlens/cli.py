@@ -15,13 +15,13 @@ from pathlib import Path
 import vlmlens
 from . import data
 from .benchmarks.base import get_benchmark
-from .core import NothingAnswered, RunConfig
+from .core import NothingAnswered, RunConfig, parse_kv
 from .curation import aligned_cli
 from .curation import cli as curation_cli
 from .evidence import isolate_run
 from .report import machine_frame, model_name, rates_table, render_table, run_context, run_header, summary_table
 from .runner import check_answered, estimate_run, launch_env, rescore, run
-from .store import RunSet, parse_kv
+from .store import RunSet
 from .sweep import compact_table, run_sweep
 from .vs_paper import vs_paper_report
 
@@ -148,7 +148,7 @@ def print_estimate(est: dict):
     usd = lambda x: "– (no price for this model: set VLMLENS_PRICES)" if x is None else f"${x:,.4f}"
     print(f"dry run: {est['benchmark']} · {model_name(est['model'])} · {est['items']} items, {est['videos']} videos · "
           f"{est['num_frames'] or 'no'} frames; nothing sent or created")
-    print(f"estimated input {est['input_tokens']:,} tokens ({est['cacheable_tokens']:,} of them a video asked about again), "
+    print(f"estimated input {est['input_tokens']:,} tokens ({est['cacheable_tokens']:,} of them read from the provider's prompt cache), "
           f"output at most {est['output_tokens_max']:,}")
     if est["unknown_visual"]: print(f"{est['unknown_visual']} items have video the estimate cannot count (native video): not included")
     print(f"estimated cost {usd(est['cost_usd_uncached'])} without prompt caching, {usd(est['cost_usd_cached'])} with it"

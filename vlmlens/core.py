@@ -18,11 +18,13 @@ import re
 
 from fastcore.basics import patch
 
+from .secrets import looks_secret
+
 # %% auto #0
 __all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'MODALITIES', 'VIDEO_MODALITIES', 'STRATEGIES', 'TRANSPORT_KWARGS', 'canonical_json',
            'sha256_json', 'file_sha256', 'Record', 'Media', 'Sample', 'Request', 'Generation', 'text_part', 'message',
            'Prediction', 'Judgment', 'RunConfig', 'slug', 'model_slug', 'cache_root', 'shard_of', 'NothingAnswered',
-           'most_common_error', 'nothing_answered']
+           'most_common_error', 'nothing_answered', 'parse_kv']
 
 # %% ../nbs/00_core.ipynb #9be27329
 def _canon(x: Any) -> Any:
@@ -381,3 +383,17 @@ def nothing_answered(what: str, errors, result=None) -> NothingAnswered | None:
     errors = list(errors)
     if not errors or any(e is None for e in errors): return None
     return NothingAnswered(what, len(errors), most_common_error(errors), result=result)
+
+# %% ../nbs/00_core.ipynb #d1773b77
+def parse_kv(items, flag: str = "--model-kwarg") -> dict:
+    "`['k=v', …]` as a dict (JSON values where they parse); secret-looking keys refused."
+    out = {}
+    for it in items or []:
+        if "=" not in it: raise ValueError(f"{flag} expects KEY=VALUE, got {it!r}")
+        k, v = it.split("=", 1)
+        if looks_secret(k) and not k.endswith("_env"):  # api_key_env names a variable, it is not a key
+            raise ValueError(f"{flag} {k}=…: secrets are never options; set the provider's environment variable "
+                             f"(e.g. OPENAI_API_KEY) or name one with api_key_env=VAR")
+        try: out[k] = json.loads(v)
+        except json.JSONDecodeError: out[k] = v
+    return out

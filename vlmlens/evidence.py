@@ -65,16 +65,13 @@ def normalize_label(label) -> str:
     return k
 
 # %% ../nbs/51_evidence.ipynb #c2d3e4f5
-EVIDENCE_PAPER = {
-    "nodes_per_question": (5.0, "Key Designs 2: average atomic nodes per question (all questions)"),
-    "share_timestamped": (0.63, "Key Designs 2: share of nodes tied to video timestamps (all questions)"),
-    "divergence_share": (0.02, "Key Designs 3: share of labels that are divergences (~2%)"),
-    "resolved_within_cap": (0.997, "Key Designs 3: share of diagnosed items finished within 5 rounds"),
-    "iterative_gain": (0.22, "Key Designs 3: errors found by iterative over one-shot analysis, minus 1"),
-    "masked_reasoning": (78, "Key Designs 3: reasoning errors found only after a perception error was corrected"),
-    "perception_share": (0.75, "Error Type Analysis: share of errors that are perception errors"),
-    "low_high_perception_ratio": (1.4, "Key Findings: perception errors per item, ar-EG + ta-IN over en-GB + ja-JP"),
-}
+def _evidence_paper() -> dict:
+    "`{statistic: (value, definition)}` of the cells with an `id` in the papers' numbers file; percentages as fractions."
+    conv = {"%": lambda v: round(v / 100, 6), "errors": int}
+    return {c["id"]: (conv.get(c["unit"], float)(c["value"]), f"{c['section']}, {c['row']}: {c['column']}")
+            for c in fidelity.paper_numbers("curve") if c.get("id")}
+
+EVIDENCE_PAPER = _evidence_paper()
 fidelity.record("curve", "evidence and isolation statistics", "table", "MINERVA-Cultural, Key Designs 2-3, Key Findings",
                 "verbatim", "; ".join(f"{k} = {v[0]}" for k, v in EVIDENCE_PAPER.items()))
 

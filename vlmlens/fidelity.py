@@ -11,8 +11,8 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['STATUSES', 'KINDS', 'LEDGER', 'Entry', 'record', 'ledger', 'placeholders', 'PaperPrompt', 'ledger_table',
-           'ledger_markdown']
+__all__ = ['STATUSES', 'KINDS', 'LEDGER', 'PAPER_NUMBERS', 'Entry', 'record', 'ledger', 'placeholders', 'PaperPrompt',
+           'ledger_table', 'ledger_markdown', 'paper_file', 'paper_numbers', 'paper_layout', 'paper_grid']
 
 # %% ../nbs/05_fidelity.ipynb #baf5419e
 STATUSES = ("verbatim", "official", "reading", "departure")
@@ -106,3 +106,35 @@ def ledger_markdown(benchmark: str | None = None) -> str:
     "The ledger as a Markdown table (the docs page and the reports' footnotes)."
     head = "| " + " | ".join(_COLS) + " |\n|" + "---|" * len(_COLS) + "\n"
     return head + "".join("| " + " | ".join(_cell(getattr(e, c)) for c in _COLS) + " |\n" for e in ledger(benchmark))
+
+# %% ../nbs/05_fidelity.ipynb #c2c45cf1
+import json
+from functools import lru_cache
+from importlib import resources
+
+PAPER_NUMBERS = "paper_numbers.json"
+
+@lru_cache(maxsize=1)
+def _paper_file() -> dict:
+    return json.loads(resources.files("vlmlens").joinpath("data", PAPER_NUMBERS).read_text(encoding="utf-8"))
+
+def paper_file() -> dict:
+    "The whole file: `version`, `papers` (title, id, benchmark), `aliases`, `tables`, `cells`, `not_in_text`."
+    return json.loads(json.dumps(_paper_file()))
+
+def paper_numbers(paper: str | None = None, table: str | int | None = None) -> list[dict]:
+    "The published cells (dicts) of every paper, or of one paper and table, in the file's order."
+    return [json.loads(json.dumps(c)) for c in _paper_file()["cells"]
+            if (paper is None or c["paper"] == paper) and (table is None or c["table"] == str(table))]
+
+def paper_layout(paper: str, table: str | int) -> dict:
+    "One table's printed layout: `section`, `caption`, `rows` and `columns` in the paper's order."
+    for t in _paper_file()["tables"]:
+        if t["paper"] == paper and t["table"] == str(table): return json.loads(json.dumps(t))
+    raise KeyError(f"no table {table!r} of {paper!r} in {PAPER_NUMBERS}")
+
+def paper_grid(paper: str, table: str | int) -> dict[str, dict[str, dict]]:
+    "`{row: {column: cell}}` of one published table."
+    g = {}
+    for c in paper_numbers(paper, table): g.setdefault(c["row"], {})[c["column"]] = c
+    return g

@@ -40,6 +40,8 @@ def usage_totals(rows: Sequence[dict]) -> dict:
     "Token totals of `rows` and the share of input tokens the provider read from its prompt cache."
     tot = {k: _sum_opt(rows, k) or 0 for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens")}
     tot["cached_input_share"] = tot["cached_input_tokens"] / tot["input_tokens"] if tot["input_tokens"] else None
+    tot["n_cache_fallback"] = sum(bool(r.get("cache_fallback")) for r in rows)
+    tot["n_downsampled"] = sum(bool(r.get("downsampled")) for r in rows)
     return tot
 
 def rates(rows: Sequence[dict]) -> dict:

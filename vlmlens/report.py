@@ -493,11 +493,15 @@ def _headline_note(t: Table, bs: dict, groups: list, digits: int) -> str | None:
 # %% ../nbs/52_report.ipynb #2a4f8b9d
 def usage_note(o: dict) -> str | None:
     "One line with a run's billed cost and the cached share of its input tokens (None for a run that was not billed)."
-    if _missing(o.get("cost_usd")) and not o.get("cached_input_tokens"): return None      # a local model: no bill
+    fell, small = int(o.get("n_cache_fallback") or 0), int(o.get("n_downsampled") or 0)
+    if _missing(o.get("cost_usd")) and not (o.get("cached_input_tokens") or fell or small): return None   # a local model: no bill
     cost = f"cost ${o['cost_usd']:.4f}" if not _missing(o.get("cost_usd")) else "cost – (no price for this model: set VLMLENS_PRICES)"
     share = o.get("cached_input_share")
-    return (f"API usage: {cost} · {int(o.get('input_tokens') or 0):,} input tokens, "
-            f"{pct(share or 0.0, 1)} % read from the provider's prompt cache · {int(o.get('output_tokens') or 0):,} output tokens")
+    extra = ([f"{fell:,} item(s) asked without the provider cache (expired or not created)"] if fell else []) + \
+            ([f"{small:,} item(s) with images scaled down to the request size limit"] if small else [])
+    return " · ".join([f"API usage: {cost}", f"{int(o.get('input_tokens') or 0):,} input tokens, "
+                       f"{pct(share or 0.0, 1)} % read from the provider's prompt cache", *extra,
+                       f"{int(o.get('output_tokens') or 0):,} output tokens"])
 
 # %% ../nbs/52_report.ipynb #2a4f8b9f
 def summary_table(summary: dict, digits: int = 1, title: str = "") -> Table:

@@ -228,7 +228,8 @@ def _known(sid, samples) -> bool:
     return True
 
 # %% ../nbs/40_runner.ipynb #4b5c6db9
-_ROW_USAGE = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens", "cost_usd")
+_ROW_USAGE = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens", "cost_usd",
+              "cache_fallback", "downsampled")
 
 def score_row(bench: Benchmark, s: Sample, p: Prediction, judgment: Judgment | None = None) -> dict:
     "One scored row: the item, the answer, usage and the benchmark's score fields."
@@ -606,21 +607,19 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     return check_answered(write_launch_summary(launch, store, bench, samples, cfg, notes, judge_id), store)
 
 # %% ../nbs/40_runner.ipynb #e5f60a01
-def price_estimate(items: list[dict], price: dict | None, kind: str = "", max_new_tokens: int = 0) -> dict:
-    "Totals and USD for items `{'video', 'visual', 'text'}` (tokens each): all uncached, and with each video's frames cached after its first question."
-    seen, read, write = set(), 0, 0
+def price_estimate(items: list[dict], price: dict | None, cache_usage=None, max_new_tokens: int = 0) -> dict:
+    "Totals and USD for items `{'video', 'visual', 'text', 'frames'}`: all uncached, and as `cache_usage(video, visual, frames, first)` (the backend's `expected_cache_usage`) bills each video's questions."
+    seen, cached = set(), {k: 0 for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens", "cache_write_1h_tokens")}
     for it in items:
-        if it["video"] is None or not it["visual"]: continue
-        if it["video"] in seen: read += it["visual"]
-        else: seen.add(it["video"]); write += it["visual"] if kind == "anthropic" else 0
+        if it["video"] is None or not it["visual"] or cache_usage is None: continue
+        first = it["video"] not in seen; seen.add(it["video"])
+        for k, v in cache_usage(it["video"], it["visual"], it.get("frames") or 0, first).items(): cached[k] += int(v or 0)
     n_in = sum((it["visual"] or 0) + it["text"] for it in items)
     n_out = len(items) * int(max_new_tokens)
-    write = write if read else 0                                          # a breakpoint nobody reads is never set
     out = {"items": len(items), "videos": len(seen), "input_tokens": n_in, "output_tokens_max": n_out,
-           "cacheable_tokens": read, "unknown_visual": sum(it["visual"] is None for it in items)}
+           "cacheable_tokens": cached["cached_input_tokens"], "unknown_visual": sum(it["visual"] is None for it in items)}
     out["cost_usd_uncached"] = cost_usd({"input_tokens": n_in, "output_tokens": n_out}, price)
-    out["cost_usd_cached"] = cost_usd({"input_tokens": n_in, "cached_input_tokens": read, "cache_write_tokens": write,
-                                       "output_tokens": n_out}, price)
+    out["cost_usd_cached"] = cost_usd({**cached, "input_tokens": n_in + cached["input_tokens"], "output_tokens": n_out}, price)
     return out
 
 # %% ../nbs/40_runner.ipynb #e5f60a03
@@ -638,7 +637,7 @@ def _item_tokens(bench: Benchmark, backend, s: Sample, cfg: RunConfig, sizes: di
         if m.path not in sizes: sizes[m.path] = media.fit_size(*media.load_image(m.path).size, cfg.max_side)
         t = backend.billed_visual_tokens(*sizes[m.path])
         visual = None if visual is None or t is None else visual + t
-    return {"video": video, "visual": visual, "text": text // 4 + 4}
+    return {"video": video, "visual": visual, "text": text // 4 + 4, "frames": cfg.num_frames if video else 0}
 
 def estimate_run(config) -> dict:
     "What a run would send and cost, before any call and creating nothing (API models only): `price_estimate` plus the run's identity."
@@ -656,4 +655,4 @@ def estimate_run(config) -> dict:
     finally: backend.close()
     price = backend.price or {}
     return {"benchmark": cfg.benchmark, "model": cfg.model, "num_frames": cfg.num_frames, "price_source": price.get("source"),
-            **price_estimate(items, backend.price, backend.kind, cfg.max_new_tokens)}
+            **price_estimate(items, backend.price, backend.expected_cache_usage, cfg.max_new_tokens)}

@@ -8,33 +8,27 @@ from __future__ import annotations
 import contextlib
 import csv
 import errno
-import functools
 import io
 import json
 import math
 import os
-import platform
 import re
-import socket
-import subprocess
 import uuid
 import warnings
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterable
 
 from fastcore.basics import patch
 
-import vlmlens
 from .core import TRANSPORT_KWARGS, VIDEO_MODALITIES, Judgment, Prediction, RunConfig, Sample, shard_of
+from .environment import environment_info
+from .secrets import scrub_secrets
 
 # %% auto #0
-__all__ = ['REDACTED', 'atomic_write', 'remove_stale_temps', 'looks_secret', 'remember_secret', 'secret_values', 'scrub_text',
-           'scrub_secrets', 'parse_kv', 'package_git_info', 'environment_info', 'utc_now', 'iter_jsonl',
-           'RunConflictError', 'RunLockedError', 'RunStore', 'flocked', 'open_run', 'shard_filter', 'Run', 'RunSet',
-           'config_columns']
+__all__ = ['atomic_write', 'remove_stale_temps', 'utc_now', 'iter_jsonl', 'RunConflictError', 'RunLockedError', 'RunStore',
+           'flocked', 'open_run', 'shard_filter', 'Run', 'RunSet', 'config_columns']
 
 # %% ../nbs/02_store.ipynb #7725a7a7
 def _write_all(fd: int, data: bytes):
@@ -88,103 +82,7 @@ def remove_stale_temps(folder) -> list[Path]:
             p.unlink(missing_ok=True); gone.append(p)
     return gone
 
-# %% ../nbs/02_store.ipynb #06b5bece
-REDACTED = "<redacted>"
-_SECRET_RE = re.compile(r"api[_.-]?key|access[_.-]?key|private[_.-]?key|secret|passw|credential", re.I)
-_SECRET_WORDS = {"token", "auth", "authorization", "bearer", "cookie", "apikey"}
-_ORDINARY_ENV = {"PWD", "OLDPWD", "HOME", "PATH", "SHELL", "USER", "LOGNAME", "TMPDIR", "LANG", "TERM", "HOSTNAME",
-                 "VIRTUAL_ENV", "PYTHONPATH", "XDG_CACHE_HOME", "VLMLENS_CACHE", "MPLBACKEND", "SSH_AUTH_SOCK"}
-
-@functools.lru_cache(maxsize=8192)                          # asked for every key of every line a run writes
-def looks_secret(name: str, env: bool = False) -> bool:
-    "Does a key (or, with `env=True`, an environment variable name) look like it holds a secret?"
-    if env and str(name).upper() in _ORDINARY_ENV: return False
-    n = str(name).lower()
-    if _SECRET_RE.search(n): return True
-    words = [w for w in re.split(r"[^a-z0-9]+", n) if w]
-    if any(w in _SECRET_WORDS for w in words): return True
-    return env and bool(words) and words[-1] == "key"
-
-# %% ../nbs/02_store.ipynb #ac8cb5ef
-_REMEMBERED: set[str] = set()
-
-def remember_secret(value: str | None):
-    "Register a secret a backend read (an API key), so that every artefact is scrubbed of its value."
-    if isinstance(value, str) and len(value.strip()) >= 8: _REMEMBERED.add(value.strip())
-
-def _is_path(v: str) -> bool: return v.startswith(("/", "~", "./", "../")) or os.sep in v and os.path.exists(v)
-
-_SECRETS_CACHE: dict = {}
-
-def secret_values(env=None) -> list[str]:
-    "The secret values to scrub: secret-looking environment variables (never paths) and remembered keys, longest first."
-    env = os.environ if env is None else env
-    raw = getattr(env, "_data", env)                      # os.environ's undecoded mapping: cheap to compare
-    key = (tuple(raw.items()), frozenset(_REMEMBERED))    # every appended line asks: recompute only when something changed
-    if key not in _SECRETS_CACHE:
-        vals = {v for k, v in env.items() if looks_secret(k, env=True) and isinstance(v, str) and len(v) >= 8 and not _is_path(v)}
-        _SECRETS_CACHE.clear()
-        _SECRETS_CACHE[key] = sorted(vals | _REMEMBERED, key=len, reverse=True)
-    return _SECRETS_CACHE[key]
-
-# %% ../nbs/02_store.ipynb #7b9e4f21
-def scrub_text(s: str, secrets: list[str] | None = None) -> str:
-    "`s` with every secret value replaced by `REDACTED`."
-    for v in secret_values() if secrets is None else secrets:
-        if v in s: s = s.replace(v, REDACTED)
-    return s
-
-def scrub_secrets(x: Any, env=None) -> Any:
-    "A copy of `x` with secret-looking keys' values and every secret value replaced by `REDACTED`."
-    secrets = secret_values(env)
-    def walk(v, key=None):
-        if key is not None and looks_secret(key) and v is not None and not isinstance(v, bool): return REDACTED
-        if isinstance(v, dict): return {(scrub_text(k, secrets) if isinstance(k, str) else k): walk(w, k) for k, w in v.items()}
-        if isinstance(v, (list, tuple)): return [walk(w) for w in v]
-        if isinstance(v, str) and secrets: return scrub_text(v, secrets)
-        return v
-    return walk(x)
-
-# %% ../nbs/02_store.ipynb #d1773b77
-def parse_kv(items, flag: str = "--model-kwarg") -> dict:
-    "`['k=v', …]` as a dict (JSON values where they parse); secret-looking keys refused."
-    out = {}
-    for it in items or []:
-        if "=" not in it: raise ValueError(f"{flag} expects KEY=VALUE, got {it!r}")
-        k, v = it.split("=", 1)
-        if looks_secret(k) and not k.endswith("_env"):  # api_key_env names a variable, it is not a key
-            raise ValueError(f"{flag} {k}=…: secrets are never options; set the provider's environment variable "
-                             f"(e.g. OPENAI_API_KEY) or name one with api_key_env=VAR")
-        try: out[k] = json.loads(v)
-        except json.JSONDecodeError: out[k] = v
-    return out
-
-# %% ../nbs/02_store.ipynb #16353553
-def _git(args: list[str], cwd: Path) -> str | None:
-    try: r = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.SubprocessError): return None
-    return r.stdout.strip() if r.returncode == 0 else None
-
-def package_git_info() -> dict:
-    "`{'commit': sha or None, 'dirty': bool or None}` for the vlmlens source checkout."
-    pkg = Path(vlmlens.__file__).resolve().parent
-    top = _git(["rev-parse", "--show-toplevel"], pkg)
-    if top is None or (Path(top) / pkg.name).resolve() != pkg: return {"commit": None, "dirty": None}
-    commit = _git(["rev-parse", "HEAD"], pkg)
-    status = _git(["status", "--porcelain", "--untracked-files=no"], pkg)
-    return {"commit": commit, "dirty": None if status is None else bool(status)}
-
-def _version(dist: str) -> str | None:
-    try: return metadata.version(dist)
-    except metadata.PackageNotFoundError: return None
-
-def environment_info() -> dict:
-    "Package, library and host versions for run.json."
-    return {"vlmlens_version": vlmlens.__version__, "git": package_git_info(),
-            "python": platform.python_version(), "torch": _version("torch"),
-            "transformers": _version("transformers"), "hostname": socket.gethostname(),
-            "platform": platform.platform()}
-
+# %% ../nbs/02_store.ipynb #5e1a7c31
 def utc_now() -> str: return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 # %% ../nbs/02_store.ipynb #454873b5

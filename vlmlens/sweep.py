@@ -19,7 +19,8 @@ from . import data
 from .benchmarks.base import get_benchmark
 from .core import RunConfig, sha256_json, slug
 from .models import registry
-from .store import Run, atomic_write, looks_secret, scrub_secrets
+from .secrets import looks_secret, scrub_secrets
+from .store import Run, atomic_write
 from .runner import check_output_root
 
 log = logging.getLogger("vlmlens")

@@ -5,10 +5,6 @@
 # %% ../nbs/56_vs_paper.ipynb #7407a9ff
 from __future__ import annotations
 
-import json
-from functools import lru_cache
-from importlib import resources
-
 from . import fidelity
 from .metrics import paired_bootstrap, rates
 from .models import registry
@@ -16,29 +12,21 @@ from .report import BLANK, Table, as_runset, judge_name, model_name, render_tabl
 from .store import Run
 
 # %% auto #0
-__all__ = ['PAPER_NUMBERS', 'PAPER_OF_BENCHMARK', 'ITEM_KEYS', 'SCALE', 'COLUMNS', 'OUTSIDE', 'paper_numbers', 'paper_cells',
-           'paper_models', 'run_fits', 'item_values', 'cell_value', 'compare', 'vs_paper_table', 'vs_paper_report']
+__all__ = ['COMPARED', 'PAPER_OF_BENCHMARK', 'ITEM_KEYS', 'SCALE', 'COLUMNS', 'OUTSIDE', 'paper_cells', 'paper_models',
+           'run_fits', 'item_values', 'cell_value', 'compare', 'vs_paper_table', 'vs_paper_report']
 
 # %% ../nbs/56_vs_paper.ipynb #b6e9ae44
-PAPER_NUMBERS = "paper_numbers.json"
-
-@lru_cache(maxsize=1)
-def paper_numbers() -> dict:
-    "The shipped data file: `version`, `papers` (title, id, benchmark), `aliases`, `tables`, `cells`, `not_in_text`."
-    return json.loads(resources.files("vlmlens").joinpath("data", PAPER_NUMBERS).read_text(encoding="utf-8"))
+COMPARED = ("accuracy", "score_0_10")   # the metrics a run's per-item scores measure
 
 def paper_cells(paper: str | None = None, table: str | None = None):
     "The cells (one row each) of all papers, or of one paper and table."
     import pandas as pd
-    df = pd.DataFrame(paper_numbers()["cells"])
-    if paper is not None: df = df[df["paper"] == paper]
-    if table is not None: df = df[df["table"] == str(table)]
-    return df.reset_index(drop=True)
+    return pd.DataFrame(fidelity.paper_numbers(paper, table))
 
 # %% ../nbs/56_vs_paper.ipynb #a456cd73
-_FILE = f"vlmlens/data/{PAPER_NUMBERS}"
-fidelity.record("hintel", "published numbers: Tables 3-5, every cell", "table", "HinTel-AlignBench Tables 3-5 (§5.1, §5.2, §5.5)",
-                "verbatim", f"{_FILE}; 16 printed means differ from the mean of their printed cells (the Model Mean rows of "
+_FILE = f"vlmlens/data/{fidelity.PAPER_NUMBERS}"
+fidelity.record("hintel", "published numbers: Tables 3-6, every cell", "table", "HinTel-AlignBench Tables 3-6 (§5.1, §5.2, §5.5, §5.6)",
+                "verbatim", f"{_FILE}; Table 6 holds error shares (never compared with a run's accuracy); 16 printed means differ from the mean of their printed cells (the Model Mean rows of "
                 "Tables 3-4, Table 4 Gemma3-12B Ours-H En): kept as printed, listed in tests/test_vs_paper.py")
 fidelity.record("infinibench", "published numbers: Tables 4 and 5, Table 3 as quoted in §4.3.2", "table",
                 "InfiniBench Table 4 (§4.3.5), Table 5 (§4.4.1), §4.3.2", "verbatim",
@@ -46,9 +34,9 @@ fidelity.record("infinibench", "published numbers: Tables 4 and 5, Table 3 as qu
                 "(Table 3 per skill: benchmarks.infinibench.TABLE3_PUBLISHED, from the official leaderboard)")
 fidelity.record("infinibench", "Table 5 judge column 'GPT-4o' compared with GPT-4o mini runs", "model_id", "InfiniBench §4.2, Table 5",
                 "reading", "§4.2 names GPT-4o mini as the judge; the column header prints GPT-4o")
-fidelity.record("curve", "published numbers: main results, ablation, key findings", "table",
-                "MINERVA-Cultural Main Results, Ablation Study, Key Findings", "verbatim",
-                f"{_FILE}; the 18-locale table is not in the text; the ablation numbers name no model (kept, never compared); "
+fidelity.record("curve", "published numbers: main results, ablation, key findings, evidence statistics", "table",
+                "MINERVA-Cultural Main Results, Ablation Study, Key Findings, Key Designs 2-3", "verbatim",
+                f"{_FILE}; the evidence statistics are vlmlens.evidence.EVIDENCE_PAPER; the 18-locale table is not in the text; the ablation numbers name no model (kept, never compared); "
                 "'2k' tokens read as 2048")
 for _p in ("hintel", "infinibench", "curve"):
     fidelity.record(_p, "printed model names -> registry names (vs paper)", "model_id", f"{_FILE} aliases", "reading",
@@ -67,7 +55,7 @@ def paper_models(paper: str, model: str) -> list[str]:
     m = str(model or "").strip()
     if m.startswith("openai-compatible:"): m = m.split(":", 1)[1].rsplit("@", 1)[0]
     m = m.lower()
-    return [printed for printed, names in paper_numbers()["aliases"].get(paper, {}).items()
+    return [printed for printed, names in fidelity.paper_file()["aliases"].get(paper, {}).items()
             if any(m in _model_ids(n) for n in names)]
 
 # %% ../nbs/56_vs_paper.ipynb #41b8cb2e
@@ -121,7 +109,7 @@ def _derived(c: dict, scores) -> float | None:
     return None if not parts or any(p is None for p in parts) else SCALE[c["unit"]] * sum(parts) / len(parts)
 
 def _run_cells(run: Run, paper: str, names: list, label: str, full: bool, **ci) -> list[dict]:
-    cells = [c for c in paper_numbers()["cells"] if c["paper"] == paper and c["model"] in names and run_fits(run, c["where"])]
+    cells = [c for c in fidelity.paper_numbers(paper) if c["model"] in names and c["metric"] in COMPARED and run_fits(run, c["where"])]
     scores, out = run.scores(), []
     for c in cells:
         base = {"paper": paper, "table": c["table"], "section": c["section"], "model": c["model"], "column": c["column"],
@@ -180,7 +168,7 @@ def vs_paper_table(cmp, ci: float = 0.95) -> Table:
                                           "ours - paper", f"our {ci:.0%} CI", "n", "paper outside CI"]), title="Ours beside the papers' numbers")
     t.notes += [f"paper outside CI: the paper's value lies outside our {ci:.0%} CI (percentile bootstrap over items, errors count as wrong)",
                 "a mean of other columns (Ours-H/T, Avg.) is our mean of the same columns, without a CI",
-                f"papers' numbers: vlmlens/data/{PAPER_NUMBERS} version {paper_numbers()['version']}"]
+                f"papers' numbers: vlmlens/data/{fidelity.PAPER_NUMBERS} version {fidelity.paper_file()['version']}"]
     return t
 
 # %% ../nbs/56_vs_paper.ipynb #98d046fe

@@ -20,7 +20,7 @@ from fastcore.basics import patch
 from .base import Benchmark, Option, check_options
 from .demo import candles_image, hintel_examples, split_inline_options, zebra_image
 from ..core import Judgment, Media, Prediction, Request, RunConfig, Sample, message
-from ..fidelity import PaperPrompt, record
+from ..fidelity import PaperPrompt, paper_grid, paper_layout, record
 from ..judges import Judge, JudgeItem, JudgeParseError, JudgeTemplate, lang_name, load_judge_model, render_messages
 from ..metrics import aggregate
 from ..models import registry
@@ -913,23 +913,12 @@ def summarize(self: HinTelBenchmark, rows: list[dict], cfg: RunConfig) -> dict:
 TABLES = {3: "te", 4: "hi"}
 LANG_LABEL = {"hi": "Hi", "te": "Tel", "en": "En"}
 
-PAPER_TABLES = {
-    3: {"GPT 4.1": "68.70 72.00 61.05 75.29 46.60 65.00 34.36 40.92 81.57 82.45 58.46 67.13",
-        "Gemini 2.5 Flash": "75.10 74.10 61.18 73.20 66.70 71.80 45.90 54.15 82.75 80.78 66.33 70.81",
-        "Gem 2.0 Flash": "70.20 74.20 60.92 69.67 43.60 53.50 42.15 53.23 80.49 79.61 59.47 66.04",
-        "Gem 1.5 Flash": "68.50 74.40 60.00 67.19 37.40 46.70 29.85 39.38 76.27 79.61 54.40 61.46",
-        "Chitrarth": "76.00 78.50 53.59 52.55 53.90 56.90 20.00 18.15 81.57 82.45 57.01 57.71",
-        "Model Mean": "71.10 74.64 59.35 67.58 49.64 58.78 34.85 41.17 80.53 80.98 59.13 64.63"},
-    4: {"GPT-4.1": "68.00 72.00 70.59 75.29 48.10 65.00 23.18 23.05 93.33 86.88 60.64 64.44",
-        "Gemini 2.5 Flash": "65.00 74.10 69.54 73.20 60.70 71.80 56.90 62.89 93.86 87.19 69.20 73.84",
-        "Chitrarth": "66.00 78.50 52.94 52.55 57.20 56.90 11.72 13.93 84.23 80.14 54.42 56.40",
-        "Qwen2.5VL-7B": "37.20 74.30 51.11 68.10 29.10 98.80 17.84 20.70 81.79 84.76 43.41 69.33",
-        "Aya-8B": "36.30 47.30 55.42 58.82 46.20 61.40 9.63 16.02 82.22 80.42 45.95 52.79",
-        "LLaMA 3.2 11B": "35.90 59.80 35.68 61.57 18.90 35.60 14.32 14.45 77.67 83.28 36.49 50.94",
-        "Gemma3-27B": "64.10 65.50 54.38 61.04 43.50 53.70 19.66 17.58 87.41 82.01 53.81 55.97",
-        "Gemma3-12B": "63.00 65.70 53.98 58.69 40.20 46.80 14.84 16.80 85.50 82.33 51.50 54.87",
-        "Gemma3-4B": "55.00 58.20 43.27 50.19 33.20 39.60 14.32 17.19 80.64 77.78 45.29 48.59",
-        "Model Mean": "53.74 66.26 53.99 62.49 43.01 58.62 20.01 22.29 85.85 83.76 51.19 58.49"}}
+def _printed_rows(number: int) -> dict[str, str]:
+    "Table 3 or 4 of the papers' numbers file as `{row: its printed cells joined by spaces}`, in the paper's order."
+    layout, grid = paper_layout("hintel", number), paper_grid("hintel", number)
+    return {row: " ".join(grid[row][c]["text"] for c in layout["columns"]) for row in layout["rows"]}
+
+PAPER_TABLES = {n: _printed_rows(n) for n in TABLES}
 
 def paper_table(number: int):
     "Table 3 or 4 as printed, as fractions, with the columns of `vlmlens.tables.hintel.lang_table`."
@@ -947,7 +936,8 @@ def ours_from_cells(values) -> Decimal:
 # %% ../../nbs/32_benchmarks_hintel.ipynb #308be7fc
 FAILURE_CATEGORIES = ("Lack of Knowledge about India", "Visual Grounding Error", "Visual Perception Failure",
                       "Failure to Ground in Indian Culture")
-PAPER_TABLE6 = {"en": (0.17, 0.49, 0.19, 0.15), "te": (0.16, 0.50, 0.18, 0.16)}   # GPT-4.1 on VAANI-T, as printed
+_T6 = paper_grid("hintel", 6)                                          # GPT-4.1 on VAANI-T, as printed
+PAPER_TABLE6 = {lang: tuple(_T6[c][col]["value"] / 100 for c in FAILURE_CATEGORIES) for lang, col in (("en", "English"), ("te", "Telugu"))}
 
 # %% ../../nbs/32_benchmarks_hintel.ipynb #9b1c3d5e
 PAPER_ROSTER = {"GPT-4.1": ("en", "hi", "te"), "Gemini 2.5 Flash": ("en", "hi", "te"), "Gemini 2.0 Flash": ("en", "te"),

@@ -65,17 +65,22 @@ def resource_level(locale: str | None, sets: dict | None = None) -> str | None:
     return "low" if locale in sets["low"] else "high" if locale in sets["high"] else None
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #7a1d2c33
-CURVE_MAIN_TABLE = (  # model, aggregate, highest locale, its accuracy, lowest locale, its accuracy
-    ("Qwen-2.5-VL", 0.1275, "en-GB", 0.2570, "ta-IN", 0.0360), ("Qwen-3-VL", 0.2150, "en-GB", 0.3458, "te-IN", 0.1240),
-    ("Claude-Sonnet-4", 0.2336, "en-GB", 0.2991, "te-IN", 0.1440), ("GPT-5-mini", 0.3664, "ko-KR", 0.5190, "ta-IN", 0.1640),
-    ("GPT-5", 0.4220, "id-ID", 0.5634, "te-IN", 0.2360), ("Gemini-2.5-Flash", 0.3584, "de-DE", 0.5190, "ta-IN", 0.2000),
-    ("Gemini-2.5-Pro", 0.4507, "ko-KR", 0.6429, "te-IN", 0.2800), ("Human", 0.9522, "it-IT", 0.9824, "de-DE", 0.9051))
+def _curve_main_table() -> tuple:
+    "Main Results from the papers' numbers file: (model, aggregate, highest locale, its accuracy, lowest locale, its accuracy), fractions."
+    grid, out = fidelity.paper_grid("curve", "main"), []
+    for row in fidelity.paper_layout("curve", "main")["rows"]:
+        hi, lo = (next(c for k, c in grid[row].items() if k.startswith(side)) for side in ("Highest", "Lowest"))
+        out.append(("Human" if row == "Human Baseline" else row, round(grid[row]["Aggregate"]["value"] / 100, 6),
+                    hi["where"]["locale"], round(hi["value"] / 100, 6), lo["where"]["locale"], round(lo["value"] / 100, 6)))
+    return tuple(out)
+
+CURVE_MAIN_TABLE = _curve_main_table()
 CURVE_ROSTER = {"Qwen-2.5-VL": "qwen2.5-vl-7b", "Qwen-3-VL": "qwen3-vl-8b", "Claude-Sonnet-4": "claude-sonnet-4",
                 "GPT-5-mini": "gpt-5-mini", "GPT-5": "gpt-5", "Gemini-2.5-Flash": "gemini-2.5-flash",
                 "Gemini-2.5-Pro": "gemini-2.5-pro"}
 
 fidelity.record("curve", "main table (aggregate, highest and lowest region, human)", "table",
-                "MINERVA-Cultural, Main Results (accuracy %)", "verbatim", "stored as fractions")
+                "MINERVA-Cultural, Main Results (accuracy %)", "verbatim", "vlmlens/data/paper_numbers.json, given as fractions")
 fidelity.record("curve", "model roster and locales per model", "model_id", "MINERVA-Cultural, Main Results", "reading",
                 "all seven models on all 18 locales (verbatim); registry names and the Qwen sizes (7B/8B) are ours: "
                 "the paper text names no sizes")

@@ -10,10 +10,9 @@ import json
 import sys
 from pathlib import Path
 
-from ..store import parse_kv
 from ..readers import read_records
 from . import align, calibration, captions, ocr, translate
-from ..core import NothingAnswered, most_common_error
+from ..core import NothingAnswered, most_common_error, parse_kv
 from .cli import command, model_kwargs, report_step
 from .review import VerdictLog
 from .store import Step, list_steps, open_step, step_folder

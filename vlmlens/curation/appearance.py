@@ -344,7 +344,7 @@ def parse_outfits(raw: str | None, n_images: int, official_cleanup: bool = False
 
 # %% ../../nbs/63_curation_appearance.ipynb #1ffda4a2
 def load_outfit_file(path, show: str = "bbt") -> list[dict]:
-    "`[{video_id, show, season, episode, character, outfits}]` from a released outfit file (season → episode → character → outfits)."
+    "`[{video_id, show, season, episode, character, outfits, outfits_file}]` from a released outfit file (season → episode → character → outfits)."
     d = load_json(path)
     if not isinstance(d, dict): raise ValueError(f"{path}: expected season → episode → character → [outfits]")
     out = []
@@ -355,7 +355,7 @@ def load_outfit_file(path, show: str = "bbt") -> list[dict]:
                 if not isinstance(outfits, list) or not outfits or not all(isinstance(o, str) and o.strip() for o in outfits):
                     raise ValueError(f"{path}: {season}.{episode}.{ch}: outfits must be a non-empty list of descriptions")
                 out.append({"video_id": f"{show}_{season}_{episode}", "show": show, "season": season, "episode": episode,
-                            "character": ch, "outfits": list(outfits)})
+                            "character": ch, "outfits": list(outfits), "outfits_file": str(path)})
     return out
 
 # %% ../../nbs/63_curation_appearance.ipynb #8b388f94
@@ -445,7 +445,7 @@ def appearance_questions(outfits: Sequence[dict] | Step, root, sources: Sequence
             qid = f"{vid}/global_appearance/{r['character']}"
             prov = Provenance("outfits", None, "line", seed=f"{seed}:{vid}/global_appearance/{r['character']}")
             if why: w.reject(qid, "generate", why, r, prov)
-            else: w.accept(qid, {"question_id": qid, **base, **it}, prov)
+            else: w.accept(qid, {"question_id": qid, **base, **it, **({"outfits_file": r["outfits_file"]} if r.get("outfits_file") else {})}, prov)
     st.process([(v, v) for v in dict.fromkeys(r["video_id"] for r in recs)], run)
     st.finish()
     return st

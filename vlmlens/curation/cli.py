@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 from typing import Sequence
 
-from ..store import parse_kv
+from ..core import parse_kv
 from . import appearance, dedup, filters, generate, release, verify_step
 from .review import VerdictLog
 from .store import Step, combine, find_step, list_steps, open_step, step_folder
@@ -65,7 +65,8 @@ def _refinement_commands(sub):
     c = command(sub, "release", "write the release rows, official files and dataset card"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--release", required=True, help="release folder"); c.add_argument("--split-rule", default="paper")
     c.add_argument("--name", default="InfiniBench-style benchmark")
-    c.add_argument("--media-root", help="folder the rows' video/subtitle paths are written from (default: the one holding them all)")
+    c.add_argument("--media-root", help="folder the rows' video/subtitle paths are written from and found under, e.g. FOLDER/bbt/season_1/episode_1.mp4 "
+                   "for an outfit file's /bbt/season_1/episode_1.mp4 (default: the one holding them all); a row whose media is not there is refused")
     c = command(sub, "status", "list the steps of a build", out=False); c.add_argument("build")
 
 # %% ../../nbs/68_curation_cli.ipynb #3e8be21c
@@ -173,9 +174,6 @@ def _release(a) -> int:
     paths = release.write_release(up, a.release, steps, a.name, a.split_rule, media_root=a.media_root)
     print(f"release: {paths['rows']} ({sum(1 for _ in open(paths['rows']))} rows), card {paths['card']}")
     if paths["media_root"]: print(f"media paths are written from {paths['media_root']}: evaluate with --benchmark-kwarg video_root={paths['media_root']}")
-    if miss := paths["missing_media"]:
-        print(f"{len(miss)} row(s) name a video that is not here (e.g. {miss[0]}, looked under {paths['media_root'] or 'nothing'}): "
-              "evaluate with --benchmark-kwarg video_root=<a folder holding them>, or their rows fail", file=sys.stderr)
     return 0
 
 # %% ../../nbs/68_curation_cli.ipynb #badee444

@@ -21,7 +21,8 @@ from ..store import atomic_write
 
 # %% auto #0
 __all__ = ['META', 'MEDIA_FIELDS', 'assign_split', 'release_row', 'write_rows', 'write_official', 'media_folder', 'rebase_media',
-           'video_duration_s', 'release_stats', 'length_figure', 'dataset_card', 'missing_media', 'write_release']
+           'video_duration_s', 'release_stats', 'length_figure', 'dataset_card', 'missing_media', 'check_media',
+           'write_release']
 
 # %% ../../nbs/67_curation_release.ipynb #eb92bbc4
 META = ("title", "show", "season", "episode", "imdb_id", "year", "kind", "video_id")
@@ -169,14 +170,26 @@ def dataset_card(name: str, stats: dict, steps: dict) -> str:
     return "".join(out)
 
 # %% ../../nbs/67_curation_release.ipynb #e895990c
-def missing_media(rows: Sequence[dict], root=None) -> list[str]:
-    "The video paths of `rows` that name no existing file (as written, or under the media root `root`)."
+def missing_media(rows: Sequence[dict], root=None) -> list[tuple[int, str, str]]:
+    "`(row index, field, path)` of every video/subtitle path of `rows` naming no existing file (as written, or under the media root `root`)."
     out = []
-    for r in rows:
-        v = r.get("video_path_mp4")
-        if not isinstance(v, str) or not v: continue
-        if not (Path(v).is_file() or (root is not None and (Path(root) / v.lstrip("/")).is_file())): out.append(v)
+    for k, r in enumerate(rows):
+        for f in MEDIA_FIELDS:
+            v = r.get(f)
+            if not isinstance(v, str) or not v: continue
+            if not (Path(v).is_file() or (root is not None and (Path(root) / v.lstrip("/")).is_file())): out.append((k, f, v))
     return out
+
+def check_media(rows: Sequence[dict], root=None, items: Sequence[dict] = ()) -> None:
+    "Raise `FileNotFoundError` (one line) naming the first row whose media is missing; `items[k]` is row k's item (for its `outfits_file`)."
+    if not (miss := missing_media(rows, root)): return
+    k, field, v = miss[0]
+    src = (items[k] if k < len(items) else {}).get("outfits_file")
+    n = len({j for j, _, _ in miss})
+    more = f" ({n - 1} more row(s) with missing media)" if n > 1 else ""
+    raise FileNotFoundError(f"{src + ': ' if src else ''}release row {k + 1} ({rows[k].get('question_id')}): {field} {v} not found"
+                            f"{f' (nor under the media root {root})' if root else ''}{more}; put the files under a folder as "
+                            f"<folder>/{v.lstrip('/')} and pass it as the media root (--media-root); nothing written")
 
 # %% ../../nbs/67_curation_release.ipynb #e895990d
 def _summary(s) -> dict:
@@ -188,13 +201,15 @@ def _summary(s) -> dict:
 def write_release(items: Step | Sequence[dict], out, steps: dict | None = None, name: str = "InfiniBench-style benchmark",
                   split_rule: str = "paper", seed: int = 0, media_root=None) -> dict:
     """Write `rows.jsonl`, `official/`, `figures/`, `stats.json` and the card `README.md` into `out`; returns their paths
-    and `media_root`, the folder the media paths are written from (`media_root`, default: the one holding them all)."""
+    and `media_root`, the folder the media paths are written from (`media_root`, default: the one holding them all).
+    A row whose media is not there (`check_media`) is refused before anything is written."""
     out = Path(out)
     recs = items.items() if isinstance(items, Step) else [{"id": r.get("question_id") or r["id"], "item": r} for r in items]
     if not recs: raise ValueError("nothing to release: the step has no accepted items")
     rows = [release_row(r["id"], r["item"], assign_split(r["id"], r["item"], split_rule, seed)) for r in recs]
     root = str(Path(media_root).resolve()) if media_root else media_folder(rows)
     rows = rebase_media(rows, root)
+    check_media(rows, root, [r["item"] for r in recs])                      # before anything is written
     paths = {"rows": write_rows(rows, out / "rows.jsonl"), "official": write_official(rows, out / "official")}
     stats = {**release_stats(rows, root if root else out), "media_root": root}
     (out / "figures").mkdir(parents=True, exist_ok=True)
@@ -204,7 +219,7 @@ def write_release(items: Step | Sequence[dict], out, steps: dict | None = None, 
     summaries = {k: _summary(s) for k, s in (steps or {}).items()}
     atomic_write(out / "stats.json", json.dumps({"stats": stats, "steps": summaries}, indent=1, default=str))
     atomic_write(out / "README.md", dataset_card(name, stats, summaries))
-    paths.update(stats=out / "stats.json", card=out / "README.md", media_root=root, missing_media=missing_media(rows, root))
+    paths.update(stats=out / "stats.json", card=out / "README.md", media_root=root)
     return paths
 
 fidelity.record("infinibench", "release splits", "rule", "InfiniBench §3.3", "reading",

@@ -18,7 +18,8 @@ from typing import Any, Callable, Iterable, Sequence
 from fastcore.basics import patch
 
 from ..core import TRANSPORT_KWARGS, NothingAnswered, file_sha256, most_common_error, sha256_json
-from ..store import RunStore, iter_jsonl, scrub_secrets, utc_now
+from ..secrets import scrub_secrets
+from ..store import RunStore, iter_jsonl, utc_now
 
 # %% auto #0
 __all__ = ['LATEST', 'file_digest', 'fingerprint', 'Provenance', 'StepStore', 'Step', 'UnitWriter', 'list_steps', 'step_folder',

@@ -29,7 +29,8 @@ from ..models.api import (APIBackend, CallError, Reply, api_key_from_env, refuse
                                 status_kind)
 from ..models.registry import load_backend
 from ..scoring import ascii_digits
-from ..store import REDACTED, secret_values, utc_now
+from ..secrets import REDACTED, secret_values
+from ..store import utc_now
 from .review import stratified_sample
 from .store import Provenance, Step, output_options
 
@@ -518,7 +519,7 @@ def make_engine(name: str, backend=None, **options) -> Engine:
 
 # %% ../../nbs/70_curation_translate.ipynb #d53a6543
 def scrub_serialized(text: str, secrets: Sequence[str] | None = None) -> str:
-    "JSON text with every secret value (`vlmlens.store.secret_values`), raw or JSON-escaped, replaced by `<redacted>`."
+    "JSON text with every secret value (`vlmlens.secrets.secret_values`), raw or JSON-escaped, replaced by `<redacted>`."
     for v in secret_values() if secrets is None else secrets:
         for form in {v, json.dumps(v, ensure_ascii=False)[1:-1]}:
             if form in text: text = text.replace(form, REDACTED)

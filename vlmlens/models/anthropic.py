@@ -152,6 +152,13 @@ def cache_controls(self: AnthropicBackend, payload: dict, request: Request) -> d
         return {**payload, "messages": turns}
     return payload
 
+# %% ../../nbs/16_models_anthropic.ipynb #e26b0d02
+@patch
+def expected_cache_usage(self: AnthropicBackend, video: tuple, visual: int, frames: int, first: bool) -> dict:
+    "A video's first question writes its frames to the cache (at the lifetime its breakpoint gets), the later ones read them."
+    if not first: return {"cached_input_tokens": int(visual)}
+    return {"cache_write_tokens": int(visual), "cache_write_1h_tokens": int(visual) if self._ttl_for((video,)) == "1h" else 0}
+
 # %% ../../nbs/16_models_anthropic.ipynb #ec035ca7
 def _count(x) -> int: return int(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 else 0
 

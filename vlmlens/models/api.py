@@ -28,7 +28,7 @@ from fastcore.basics import patch
 from ..core import Generation, Request, cache_root, sha256_json
 from ..media import DEFAULT_MAX_PIXELS, shrink
 from .registry import Backend, parse_api_name  # noqa: F401  (parse_api_name: the registry's, re-exported)
-from ..store import REDACTED, looks_secret, remember_secret, scrub_secrets, scrub_text, secret_values
+from ..secrets import REDACTED, looks_secret, remember_secret, scrub_secrets, scrub_text, secret_values
 from ..fidelity import record
 
 log = logging.getLogger("vlmlens")
@@ -474,7 +474,7 @@ def _add_secrets(self: APIBackend, *values):
 
 @patch
 def _secret_list(self: APIBackend) -> list[str]:
-    "This backend's secrets and the central list (`store.secret_values`), longest first; refreshed at most once a second."
+    "This backend's secrets and the central list (`secrets.secret_values`), longest first; refreshed at most once a second."
     t, known = self._known
     if time.monotonic() - t > 1.0:
         known = sorted(self._secrets | set(secret_values()), key=len, reverse=True)
@@ -559,6 +559,12 @@ def _classify(self: APIBackend, exc: BaseException) -> CallError:
 @patch
 async def _aclose(self: APIBackend):
     "Release clients and uploads (default: nothing to release)."
+
+# %% ../../nbs/12_models_api.ipynb #e26b0c05
+@patch
+def expected_cache_usage(self: APIBackend, video: tuple, visual: int, frames: int, first: bool) -> dict:
+    "Prompt-cache usage (`cached_input_tokens`, `cache_write_tokens`, …, extra `input_tokens`) a question on `video` reports (default: automatic prefix caching)."
+    return {} if first else {"cached_input_tokens": int(visual)}
 
 # %% ../../nbs/12_models_api.ipynb #b1c2d3e4
 @patch

@@ -291,14 +291,18 @@ def explicit_cache_min_tokens(model: str) -> int:
 def _media(p: dict) -> bool: return "inline_data" in p or "_upload" in p
 
 @patch
+def _explicit_cache(self: GeminiBackend, n_media: int, native: bool) -> bool:
+    "Whether a video request with `n_media` media parts gets an explicit cache (else Gemini's implicit caching)."
+    return not self.media_resolution and n_media > 0 and (native or 258 * n_media >= explicit_cache_min_tokens(self.model_id))
+
+@patch
 def cache_controls(self: GeminiBackend, payload: dict, request: Request) -> dict:
     "A video request's system instruction and contents up to its last media part set aside for an explicit cache (a copy)."
-    if self.media_resolution or not any(isinstance(p, dict) and p.get("type") == "video"
-                                        for m in request.messages for p in (m.get("content") or [])): return payload
+    if not any(isinstance(p, dict) and p.get("type") == "video" for m in request.messages for p in (m.get("content") or [])): return payload
     contents = payload["contents"]
     where = [(i, j) for i, c in enumerate(contents) for j, p in enumerate(c["parts"]) if _media(p)]
     native = any("_upload" in contents[i]["parts"][j] for i, j in where)
-    if not where or (not native and 258 * len(where) < explicit_cache_min_tokens(self.model_id)): return payload   # implicit caching
+    if not self._explicit_cache(len(where), native): return payload          # implicit caching
     i, j = where[-1]
     tail = ([{**contents[i], "parts": contents[i]["parts"][j + 1:]}] if j + 1 < len(contents[i]["parts"]) else []) + contents[i + 1:]
     if not tail: return payload
@@ -306,6 +310,14 @@ def cache_controls(self: GeminiBackend, payload: dict, request: Request) -> dict
     spec = {"model": self.model_id, "system_instruction": cfg.pop("system_instruction", None),
             "contents": contents[:i] + [{**contents[i], "parts": contents[i]["parts"][:j + 1]}]}
     return {**payload, "contents": tail, "config": cfg, "_context": {**spec, "key": sha256_json(spec)}, "_plain": payload}
+
+# %% ../../nbs/14_models_gemini.ipynb #e26b0e02
+@patch
+def expected_cache_usage(self: GeminiBackend, video: tuple, visual: int, frames: int, first: bool) -> dict:
+    "Explicit cache: created (billed as input) at the first question and read by all; otherwise implicit caching's default."
+    if not self._explicit_cache(int(frames), self.video == "native"): return APIBackend.expected_cache_usage(self, video, visual, frames, first)
+    read = {"cached_input_tokens": int(visual)}
+    return {**read, "input_tokens": int(visual), "cache_write_tokens": int(visual)} if first else read
 
 # %% ../../nbs/14_models_gemini.ipynb #ba860995
 @patch

@@ -13,7 +13,8 @@ import math
 from ..core import Request, sha256_json
 from ..fidelity import record
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg,
-                                redact_url, refuse_secret_options, retry_after_from_headers, status_kind)
+                                redact_url, refuse_secret_options, refused_connection, retry_after_from_headers,
+                                status_kind)
 from .registry import OPENAI_REASONING_PREFIXES, ModelSpec
 from ..prompts import format_timestamp
 
@@ -233,6 +234,8 @@ def _classify(self: OpenAIBackend, exc: BaseException) -> CallError:
     "Map an `openai` exception to a `CallError`."
     import openai
     if isinstance(exc, CallError): return exc
+    refused = refused_connection(exc, self.base_url_shown or "https://api.openai.com/v1")   # the aiohttp transport calls it a timeout
+    if refused: return CallError("connection", refused)
     if isinstance(exc, openai.APITimeoutError): return CallError("timeout", f"no answer within {self.retry.timeout_s:g} s")
     if isinstance(exc, openai.APIConnectionError): return CallError("connection", self._scrub(str(exc)))
     if isinstance(exc, openai.APIStatusError):
