@@ -16,7 +16,8 @@ Endpoints
 - ``DELETE /{v}/files/{id}``                            delete
 - ``POST /{v}/cachedContents``                          Gemini explicit context cache: ``model``, ``contents``,
   ``systemInstruction``, ``ttl`` (``"300s"``); refused (400) below ``cache_min_tokens``; answers ``name``,
-  ``expireTime`` and ``usageMetadata.totalTokenCount``. ``GET``/``PATCH`` (``ttl``)/``DELETE /{v}/cachedContents/{id}``.
+  ``expireTime`` and ``usageMetadata.totalTokenCount``. ``GET``/``PATCH`` (``ttl``)/``DELETE /{v}/cachedContents/{id}``;
+  ``GET /{v}/cachedContents`` lists the live ones.
   A generateContent naming ``cachedContent`` reads it: an unknown or expired cache is a 403 (as the real API answers),
   a live one adds its tokens to ``promptTokenCount`` and reports them as ``cachedContentTokenCount``. Entries expire
   ``ttl`` seconds after creation on ``server.cache_clock`` (replace it, or call ``expire_cached_contents()``);
@@ -550,6 +551,9 @@ class LoopbackServer:
             cc = _CachedContent(f"cachedContents/loop{next(self._ids)}", body, n, now + ttl)
             with self._lock: self.cached_contents[cc.name] = cc
             return web.json_response(self._cache_json(cc))
+        if method == "GET" and re.match(r"^/v1\w*/cachedContents$", path):      # caches.list: the live ones (one page)
+            with self._lock: live = [c for c in self.cached_contents.values() if c.expires > now]
+            return web.json_response({"cachedContents": [self._cache_json(c) for c in live]})
         m = re.match(r"^/v1\w*/(cachedContents/[^/]+)$", path)
         cc = self.cached_contents.get(m.group(1)) if m else None
         if cc is None or cc.expires <= now:

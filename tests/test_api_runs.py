@@ -265,8 +265,7 @@ def test_dry_run_bills_cache_writes_and_reads_as_the_backend_will(tmp_path):
     _, pace = estimate("claude-sonnet-4", "--limit", "12")                        # 16 in flight at ~20 s an answer: 5-minute entries
     _, slow = estimate("claude-sonnet-4", "--limit", "12", "--model-kwarg", "rpm=10")   # 10 a minute: questions minutes apart, 1h
     assert pace > 0 and slow == pytest.approx(2 * pace, rel=1e-3)                 # the same writes, at the one-hour rate
-    read, cost = estimate("gemini-2.5-flash", "--limit", "1")                    # one question: it creates the cache and reads it
-    assert read > 0 and cost == pytest.approx(read * 1000.0 / 1e6, abs=1e-4)
+    assert estimate("gemini-2.5-flash", "--limit", "1") == (0, 0.0)           # one question: no explicit cache, nothing written or read
     assert not (tmp_path / "out").exists()
 
 
@@ -334,6 +333,36 @@ def test_gemini_explicit_cache_is_created_once_per_video_read_by_each_question_a
     assert on["overall"]["accuracy"] == off["overall"]["accuracy"]
 
 
+def test_gemini_makes_no_explicit_cache_for_a_video_the_run_asks_about_once_and_the_dry_run_agrees(server, tmp_path):
+    "Demo, 12 items: four videos asked twice get one cache each; scenes_04, asked once, goes as a plain request; the estimate bills the same."
+    import re
+    from collections import Counter
+    from vlmlens import runner
+    from vlmlens.benchmarks.base import get_benchmark
+    from vlmlens.core import RunConfig
+    server.cache_min_tokens = 64                                       # the demo's frames are tiny
+    _, summary, preds = _run_demo(server, "gemini-2.5-flash", tmp_path, "once")
+    bench = get_benchmark("demo")
+    samples, _ = runner.load_run_samples(bench, RunConfig("demo", "gemini-2.5-flash", language="en", limit=12), ("en",), None)
+    per_video = Counter(runner.video_key(s) for s in samples if runner.video_key(s))
+    assert sorted(per_video.values()) == [1, 2, 2, 2, 2]
+    creates = [c for c in server.requests("caches") if c.method == "POST"]
+    calls = server.requests("gemini")
+    frames = lambda c: json.dumps(c.json).count("inline_data") + json.dumps(c.json).count("inlineData")
+    plain_video = [c for c in calls if frames(c) >= 8 and not (c.json.get("cachedContent") or c.json.get("cached_content"))]
+    assert len(creates) == 4 and len(plain_video) == 1                # one cache per video asked twice; the single question plain
+    assert summary["overall"]["n_errors"] == 0 and not any(p["usage"].get("cache_fallback") for p in preds)
+    prices = tmp_path / "prices.json"                                  # reads at 1000 $/M, creations at 2000 $/M, the rest free
+    prices.write_text(json.dumps({"gemini-2.5-flash": {"input": 0.0, "cached_input": 1000.0, "cache_write": 2000.0, "output": 0.0}}))
+    res = subprocess.run(_cli("run", "--benchmark", "demo", "--model", "gemini-2.5-flash", "--language", "en", "--frames", "8",
+                              "--limit", "12", "--output-root", str(tmp_path / "est"), "--model-kwarg", "base_url=http://127.0.0.1:9",
+                              "--dry-run"), capture_output=True, text=True, env={**_env(**_KEYS), "VLMLENS_PRICES": str(prices)}, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    read = int(re.search(r"\(([\d,]+) of them read from the provider's prompt cache\)", res.stdout)[1].replace(",", ""))
+    cost = float(re.search(r"\$([\d.,]+) with it", res.stdout)[1].replace(",", ""))
+    assert read > 0 and cost == pytest.approx(2 * read * 1000.0 / 1e6, rel=1e-3)   # each cache written once, read by its 2 questions
+
+
 def test_a_run_counts_the_items_that_fell_back_from_an_expired_cache_in_its_summary(server, tmp_path):
     "Each Gemini cache expires right after its first read: the later questions are asked plainly, counted in summary.json and printed."
     def expire_after_read(call):
@@ -384,6 +413,27 @@ def test_gemini_explicit_cache_billing_expiry_and_failure_fall_back_to_plain_req
     server.reset()
     with _gemini(server, monkeypatch, prompt_cache=False) as b: b.generate([_noise_video_request("Who?")])
     assert server.count("caches") == 0
+
+
+def test_a_second_process_reuses_the_live_gemini_cache_of_a_video_instead_of_creating_its_own(server, monkeypatch):
+    "Two backends (two shards) on one video: one cache created, both name it; only its maker bills and deletes it; an expired one is not reused."
+    with _gemini(server, monkeypatch) as a, _gemini(server, monkeypatch) as b:
+        ga = a.generate([_noise_video_request("Who?")])[0]
+        gb = b.generate([_noise_video_request("Where?")])[0]
+        [cc] = server.cached_contents.values()
+        named = [c.cached_content.name for c in server.requests("gemini") if c.cached_content is not None]
+        assert [g.error for g in (ga, gb)] == [None, None] and named == [cc.name, cc.name]
+        assert ga.usage["cache_write_tokens"] == cc.tokens and "cache_write_tokens" not in gb.usage
+        assert gb.usage["cached_input_tokens"] == cc.tokens and (a.stats["context_caches"], b.stats["context_caches"]) == (1, 0)
+        b.close()
+        assert cc.name in server.cached_contents                          # not b's to delete
+    assert server.cached_deleted == [cc.name]
+    server.reset()
+    with _gemini(server, monkeypatch) as a, _gemini(server, monkeypatch) as b:
+        a.generate([_noise_video_request("Who?")])
+        for c in server.cached_contents.values(): c.expires = server.cache_clock() + 60   # a minute left: not worth reusing
+        b.generate([_noise_video_request("Where?")])
+    assert len([c for c in server.requests("caches") if c.method == "POST"]) == 2
 
 
 def test_claude_cache_lifetime_is_chosen_from_the_run_pace_and_billed_at_its_rate(server, monkeypatch):

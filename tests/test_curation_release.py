@@ -136,3 +136,69 @@ def test_verify_leaves_summarization_unsampled_as_in_b6_unless_asked(tmp_path, c
     assert run("--include-summarization") == 0
     vs = verify([])
     assert [r["id"] for r in vs.rejected()] == [summ[0]["id"]] and status(vs)[summ[1]["id"]] == "verified"
+
+
+def _rel_step(build):
+    "Two open-ended items whose video and subtitles are named by RELATIVE paths (videos/e1.mp4, videos/e1.srt)."
+    st = Step(build, "filter", {})
+    st.process([("v", None)], lambda _, w: [w.accept(f"v/{k}", {"skill_name": "deep_context_understanding", "question": f"Why {k}?",
+                                                                 "answer": f"because {k}", "video_path_mp4": "videos/e1.mp4",
+                                                                 "video_subtitles": "videos/e1.srt"}) for k in range(2)])
+    return st
+
+
+def _media(folder):
+    (folder / "videos").mkdir(parents=True, exist_ok=True)
+    (folder / "videos" / "e1.mp4").write_bytes(b"")
+    (folder / "videos" / "e1.srt").write_text("1\n00:00:01,000 --> 00:00:02,000\nHello.\n")
+
+
+def test_relative_media_paths_are_checked_exactly_as_the_loader_resolves_them(tmp_path, monkeypatch, capsys):
+    """A relative video/subtitle path is read by the loader under video_root (the media root) or, without one, the
+    release folder — never the working folder. The release check resolves it the same way: files only in the working
+    folder are refused (row and field named, exit 2, nothing written); files where the loader looks pass, and the
+    released rows load with 0 errors."""
+    import argparse
+    from vlmlens.curation import cli as ccli
+    p = argparse.ArgumentParser(prog="vlmlens"); ccli.add_parser(p.add_subparsers(dest="command"))
+    run = lambda *a: ccli.main(p.parse_args(["curate", *a]))
+    _rel_step(tmp_path / "b")
+    work = tmp_path / "work"; _media(work); monkeypatch.chdir(work)              # the files exist only in the working folder
+    rel = lambda name: ["release", "--from", "filter", "--out", str(tmp_path / "b"), "--release", str(tmp_path / name), "--split-rule", "test"]
+    capsys.readouterr()
+    assert run(*rel("rel_cwd")) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "release row 1 (v/0): video_path_mp4 videos/e1.mp4 not found" in err
+    assert f"the loader reads it as {tmp_path / 'rel_cwd' / 'videos' / 'e1.mp4'}" in err and "(1 more row(s)" in err
+    assert not (tmp_path / "rel_cwd").exists()
+    media = tmp_path / "media"; _media(media)                                     # a media root holding them: passes, loads
+    assert run(*rel("rel_root"), "--media-root", str(media)) == 0
+    rows = tmp_path / "rel_root" / "rows.jsonl"
+    samples, errs = ib.load_release(RunConfig("infinibench", "x", data_path=str(rows), modality="video+subtitles",
+                                              benchmark_kwargs={"video_root": str(media.resolve())}))
+    assert errs == [] and len(samples) == 2 and samples[0].media[0].path == str(media.resolve() / "videos" / "e1.mp4")
+    _media(tmp_path / "rel_beside")                                               # no media root: read beside the rows file
+    assert run(*rel("rel_beside")) == 0
+    samples, errs = ib.load_release(RunConfig("infinibench", "x", data_path=str(tmp_path / "rel_beside" / "rows.jsonl"),
+                                              modality="video+subtitles"))
+    assert errs == [] and len(samples) == 2
+
+
+def test_allow_missing_media_releases_metadata_only_rows_and_the_card_counts_them(tmp_path, capsys):
+    import argparse
+    from vlmlens.curation import cli as ccli
+    p = argparse.ArgumentParser(prog="vlmlens"); ccli.add_parser(p.add_subparsers(dest="command"))
+    _rel_step(tmp_path / "b")
+    args = ["curate", "release", "--from", "filter", "--out", str(tmp_path / "b"), "--release", str(tmp_path / "rel"), "--split-rule", "test"]
+    assert ccli.main(p.parse_args(args)) == 2 and not (tmp_path / "rel").exists()
+    capsys.readouterr()
+    assert ccli.main(p.parse_args([*args, "--allow-missing-media"])) == 0
+    assert "2 row(s) name media that is not there" in capsys.readouterr().out
+    assert "2 of 2 rows name a video or subtitle file that is not there" in (tmp_path / "rel" / "README.md").read_text()
+    assert json.loads((tmp_path / "rel" / "stats.json").read_text())["stats"]["rows_missing_media"] == 2
+    rows = str(tmp_path / "rel" / "rows.jsonl")
+    samples, errs = ib.load_release(RunConfig("infinibench", "x", data_path=rows, modality="metadata"))
+    assert errs == [] and len(samples) == 2
+    samples, errs = ib.load_release(RunConfig("infinibench", "x", data_path=rows, modality="video"))
+    assert samples == [] and len(errs) == 2 and errs[0].field == "video_path_mp4"

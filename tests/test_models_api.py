@@ -223,6 +223,23 @@ def test_a_refused_connection_says_so_not_timeout(keys, tmp_path):
     assert "timeout" not in g.error and took < 10.0
 
 
+@pytest.mark.parametrize("model", ["gemini-2.5-flash", "claude-sonnet-4"])
+def test_a_refused_connection_names_the_host_for_gemini_and_claude(keys, monkeypatch, model):
+    "Their SDKs say 'Cannot connect to host … ssl:<SSLContext …>' and 'Connection error.': the item error names the refused host."
+    import socket
+    from vlmlens.models.registry import load_backend
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key-0123456789")
+    with socket.socket() as s:                                        # a loopback port that was free a moment ago: closed
+        s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+    b = load_backend(model, base_url=f"http://127.0.0.1:{port}", **{**FAST, "timeout_s": 30.0, "max_attempts": 1}, cache=False)
+    t0 = time.monotonic()
+    [g] = b.generate(text_requests(1))
+    took = time.monotonic() - t0
+    b.close()
+    assert g.text is None and g.error == f"connection: connection refused by 127.0.0.1:{port}", g.error
+    assert took < 10.0
+
+
 @pytest.mark.parametrize("kind", ["openai", "gemini"])
 def test_hang_past_timeout_is_retried_then_recorded_as_error(server, keys, tmp_path, kind):
     b = make(kind, server, tmp_path, timeout_s=0.4, max_attempts=2, cache=False)

@@ -63,3 +63,36 @@ def test_shipped_sweep_with_a_placeholder_data_path_is_refused_before_any_kernel
     assert lines[0].startswith("vlmlens: error: sweep not started: data_path /data/hintel: no such file or folder")
     assert "(33 of 33 runs" in lines[0]
     assert not (tmp_path / "out").exists()                                          # no sweep folder, no kernel started
+
+
+def test_sweep_progress_shows_items_answered_of_the_total_the_runner_recorded(tmp_path):
+    "While a configuration runs, the bar reads 'N of M items answered': M is in run.json before the first item is generated."
+    import time
+    from vlmlens.core import Generation, RunConfig, Sample
+    from vlmlens.runner import run
+    from vlmlens.sweep import _named, _progress
+
+    run_dir, seen = tmp_path / "demo-slow", []
+
+    class Slow:
+        name, model_id, revision, languages = "slow", "slow", "r", ("en",)
+        def generate(self, reqs, **kw):
+            seen.append(_progress(run_dir)); time.sleep(0.2)
+            return [Generation("A", {}, finish_reason="stop") for _ in reqs]
+        def info(self): return {"name": self.name}
+        def close(self): pass
+
+    class Bar:
+        shown = []
+        def set_postfix_str(self, s, refresh=True): self.shown.append(s)
+
+    items = [Sample(f"s{i}", "demo", question="Q?", options=["a", "b"], answer=0) for i in range(5)]
+    cfg = RunConfig("demo", "slow", modality="text", output_root=str(tmp_path), run_name="demo-slow", progress=False, batch_size=1)
+    bar = Bar()
+    jobs = _named([type("J", (), {"run": {"run_name": "demo-slow"}, "root": tmp_path})()], bar, poll_s=0.05)
+    next(jobs)
+    run(cfg, backend=Slow(), samples=items)
+    time.sleep(0.2); jobs.close()
+    assert seen[0] == "0 of 5 items answered" and seen[-1] == "4 of 5 items answered"       # the total before the first item
+    assert any(re.fullmatch(r"demo-slow: [0-5] of 5 items answered", s) for s in bar.shown), bar.shown
+    assert bar.shown[-1] == "demo-slow: 5 of 5 items answered"

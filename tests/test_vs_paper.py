@@ -149,11 +149,15 @@ def _item(i, subset, lang, score, error=None):
             "score": None if error else score}
 
 
+HINTEL_JUDGE = "gpt-4.1-2025-04-14"      # the hybrid evaluation's judge, HinTel-AlignBench §4
+
+
 @pytest.fixture
 def known_runs(tmp_path):
     "GPT-4.1 at exactly 68% on Hindi VQAv2 (paper 68.00) and 20% on Telugu VQAv2 (paper 68.70, 5 of its 100 items errored)."
-    _fake_run(tmp_path, "hi", [_item(i, "vqav2", "hi", float(i < 68)) for i in range(100)], language="hi")
-    _fake_run(tmp_path, "te", [_item(i, "vqav2", "te", float(i < 20), "timeout" if i >= 95 else None) for i in range(100)], language="te")
+    _fake_run(tmp_path, "hi", [_item(i, "vqav2", "hi", float(i < 68)) for i in range(100)], language="hi", judge=HINTEL_JUDGE)
+    _fake_run(tmp_path, "te", [_item(i, "vqav2", "te", float(i < 20), "timeout" if i >= 95 else None) for i in range(100)], language="te",
+              judge=HINTEL_JUDGE)
     return tmp_path
 
 
@@ -213,7 +217,10 @@ def test_a_real_hintel_run_of_a_served_paper_model(tmp_path, monkeypatch):
     cmp = V.compare(runs)
     s = runs[0].scores()
     got = cmp[~cmp.derived].set_index("column")
-    assert set(got.model) == {"GPT-4.1"} and len(got) >= 5
+    assert set(got.model) == {"GPT-4.1"} and len(got) >= 3
+    assert not got.index.str.startswith(("VQAv2", "CLEVR-Math")).any()      # unjudged: not the paper's hybrid scoring
+    assert any("paper cells not compared: the paper judged with GPT-4.1 (2025-04-14), this run with none" in m
+               for m in cmp.attrs["unmatched"]), cmp.attrs["unmatched"]
     for col, r in got.iterrows():
         sub = {"VQAv2": "vqav2", "RealWorldQA": "realworldqa", "CLEVR-Math": "clevr_math", "JEE-H": "jee_h", "VAANI-H": "vaani_h"}[col.split()[0]]
         mine = s[(s.subset == sub) & (s.language == "hi")]
@@ -232,14 +239,22 @@ def test_infinibench_cells_need_the_frames_and_judge_the_paper_used(tmp_path):
     for name, frames, judge in (("q128", 128, "gpt-4o-mini"), ("q8", 8, "gemini-2.0-flash")):
         _fake_run(tmp_path, name, rows, benchmark="infinibench", model="qwen2.5-vl-7b", num_frames=frames, judge=judge)
     q128, q8 = V.compare(RunSet.discover(tmp_path / "q128")), V.compare(RunSet.discover(tmp_path / "q8"))
-    assert set(q128.table) == {"4", "5"} and set(q8.table) == {"5"}                  # no Table 4 row has 8 frames
+    assert set(q128.table) == {"4"} and set(q8.table) == {"5"}                       # no Table 4 row has 8 frames
     ga = q128[q128.column == "Global Appearance"].iloc[0]
     assert (ga.paper_value, ga.ours, ga.n) == (32.0, pytest.approx(30.0), 10)       # Table 4, QwenVL2.5 at 128 frames
     summ = q128[q128.column == "Summarization"].iloc[0]
     assert summ.unit == "0-10" and summ.ours == pytest.approx(4.0) and summ["diff"] == pytest.approx(1.1)
     acc = q128[q128.column == "Avg. Acc."].iloc[0]
     assert acc.derived and acc.ours == pytest.approx(30.0) and pd.isna(acc.ci_low)   # a mean of columns: no CI
-    assert q128[q128.table == "5"].column.tolist() == ["judge GPT-4o"]               # each run beside its own judge's column
+    assert not (q128.table == "5").any()                                             # the column prints GPT-4o, the run used GPT-4o mini
+    assert q128.attrs["unmatched"] == ["q128: 3 paper cells not compared: the paper judged with GPT-4o or Gemini 2.0 Flash or "
+                                       "Qwen2.5-VL-7B, this run with GPT-4o mini (--judge-reading compares them, flagged)"]
+    assert not q8.attrs["unmatched"]                                                 # its judge has a column
+    read = V.compare(RunSet.discover(tmp_path / "q128"), judge_reading=True)        # the §4.2 reading, switched on and flagged
+    t5 = read[read.table == "5"]
+    assert t5.column.tolist() == ["judge GPT-4o"] and t5.setting.tolist() == ["judge GPT-4o mini, paper prints GPT-4o"]
+    assert set(read[read.table == "4"].setting) == {""}
+    assert "judge GPT-4o mini, paper prints GPT-4o" in V.render_table(V.vs_paper_table(read), "text")
     assert q8.column.tolist() == ["judge Gemini 2.0"] and q8.paper_value.tolist() == [4.58]
 
 
@@ -282,7 +297,7 @@ def test_curve_evidence_statistics_are_quoted_in_the_text():
 
 def test_cells_that_are_not_scores_are_never_put_beside_a_run(tmp_path):
     "Table 6 (error shares of GPT 4.1 on VAANI-T) names a model a run can be, but a run's accuracy is not an error share."
-    _fake_run(tmp_path, "te", [_item(i, "vaani_t", "te", 1.0) for i in range(10)], language="te")
+    _fake_run(tmp_path, "te", [_item(i, "vaani_t", "te", 1.0) for i in range(10)], language="te", judge=HINTEL_JUDGE)
     full = V.compare(RunSet.discover(tmp_path), full=True)
     assert len(full) and set(full.table) == {"3"} and "6" in set(V.paper_cells("hintel").table)
 
@@ -308,3 +323,72 @@ def test_published_numbers_live_only_in_the_data_file():
     ids = {c["id"]: c["value"] for c in CELLS if c.get("id")}
     assert E.EVIDENCE_PAPER["share_timestamped"][0] == pytest.approx(ids["share_timestamped"] / 100)      # percent -> fraction
     assert E.EVIDENCE_PAPER["masked_reasoning"][0] == ids["masked_reasoning"] and E.EVIDENCE_PAPER["nodes_per_question"][0] == ids["nodes_per_question"]
+
+
+def test_hintel_judged_cells_need_the_papers_judge(tmp_path):
+    "VQAv2/CLEVR-Math (hybrid exact match + gpt-4.1-2025-04-14) are compared only with runs that judge as the paper did."
+    rows = [_item(i, s, "hi", 1.0) for s in ("vqav2", "clevr_math", "realworldqa") for i in range(5)]
+    for name, judge in (("paper", HINTEL_JUDGE), ("mini", "gpt-4o-mini"), ("none", "none"), ("unset", None)):
+        _fake_run(tmp_path, name, rows, language="hi", judge=judge)
+    cmp = V.compare(RunSet.discover(tmp_path))
+    by_run = {r: set(g.column) for r, g in cmp.groupby("run")}
+    paper_run = next(r for r in by_run if "2025-04-14" in r)
+    assert {"VQAv2 Hi", "CLEVR-Math Hi", "RealWorldQA Hi"} <= by_run[paper_run]
+    for r, cols in by_run.items():
+        if r != paper_run: assert cols.isdisjoint({"VQAv2 Hi", "CLEVR-Math Hi"}) and "RealWorldQA Hi" in cols, r
+    msgs = " | ".join(cmp.attrs["unmatched"])
+    assert "mini: " in msgs and "this run with GPT-4o mini" in msgs and "this run with none" in msgs and "this run with no judge" in msgs
+    assert set(cmp.setting) == {""}                                               # no reading covers a HinTel judge
+
+
+def test_infinibench_table_3_cells_carry_the_papers_input_settings(tmp_path):
+    "§4.3.2's Table 3 numbers: video+subtitles at the §B.7 frames (GPT-4o 450, InternVL3 16 or 128); other settings are not matched."
+    rows = [{"sample_id": f"{s}{i}", "skill": s, "valid": True, "error": None, "score": float(i < 5) if k < 4 else 0.6}
+            for k, s in enumerate(SKILLS) for i in range(10)]
+    for name, model, mod, frames in (("g450", "gpt-4o", "video+subtitles", 450), ("g32", "gpt-4o", "video+subtitles", 32),
+                                     ("gvid", "gpt-4o", "video", 450), ("i128", "internvl3-8b", "video+subtitles", 128),
+                                     ("gem", "gemini-2.0-flash", "video+subtitles", 450)):
+        _fake_run(tmp_path, name, rows, benchmark="infinibench", model=model, modality=mod, num_frames=frames, judge="gpt-4o")
+    t3 = {n: V.compare(RunSet.discover(tmp_path / n)) for n in ("g450", "g32", "gvid", "i128", "gem")}
+    t3 = {n: c[c.table == "3"] for n, c in t3.items()}
+    assert sorted(t3["g450"].column) == ["Avg. Acc.", "Avg. Score"]
+    assert t3["g450"].set_index("column").loc["Avg. Acc.", "ours"] == pytest.approx(50.0)
+    assert t3["g32"].empty and t3["gvid"].empty and t3["gem"].empty                 # other frames, no subtitles, native video
+    assert t3["i128"].column.tolist() == ["Avg. Score"] and t3["i128"].ours.tolist() == [pytest.approx(6.0)]
+    cells = {c["model"]: c["where"] for c in CELLS if c["paper"] == "infinibench" and c["table"] == "3"}
+    assert cells["GPT-4o"]["modality"] == "video+subtitles" and cells["InternVL3"]["num_frames"] == [16, 128]
+    assert all(set(w) <= set(DOC["where_keys"]) for w in cells.values())
+
+
+def test_judge_and_input_settings_are_the_ones_the_papers_state():
+    "Each `where` judge/frames/modality of the judged HinTel cells, InfiniBench Table 3 and Table 5's GPT-4o column is in the quoted text."
+    q = _lines("judge_and_input_settings.txt")
+    hybrid = next(l for l in q if l.startswith("We adopt a hybrid evaluation strategy."))
+    judged = [c for c in CELLS if c["paper"] == "hintel" and c["table"] in "345" and "judge" in c["where"]]
+    assert len(judged) == 100 and {c["where"]["judge"] for c in judged} == {HINTEL_JUDGE} and f"“{HINTEL_JUDGE}”" in hybrid
+    assert all(c["where"].get("subset") in (None, "vqav2", "clevr_math") for c in judged)            # MCQ subsets need no judge
+    assert {c["column"].split()[0] for c in judged} >= {"VQAv2", "CLEVR-Math", "Ours-H", "Ours-T"}
+    assert "Model / Judge\tGPT-4o\tGemini 2.0\tQwen 2.5" in q                                        # the header prints GPT-4o
+    assert "using a GPT-4o mini" in q[1] and q[2].startswith("The main results in Table 3 use GPT-4o as the judge model")
+    gpt4o = [c for c in CELLS if c["paper"] == "infinibench" and c["where"].get("judge") == "gpt-4o"]
+    assert {(c["table"], c["column"]) for c in gpt4o} == {("5", "judge GPT-4o"), ("3", "Avg. Score")}
+    assert all(c["judge_as_read"] == "gpt-4o-mini" for c in gpt4o)
+    t3 = {(c["model"], c["column"]): c["where"] for c in CELLS if c["paper"] == "infinibench" and c["table"] == "3"}
+    line = {k: next(l for l in q if l.startswith(k)) for k in ("GPT-4o OpenAI", "Gemini-Flash 2.0", "InternVL3.0")}
+    assert "up to 450 frames" in line["GPT-4o OpenAI"] and t3[("GPT-4o", "Avg. Acc.")] == {"modality": "video+subtitles", "num_frames": 450}
+    assert "both 16 and 128 frames" in line["InternVL3.0"] and t3[("InternVL3", "Avg. Score")]["num_frames"] == [16, 128]
+    assert "native video input" in line["Gemini-Flash 2.0"] and t3[("Gemini-2", "Avg. Score")]["video_input"] == "native"
+    assert all(w["modality"] == "video+subtitles" for w in t3.values()) and "subtitle" in line["GPT-4o OpenAI"]
+
+
+def test_cli_judge_reading_switch(tmp_path, capsys):
+    "`vlmlens report --vs-paper` leaves a GPT-4o mini run out of Table 5's 'GPT-4o' column and says so; --judge-reading compares it, flagged."
+    from vlmlens.cli import main
+    rows = [{"sample_id": f"{s}{i}", "skill": s, "valid": True, "error": None, "score": 0.5} for s in SKILLS for i in range(4)]
+    _fake_run(tmp_path, "mini", rows, benchmark="infinibench", model="qwen2.5-vl-7b", num_frames=16, judge="gpt-4o-mini")
+    assert main(["report", str(tmp_path), "--vs-paper"]) == 0
+    cap = capsys.readouterr()
+    assert "infinibench T5" not in cap.out and "--judge-reading compares them, flagged" in cap.err
+    assert main(["report", str(tmp_path), "--vs-paper", "--judge-reading"]) == 0
+    line = next(l for l in capsys.readouterr().out.splitlines() if "infinibench T5" in l)
+    assert "judge GPT-4o " in line and "4.56" in line and "judge GPT-4o mini, paper prints GPT-4o" in line

@@ -91,10 +91,12 @@ def judge_name(judge_id) -> str:
     j = str(judge_id).strip()
     vote = re.search(r"/vote\((.*)\)$", j)
     if vote: return "vote of " + ", ".join(judge_name("x/" + m) for m in re.split(r",(?=[^,/]+(?:/|$))", vote.group(1)))
-    body = re.sub(r"/t[\d.]+s\d+$", "", j)
+    body, fenced = j, False
+    while (m := re.search(r"/(fenced|t[\d.]+(?:s\d+)?)$", body)):
+        fenced |= m.group(1) == "fenced"; body = body[:m.start()]
     body = body.split("/", 1)[1] if "/" in body and not body.split("/", 1)[0].startswith(("openai-compatible:", "http")) \
         and ":" not in body.split("/", 1)[0] else body
-    return model_name(body)
+    return model_name(body) + (" (fenced)" if fenced else "")
 
 # %% ../nbs/52_report.ipynb #1b8e7f90
 def as_runset(runs) -> RunSet:

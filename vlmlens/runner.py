@@ -11,6 +11,7 @@ import os
 import shutil
 import time
 import traceback
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -82,14 +83,15 @@ def frame_fit(backend) -> media.GridFit | None:
     return f() if callable(f) else None
 
 def prepare(bench: Benchmark, sample: Sample, cfg: RunConfig, cache=None, stage: int = 0, previous: list | None = None,
-            frames: int | None = None, root=_RUN_ROOTS, fit: media.GridFit | None = None):
-    "`(request, None)` or `(None, error_message)` for one sample (at one stage); `frames` overrides the config's, `fit` sizes them."
+            frames: int | None = None, root=_RUN_ROOTS, fit: media.GridFit | None = None, per_video: dict | None = None):
+    "`(request, None)` or `(None, error_message)` for one sample (at one stage); `frames` overrides the config's, `fit` sizes them, `per_video` counts the run's questions per video."
     if root is _RUN_ROOTS: root = _media_root(bench, cfg)
     try:
         req = bench.build_request(sample, cfg, stage, previous) if stage else bench.build_request(sample, cfg)
         req.messages = media.materialize(req.messages, cache=cache, root=root, allow_outside=cfg.allow_outside_media,
                                          frame_fit=fit, **_frame_args(cfg, frames))
         req.messages = prompts.render_subtitles(req.messages, lang=sample.language, root=root, allow_outside=cfg.allow_outside_media)
+        if per_video is not None and video_key(sample) is not None: req.meta["video_questions"] = per_video.get(video_key(sample), 1)
         return req, None
     except media.MediaError as e:
         return None, f"MediaError: {e}"
@@ -158,7 +160,7 @@ def prediction_of(bench: Benchmark, s: Sample, cfg: RunConfig, backend, texts: l
     return finish_prediction(bench, s, p, cfg.max_raw_chars)
 
 def run_batch(bench: Benchmark, backend, batch: list[Sample], cfg: RunConfig, cache=None, frames: int | None = None,
-              root=_RUN_ROOTS) -> list[Prediction]:
+              root=_RUN_ROOTS, per_video: dict | None = None) -> list[Prediction]:
     "Generate (all stages), parse and finish one batch; one Prediction per sample, errors included."
     errors, fit = {}, frame_fit(backend)
     texts, usages = {s.id: [] for s in batch}, {s.id: [] for s in batch}
@@ -166,7 +168,7 @@ def run_batch(bench: Benchmark, backend, batch: list[Sample], cfg: RunConfig, ca
     for stage in range(max(1, int(bench.num_stages(cfg)))):
         ready, reqs = [], []
         for s in (s for s in batch if s.id not in errors):
-            req, err = prepare(bench, s, cfg, cache, stage, texts[s.id], frames, root, fit)
+            req, err = prepare(bench, s, cfg, cache, stage, texts[s.id], frames, root, fit, per_video)
             if err is not None: errors[s.id] = err
             else: ready.append(s); reqs.append(req)
         if not reqs: break
@@ -436,13 +438,13 @@ def streams(bench: Benchmark, backend, cfg: RunConfig) -> bool:
     return int(bench.num_stages(cfg)) == 1 and callable(getattr(backend, "generate_iter", None))
 
 def stream_pending(bench: Benchmark, backend, items: list[Sample], cfg: RunConfig, cache, frames, done, root=_RUN_ROOTS,
-                   claim=None):
+                   claim=None, per_video: dict | None = None):
     "Send `items` through `generate_iter` (no batch barrier); `done([prediction])` as each one finishes; `claim(s)` false skips `s`."
     sent, fit = [], frame_fit(backend)
     def requests():                               # consumed lazily: only the requests in flight hold their frames
         for s in items:
             if claim is not None and not claim(s): continue      # asked when its turn comes, not before
-            req, err = prepare(bench, s, cfg, cache, frames=frames, root=root, fit=fit)
+            req, err = prepare(bench, s, cfg, cache, frames=frames, root=root, fit=fit, per_video=per_video)
             if err is not None: done([prediction_of(bench, s, cfg, backend, [], [], 0.0, None, err)]); continue
             sent.append(s); yield req
     for i, g in backend.generate_iter(requests(), max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
@@ -458,13 +460,13 @@ def generate_claimed(bench: Benchmark, backend, items: list[Sample], cfg: RunCon
         got = set(store.claim(s.id for s in batch))
         held.extend(s for s in batch if s.id not in got)
         return [s for s in batch if s.id in got]
-    order = batches(video_first(items), step, warms_server_prefix(backend))
+    order, per_video = batches(video_first(items), step, warms_server_prefix(backend)), Counter(video_key(s) for s in items)
     if streams(bench, backend, cfg):
         for part in stream_parts(order):
-            stream_pending(bench, backend, part, cfg, cache, frames, done, root, claim=lambda s: bool(claimed([s])))
+            stream_pending(bench, backend, part, cfg, cache, frames, done, root, claim=lambda s: bool(claimed([s])), per_video=per_video)
     else:
         for batch in order:
-            if mine := claimed(batch): done(run_batch(bench, backend, mine, cfg, cache, frames, root))
+            if mine := claimed(batch): done(run_batch(bench, backend, mine, cfg, cache, frames, root, per_video))
     return held
 
 # %% ../nbs/40_runner.ipynb #cbf3fa6d
@@ -595,7 +597,7 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
                 if fit: notes["frames_fit"] = fit
                 store.write_run_json({"config": cfg.to_dict(), "config_hash": cfg.hash(), "model": backend.info(),
                                       "model_id": backend.model_id, "model_revision": backend.revision, **notes,
-                                      "note_keys": list(notes)})
+                                      "note_keys": list(notes), "n_items": len(mine)})   # the total a sweep's progress shows
                 generate_pending(bench, backend, pending, cfg, store, frames)
             finally:
                 if own: backend.close()
@@ -608,12 +610,13 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
 
 # %% ../nbs/40_runner.ipynb #e5f60a01
 def price_estimate(items: list[dict], price: dict | None, cache_usage=None, max_new_tokens: int = 0) -> dict:
-    "Totals and USD for items `{'video', 'visual', 'text', 'frames'}`: all uncached, and as `cache_usage(video, visual, frames, first)` (the backend's `expected_cache_usage`) bills each video's questions."
+    "Totals and USD for items `{'video', 'visual', 'text', 'frames'}`: all uncached, and as `cache_usage(video, visual, frames, first, questions)` (the backend's `expected_cache_usage`) bills each video's questions."
     seen, cached = set(), {k: 0 for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens", "cache_write_1h_tokens")}
+    per_video = Counter(it["video"] for it in items)
     for it in items:
         if it["video"] is None or not it["visual"] or cache_usage is None: continue
         first = it["video"] not in seen; seen.add(it["video"])
-        for k, v in cache_usage(it["video"], it["visual"], it.get("frames") or 0, first).items(): cached[k] += int(v or 0)
+        for k, v in cache_usage(it["video"], it["visual"], it.get("frames") or 0, first, per_video[it["video"]]).items(): cached[k] += int(v or 0)
     n_in = sum((it["visual"] or 0) + it["text"] for it in items)
     n_out = len(items) * int(max_new_tokens)
     out = {"items": len(items), "videos": len(seen), "input_tokens": n_in, "output_tokens_max": n_out,

@@ -460,6 +460,13 @@ def _answered(run_dir: Path) -> int:
     try: return (Path(run_dir) / "predictions.jsonl").read_bytes().count(b"\n")
     except OSError: return 0
 
+def _progress(run_dir: Path) -> str:
+    "'N of M items answered': M is the item count the runner records in run.json once the benchmark has loaded."
+    n = _answered(run_dir)
+    try: total = json.loads((Path(run_dir) / "run.json").read_text()).get("n_items")
+    except (OSError, ValueError, AttributeError): total = None
+    return f"{n} of {total} items answered" if total else f"{n} item{'s' if n != 1 else ''} answered"
+
 def _named(jobs, bar, poll_s: float = 2.0):
     "The jobs, naming each in the progress bar as it starts and, while it runs, the items it has answered."
     import threading
@@ -468,8 +475,7 @@ def _named(jobs, bar, poll_s: float = 2.0):
         while not stop.wait(poll_s):
             job = now.get("job")
             if job is not None:
-                n = _answered(job.root / job.run["run_name"])
-                bar.set_postfix_str(f"{job.run['run_name']}: {n} item{'s' if n != 1 else ''} answered", refresh=True)
+                bar.set_postfix_str(f"{job.run['run_name']}: {_progress(job.root / job.run['run_name'])}", refresh=True)
     threading.Thread(target=watch, daemon=True).start()
     try:
         for job in jobs:

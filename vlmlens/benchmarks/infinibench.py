@@ -40,10 +40,11 @@ __all__ = ['MCQ_SKILLS', 'OPEN_SKILLS', 'SKILLS', 'OFFICIAL_FILES', 'SKILL_TITLE
            'OFFICIAL_JUDGE_FENCED', 'SYN_SCENES', 'SYN_TITLE', 'normalize_skill', 'skill_from_filename',
            'official_format', 'grounding_accuracy', 'reasoning_score', 'overall_score', 'table3_from_cells',
            'frames_preset', 'count_frames', 'check_fits', 'is_idk', 'apply_idk', 'option_text', 'number_prompt',
-           'summary_question', 'official_rows', 'metadata_from_path', 'parse_ordinal', 'episode_metadata', 'derived_id',
-           'release_sample', 'load_release', 'real_text_data', 'real_text_samples', 'InfiniBenchBenchmark',
-           'parse_official_reply', 'InfiniBenchJudge', 'skill_stats', 'aggregates', 'synthetic_rows',
-           'make_synthetic_episode', 'run_samples', 'official_record', 'export_official', 'import_official']
+           'summary_question', 'official_rows', 'metadata_from_path', 'parse_ordinal', 'episode_metadata',
+           'media_roots', 'media_path', 'derived_id', 'release_sample', 'load_release', 'real_text_data',
+           'real_text_samples', 'InfiniBenchBenchmark', 'parse_official_reply', 'InfiniBenchJudge', 'skill_stats',
+           'aggregates', 'synthetic_rows', 'make_synthetic_episode', 'run_samples', 'official_record',
+           'export_official', 'import_official']
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #1a41d49b
 MCQ_SKILLS = ("global_appearance", "scene_transitions", "character_actions", "chronological_understanding")
@@ -349,6 +350,21 @@ def episode_metadata(rec: dict, video: str | None = None) -> dict:
         if rec.get(k) not in (None, ""): meta[k] = rec[k]
     return meta
 
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #9bf53d5a
+def media_roots(data_path, kw: dict | None = None) -> tuple[Path, Path]:
+    "The (video, subtitle) folders `load_release` resolves row paths against: `video_root`/`subtitle_root` in `kw`, else the rows file's folder."
+    path, kw = Path(data_path), kw or {}
+    vroot = Path(kw.get("video_root") or (path if path.is_dir() else path.parent)).expanduser()
+    return vroot, Path(kw.get("subtitle_root") or vroot).expanduser()
+
+def media_path(root, value) -> str | None:
+    "Where the loader looks for a row's video or subtitle `value`: relative paths under `root`; a path written from the dataset root (`/bbt/...`) under `root` first."
+    p = resolve_path(root, value)
+    if p is not None and str(value).strip().startswith("/") and root is not None:
+        rel = Path(root) / str(value).strip().lstrip("/")
+        if rel.exists() or not Path(p).exists(): p = str(rel)
+    return p
+
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #e8c20a27
 SUBTITLE_MODALITIES = ("subtitles", "video+subtitles", "video+transcript")
 
@@ -364,10 +380,7 @@ def _media_path(root, value, field: str, needed: bool) -> str | None:
     if value is None:
         if needed: raise FieldError(field, "is empty but the input mode needs it")
         return None
-    p = resolve_path(root, value)
-    if str(value).strip().startswith("/") and root is not None:        # written from the dataset root
-        rel = Path(root) / str(value).strip().lstrip("/")
-        if rel.exists() or not Path(p).exists(): p = str(rel)
+    p = media_path(root, value)
     if needed and not Path(p).is_file(): raise FieldError(field, f"file not found: {p}")
     return p
 
@@ -457,9 +470,7 @@ def load_release(cfg: RunConfig, progress: bool = False) -> tuple[list[Sample], 
     path = Path(cfg.data_path)
     if not path.exists(): raise FileNotFoundError(f"InfiniBench rows file not found: {path}")
     kw = _kw(cfg)
-    base = path if path.is_dir() else path.parent
-    vroot = Path(kw.get("video_root") or base).expanduser()
-    sroot = Path(kw.get("subtitle_root") or vroot).expanduser()
+    vroot, sroot = media_roots(path, kw)
     try: file_skill = skill_from_filename(path)
     except FieldError: file_skill = None
     want = None if cfg.split in (None, "", "all") else {s.strip().lower() for s in str(cfg.split).split(",")}

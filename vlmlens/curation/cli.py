@@ -66,7 +66,10 @@ def _refinement_commands(sub):
     c.add_argument("--release", required=True, help="release folder"); c.add_argument("--split-rule", default="paper")
     c.add_argument("--name", default="InfiniBench-style benchmark")
     c.add_argument("--media-root", help="folder the rows' video/subtitle paths are written from and found under, e.g. FOLDER/bbt/season_1/episode_1.mp4 "
-                   "for an outfit file's /bbt/season_1/episode_1.mp4 (default: the one holding them all); a row whose media is not there is refused")
+                   "for an outfit file's /bbt/season_1/episode_1.mp4 (default: the one holding them all; relative paths are read under it, "
+                   "else under the release folder); a row whose media the loader would not find is refused")
+    c.add_argument("--allow-missing-media", action="store_true", help="release rows whose video/subtitle file is missing "
+                   "(a metadata-only release; the dataset card says how many)")
     c = command(sub, "status", "list the steps of a build", out=False); c.add_argument("build")
 
 # %% ../../nbs/68_curation_cli.ipynb #3e8be21c
@@ -171,8 +174,9 @@ def _release(a) -> int:
     (up,) = resolve_steps(a.out, a.src)
     steps = {r["step"]: open_step(r["dir"]) for r in list_steps(a.out) if r.get("step") in ("generate", "appearance_qa", "dedup", "filter", "verify")}
     if not up.items(): up.raise_if_empty()
-    paths = release.write_release(up, a.release, steps, a.name, a.split_rule, media_root=a.media_root)
+    paths = release.write_release(up, a.release, steps, a.name, a.split_rule, media_root=a.media_root, allow_missing_media=a.allow_missing_media)
     print(f"release: {paths['rows']} ({sum(1 for _ in open(paths['rows']))} rows), card {paths['card']}")
+    if paths["rows_missing_media"]: print(f"{paths['rows_missing_media']} row(s) name media that is not there: they load only with --modality metadata")
     if paths["media_root"]: print(f"media paths are written from {paths['media_root']}: evaluate with --benchmark-kwarg video_root={paths['media_root']}")
     return 0
 

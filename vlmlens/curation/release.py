@@ -99,15 +99,14 @@ def video_duration_s(path) -> float | None:
 
 def _words(x) -> int: return len(" ".join(map(str, x)).split()) if isinstance(x, list) else len(str(x or "").split())
 
-def release_stats(rows: Sequence[dict], base=None) -> dict:
-    "Counts per skill × split, durations of the distinct videos, question and answer lengths (words) per skill."
+def release_stats(rows: Sequence[dict], video_root=None) -> dict:
+    "Counts per skill × split, durations of the distinct videos (found as the loader finds them under `video_root`), question and answer lengths (words) per skill."
     counts = Counter((r["skill_name"], r["split"]) for r in rows)
     vids = {}
     for r in rows:
         v = r.get("video_path_mp4")
         if v and v not in vids:
-            rel = Path(base) / v.lstrip("/") if base is not None else None       # relative, or written from the media root
-            p = rel if rel is not None and (rel.is_file() or not Path(v).is_absolute()) else Path(v)
+            p = Path(ib.media_path(video_root, v))
             vids[v] = video_duration_s(p) if p.is_file() else None
     lengths = {}
     for r in rows:
@@ -148,6 +147,9 @@ def dataset_card(name: str, stats: dict, steps: dict) -> str:
            _md(stats["counts"], ["skill", "split", "n"]), "\n## Videos\n",
            _md([{k: stats["duration_s"][k] for k in ("mean", "min", "max")}], ["mean", "min", "max"]).replace("| mean", "| mean (s)"),
            f"\nMissing or unreadable video files: {len(stats['videos_missing'])}.\n",
+           *([f"\n{stats['rows_missing_media']} of {stats['n']} rows name a video or subtitle file that is not there (released with "
+              f"`--allow-missing-media`): they load only in an input mode that does not need it (`--modality metadata`).\n"]
+             if stats.get("rows_missing_media") else []),
            *([f"\nThe videos and subtitles are not copied into the release: their paths are written from the media root "
               f"`{stats['media_root']}` (the official form, `/show/season_1/episode_1.mp4`). Evaluate with "
               f"`--benchmark-kwarg video_root=<your copy of that folder>`.\n"] if stats.get("media_root") else []),
@@ -170,26 +172,26 @@ def dataset_card(name: str, stats: dict, steps: dict) -> str:
     return "".join(out)
 
 # %% ../../nbs/67_curation_release.ipynb #e895990c
-def missing_media(rows: Sequence[dict], root=None) -> list[tuple[int, str, str]]:
-    "`(row index, field, path)` of every video/subtitle path of `rows` naming no existing file (as written, or under the media root `root`)."
+def missing_media(rows: Sequence[dict], rows_path, root=None) -> list[tuple[int, str, str, str]]:
+    "`(row index, field, path, where the loader looks)` for every video/subtitle of `rows` that `load_release` would not find reading them from `rows_path` with `video_root=root`."
+    vroot, sroot = ib.media_roots(rows_path, {"video_root": root} if root else {})
     out = []
     for k, r in enumerate(rows):
-        for f in MEDIA_FIELDS:
+        for f, base in zip(MEDIA_FIELDS, (vroot, sroot)):
             v = r.get(f)
-            if not isinstance(v, str) or not v: continue
-            if not (Path(v).is_file() or (root is not None and (Path(root) / v.lstrip("/")).is_file())): out.append((k, f, v))
+            if isinstance(v, str) and v.strip() and not Path(p := ib.media_path(base, v)).is_file(): out.append((k, f, v, p))
     return out
 
-def check_media(rows: Sequence[dict], root=None, items: Sequence[dict] = ()) -> None:
-    "Raise `FileNotFoundError` (one line) naming the first row whose media is missing; `items[k]` is row k's item (for its `outfits_file`)."
-    if not (miss := missing_media(rows, root)): return
-    k, field, v = miss[0]
+def check_media(rows: Sequence[dict], rows_path, root=None, items: Sequence[dict] = ()) -> None:
+    "Raise `FileNotFoundError` (one line) naming the first row whose media the loader would not find; `items[k]` is row k's item (for its `outfits_file`)."
+    if not (miss := missing_media(rows, rows_path, root)): return
+    k, field, v, p = miss[0]
     src = (items[k] if k < len(items) else {}).get("outfits_file")
-    n = len({j for j, _, _ in miss})
+    n = len({m[0] for m in miss})
     more = f" ({n - 1} more row(s) with missing media)" if n > 1 else ""
-    raise FileNotFoundError(f"{src + ': ' if src else ''}release row {k + 1} ({rows[k].get('question_id')}): {field} {v} not found"
-                            f"{f' (nor under the media root {root})' if root else ''}{more}; put the files under a folder as "
-                            f"<folder>/{v.lstrip('/')} and pass it as the media root (--media-root); nothing written")
+    raise FileNotFoundError(f"{src + ': ' if src else ''}release row {k + 1} ({rows[k].get('question_id')}): {field} {v} not found "
+                            f"(the loader reads it as {p}){more}; put the files under a folder as <folder>/{v.lstrip('/')} and pass it "
+                            f"as the media root (--media-root), or --allow-missing-media for a metadata-only release; nothing written")
 
 # %% ../../nbs/67_curation_release.ipynb #e895990d
 def _summary(s) -> dict:
@@ -199,19 +201,22 @@ def _summary(s) -> dict:
     return dict(s)
 
 def write_release(items: Step | Sequence[dict], out, steps: dict | None = None, name: str = "InfiniBench-style benchmark",
-                  split_rule: str = "paper", seed: int = 0, media_root=None) -> dict:
+                  split_rule: str = "paper", seed: int = 0, media_root=None, allow_missing_media: bool = False) -> dict:
     """Write `rows.jsonl`, `official/`, `figures/`, `stats.json` and the card `README.md` into `out`; returns their paths
     and `media_root`, the folder the media paths are written from (`media_root`, default: the one holding them all).
-    A row whose media is not there (`check_media`) is refused before anything is written."""
+    A row whose media the loader would not find (`check_media`) is refused before anything is written, unless
+    `allow_missing_media` (a metadata-only release; `rows_missing_media` counts them, and the card says so)."""
     out = Path(out)
     recs = items.items() if isinstance(items, Step) else [{"id": r.get("question_id") or r["id"], "item": r} for r in items]
     if not recs: raise ValueError("nothing to release: the step has no accepted items")
     rows = [release_row(r["id"], r["item"], assign_split(r["id"], r["item"], split_rule, seed)) for r in recs]
     root = str(Path(media_root).resolve()) if media_root else media_folder(rows)
     rows = rebase_media(rows, root)
-    check_media(rows, root, [r["item"] for r in recs])                      # before anything is written
+    if allow_missing_media: n_miss = len({m[0] for m in missing_media(rows, out / "rows.jsonl", root)})
+    else: check_media(rows, out / "rows.jsonl", root, [r["item"] for r in recs]); n_miss = 0   # before anything is written
     paths = {"rows": write_rows(rows, out / "rows.jsonl"), "official": write_official(rows, out / "official")}
-    stats = {**release_stats(rows, root if root else out), "media_root": root}
+    vroot = ib.media_roots(out / "rows.jsonl", {"video_root": root})[0]
+    stats = {**release_stats(rows, vroot), "media_root": root, "rows_missing_media": n_miss}
     (out / "figures").mkdir(parents=True, exist_ok=True)
     for k, which in ((3, "question"), (4, "answer")):
         p = out / "figures" / f"figure{k}_{which}_lengths.png"
@@ -219,7 +224,7 @@ def write_release(items: Step | Sequence[dict], out, steps: dict | None = None, 
     summaries = {k: _summary(s) for k, s in (steps or {}).items()}
     atomic_write(out / "stats.json", json.dumps({"stats": stats, "steps": summaries}, indent=1, default=str))
     atomic_write(out / "README.md", dataset_card(name, stats, summaries))
-    paths.update(stats=out / "stats.json", card=out / "README.md", media_root=root)
+    paths.update(stats=out / "stats.json", card=out / "README.md", media_root=root, rows_missing_media=n_miss)
     return paths
 
 fidelity.record("infinibench", "release splits", "rule", "InfiniBench §3.3", "reading",

@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from ..core import Request
 from ..prompts import format_timestamp
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg, redact_url,
-                                refuse_secret_options, retry_after_from_headers, status_kind)
+                                refuse_secret_options, refused_connection, retry_after_from_headers, status_kind)
 from .registry import ModelSpec
 from ..fidelity import record
 
@@ -154,7 +154,7 @@ def cache_controls(self: AnthropicBackend, payload: dict, request: Request) -> d
 
 # %% ../../nbs/16_models_anthropic.ipynb #e26b0d02
 @patch
-def expected_cache_usage(self: AnthropicBackend, video: tuple, visual: int, frames: int, first: bool) -> dict:
+def expected_cache_usage(self: AnthropicBackend, video: tuple, visual: int, frames: int, first: bool, questions: int | None = None) -> dict:
     "A video's first question writes its frames to the cache (at the lifetime its breakpoint gets), the later ones read them."
     if not first: return {"cached_input_tokens": int(visual)}
     return {"cache_write_tokens": int(visual), "cache_write_1h_tokens": int(visual) if self._ttl_for((video,)) == "1h" else 0}
@@ -219,6 +219,8 @@ def _classify(self: AnthropicBackend, exc: BaseException) -> CallError:
     "Map an `anthropic` exception to a `CallError`."
     import anthropic
     if isinstance(exc, CallError): return exc
+    refused = refused_connection(exc, self.base_url_shown or "https://api.anthropic.com")
+    if refused: return CallError("connection", refused)               # the SDK's own message is "Connection error."
     if isinstance(exc, anthropic.APITimeoutError): return CallError("timeout", f"no answer within {self.retry.timeout_s:g} s")
     if isinstance(exc, anthropic.APIConnectionError): return CallError("connection", self._scrub(str(exc)))
     if isinstance(exc, anthropic.APIStatusError):

@@ -562,7 +562,7 @@ async def _aclose(self: APIBackend):
 
 # %% ../../nbs/12_models_api.ipynb #e26b0c05
 @patch
-def expected_cache_usage(self: APIBackend, video: tuple, visual: int, frames: int, first: bool) -> dict:
+def expected_cache_usage(self: APIBackend, video: tuple, visual: int, frames: int, first: bool, questions: int | None = None) -> dict:
     "Prompt-cache usage (`cached_input_tokens`, `cache_write_tokens`, …, extra `input_tokens`) a question on `video` reports (default: automatic prefix caching)."
     return {} if first else {"cached_input_tokens": int(visual)}
 

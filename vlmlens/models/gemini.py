@@ -20,16 +20,17 @@ from fastcore.basics import patch
 from ..core import Request, cache_root, file_sha256, sha256_json
 from ..fidelity import record
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg, redact_url,
-                                refuse_secret_options, retry_after_from_headers, retry_delay_from_body, status_kind)
+                                refuse_secret_options, refused_connection, retry_after_from_headers, retry_delay_from_body,
+                                status_kind)
 from .registry import ModelSpec
 from ..prompts import format_timestamp
 
 log = logging.getLogger("vlmlens")
 
 # %% auto #0
-__all__ = ['log', 'VIDEO_MODES', 'MEDIA_RESOLUTIONS', 'EXPLICIT_CACHE_MIN_TOKENS', 'DEFAULT_CONTEXT_TTL_S', 'REFUSAL_FINISH',
-           'has_audio', 'strip_audio', 'check_thinking_budget', 'GeminiBackend', 'explicit_cache_min_tokens',
-           'parse_gemini_response', 'from_spec']
+__all__ = ['log', 'VIDEO_MODES', 'MEDIA_RESOLUTIONS', 'EXPLICIT_CACHE_MIN_TOKENS', 'DEFAULT_CONTEXT_TTL_S',
+           'LIVE_CONTEXT_MARGIN_S', 'REFUSAL_FINISH', 'has_audio', 'strip_audio', 'check_thinking_budget',
+           'GeminiBackend', 'explicit_cache_min_tokens', 'parse_gemini_response', 'from_spec']
 
 # %% ../../nbs/14_models_gemini.ipynb #064e8958
 def has_audio(path) -> bool:
@@ -279,7 +280,8 @@ DEFAULT_CONTEXT_TTL_S = 3600.0
 record("all", "Gemini explicit context caches", "default", "https://ai.google.dev/gemini-api/docs/caching (explicit caching: "
        "caches.create with contents, system_instruction and ttl, default ttl 1 hour; minimum input tokens 1,024 for 2.5 Flash, "
        "4,096 for 2.5 Pro; cached_content_token_count in usage_metadata)", "official",
-       "a native video, or inline frames worth the model's minimum, is cached once per video and named by each question; "
+       "a native video, or inline frames worth the model's minimum, asked about at least twice in the run, is cached once per "
+       "video and named by each question; "
        "implicit caching otherwise; a cache that cannot be created or has expired falls back to the plain request (recorded)",
        "--model-kwarg prompt_cache=false; --model-kwarg cache_ttl=<duration>")
 
@@ -291,9 +293,10 @@ def explicit_cache_min_tokens(model: str) -> int:
 def _media(p: dict) -> bool: return "inline_data" in p or "_upload" in p
 
 @patch
-def _explicit_cache(self: GeminiBackend, n_media: int, native: bool) -> bool:
-    "Whether a video request with `n_media` media parts gets an explicit cache (else Gemini's implicit caching)."
-    return not self.media_resolution and n_media > 0 and (native or 258 * n_media >= explicit_cache_min_tokens(self.model_id))
+def _explicit_cache(self: GeminiBackend, n_media: int, native: bool, questions: int | None = None) -> bool:
+    "Whether a video request with `n_media` media parts, one of `questions` on its video (None: unknown), gets an explicit cache."
+    if self.media_resolution or n_media <= 0 or (questions is not None and int(questions) < 2): return False   # implicit caching
+    return native or 258 * n_media >= explicit_cache_min_tokens(self.model_id)
 
 @patch
 def cache_controls(self: GeminiBackend, payload: dict, request: Request) -> dict:
@@ -302,7 +305,7 @@ def cache_controls(self: GeminiBackend, payload: dict, request: Request) -> dict
     contents = payload["contents"]
     where = [(i, j) for i, c in enumerate(contents) for j, p in enumerate(c["parts"]) if _media(p)]
     native = any("_upload" in contents[i]["parts"][j] for i, j in where)
-    if not self._explicit_cache(len(where), native): return payload          # implicit caching
+    if not self._explicit_cache(len(where), native, request.meta.get("video_questions")): return payload   # implicit caching
     i, j = where[-1]
     tail = ([{**contents[i], "parts": contents[i]["parts"][j + 1:]}] if j + 1 < len(contents[i]["parts"]) else []) + contents[i + 1:]
     if not tail: return payload
@@ -313,9 +316,10 @@ def cache_controls(self: GeminiBackend, payload: dict, request: Request) -> dict
 
 # %% ../../nbs/14_models_gemini.ipynb #e26b0e02
 @patch
-def expected_cache_usage(self: GeminiBackend, video: tuple, visual: int, frames: int, first: bool) -> dict:
+def expected_cache_usage(self: GeminiBackend, video: tuple, visual: int, frames: int, first: bool, questions: int | None = None) -> dict:
     "Explicit cache: created (billed as input) at the first question and read by all; otherwise implicit caching's default."
-    if not self._explicit_cache(int(frames), self.video == "native"): return APIBackend.expected_cache_usage(self, video, visual, frames, first)
+    if not self._explicit_cache(int(frames), self.video == "native", questions):
+        return APIBackend.expected_cache_usage(self, video, visual, frames, first, questions)
     read = {"cached_input_tokens": int(visual)}
     return {**read, "input_tokens": int(visual), "cache_write_tokens": int(visual)} if first else read
 
@@ -334,13 +338,33 @@ async def _context_for(self: GeminiBackend, ctx: dict, files: dict) -> tuple:
 
 @patch
 async def _create_context(self: GeminiBackend, ctx: dict, files: dict) -> tuple:
-    "Create one explicit cache: `(name, cached tokens)`."
+    "Create one explicit cache, or reuse a live one another process made for the same content: `(name, cached tokens)`."
     cfg = {"contents": _resolve(ctx["contents"], files), "ttl": f"{self.cache_ttl or DEFAULT_CONTEXT_TTL_S:g}s",
            "display_name": f"vlmlens-{ctx['key'][:16]}"}
+    if (live := await self._live_context(cfg["display_name"], ctx["model"])) is not None: return live
     if ctx.get("system_instruction"): cfg["system_instruction"] = ctx["system_instruction"]
     c = await asyncio.wait_for(self._get_client().aio.caches.create(model=ctx["model"], config=cfg), self.retry.timeout_s)
     self._ctx_names.append(c.name); self.stats["context_caches"] += 1
     return c.name, int(getattr(getattr(c, "usage_metadata", None), "total_token_count", None) or 0)
+
+# %% ../../nbs/14_models_gemini.ipynb #7c1d5e20
+@patch
+async def _live_context(self: GeminiBackend, display_name: str, model: str) -> tuple | None:
+    "`(name, tokens)` of a live cache named `display_name` for `model` (made by another process; neither billed nor deleted here), else None."
+    try:
+        async def find():
+            async for c in await self._get_client().aio.caches.list(config={"page_size": 100}):
+                left = c.expire_time.timestamp() - time.time() if c.expire_time else 0.0
+                if c.display_name == display_name and (c.model or "").endswith(model) and left > LIVE_CONTEXT_MARGIN_S: return c
+        c = await asyncio.wait_for(find(), self.retry.timeout_s)
+    except asyncio.CancelledError: raise
+    except Exception as e:
+        log.info("%s: could not list context caches (%s); creating one", self.name, self._scrub(str(e))); return None
+    if c is None: return None
+    self._ctx_billed.add(c.name)
+    return c.name, int(getattr(getattr(c, "usage_metadata", None), "total_token_count", None) or 0)
+
+LIVE_CONTEXT_MARGIN_S = 120.0       # a cache about to expire is not worth reusing
 
 # %% ../../nbs/14_models_gemini.ipynb #125bff67
 @patch
@@ -439,6 +463,8 @@ def _classify(self: GeminiBackend, exc: BaseException) -> CallError:
     "Map google-genai / transport exceptions to a `CallError`."
     from google.genai import errors
     if isinstance(exc, CallError): return exc
+    refused = refused_connection(exc, self.base_url_shown or "https://generativelanguage.googleapis.com")
+    if refused: return CallError("connection", refused)
     if isinstance(exc, errors.APIError):
         code = int(exc.code or 0)
         headers = getattr(getattr(exc, "response", None), "headers", None)
