@@ -1,6 +1,7 @@
 """The same benchmark on an API model by changing only --model (and pointing the client at the loopback server)."""
 import json
 import subprocess
+from collections import Counter
 import sys
 
 import pytest
@@ -183,21 +184,60 @@ def test_anthropic_breakpoint_on_the_last_frame_pays_for_the_video_once(server, 
     server.prompt_cache = PromptCache("anthropic")
     _, on, preds_on = _run_demo(server, "claude-sonnet-4", tmp_path, "on")
     calls = server.requests("anthropic")
+    asked = Counter(_frames_of(c) for c in calls)
     for c in calls:
         blocks = [b for m in c.json["messages"] for b in m["content"]]
         marked = [i for i, b in enumerate(blocks) if "cache_control" in b]
         images = [i for i, b in enumerate(blocks) if b["type"] == "image"]
-        assert marked == ([images[-1]] if len(images) > 1 else []), marked     # video: the last frame; one image: none
+        video_asked_again = len(images) > 1 and asked[_frames_of(c)] > 1
+        assert marked == ([images[-1]] if video_asked_again else []), marked   # video asked again: the last frame; once or one image: none
     assert sum(c.cache_usage["read"] for c in calls) > 0 and on["overall"]["cache_write_tokens"] > 0
     server.reset(); server.default_text = "The answer is B."; server.prompt_cache = PromptCache("anthropic")
     _, off, preds_off = _run_demo(server, "claude-sonnet-4", tmp_path, "off", "--model-kwarg", "prompt_cache=false")
     assert not any("cache_control" in json.dumps(c.json) for c in server.requests("anthropic"))
     assert off["overall"].get("cached_input_tokens", 0) == 0
-    assert [(p["sample_id"], p["raw"]) for p in preds_on] == [(p["sample_id"], p["raw"]) for p in preds_off]
+    assert sorted((p["sample_id"], p["raw"]) for p in preds_on) == sorted((p["sample_id"], p["raw"]) for p in preds_off)
     assert on["overall"]["accuracy"] == off["overall"]["accuracy"]
     run_hash = lambda n: json.loads((tmp_path / n / "run.json").read_text())["config_hash"]
     assert run_hash("on") == run_hash("off")                                   # billing, not answers: the same run
     assert on["overall"]["cost_usd"] < off["overall"]["cost_usd"]
+
+
+def _demo_estimate(tmp_path, model, prices=None) -> tuple[int, float]:
+    "`(tokens read from the cache, USD with it)` that `--dry-run` prints for the demo's 12 items, cache reads at 1000 $/M and writes at 2000 $/M."
+    import re
+    path = tmp_path / "prices.json"                                    # the rest free
+    path.write_text(json.dumps({model: {"input": 0.0, "cached_input": 1000.0, "cache_write": 2000.0, "output": 0.0, **(prices or {})}}))
+    res = subprocess.run(_cli("run", "--benchmark", "demo", "--model", model, "--language", "en", "--frames", "8",
+                              "--limit", "12", "--output-root", str(tmp_path / "est"), "--model-kwarg", "base_url=http://127.0.0.1:9",
+                              "--dry-run"), capture_output=True, text=True, env={**_env(**_KEYS), "VLMLENS_PRICES": str(path)}, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    read = int(re.search(r"\(([\d,]+) of them read from the provider's prompt cache\)", res.stdout)[1].replace(",", ""))
+    return read, float(re.search(r"\$([\d.,]+) with it", res.stdout)[1].replace(",", ""))
+
+
+def _frames_of(call) -> tuple:
+    "The frames (image data) a Messages API request sends: the same tuple for every question on one video."
+    return tuple(b["source"]["data"] for m in call.json["messages"] for b in m["content"] if b.get("type") == "image")
+
+
+def test_claude_writes_no_cache_for_a_video_the_run_asks_about_once_and_the_dry_run_agrees(server, tmp_path):
+    "Demo, 12 items: each video asked twice is written to the cache once and read once; scenes_04, asked once, has no breakpoint."
+    server.default_text = "The answer is B."
+    server.prompt_cache = PromptCache("anthropic")
+    _, summary, preds = _run_demo(server, "claude-sonnet-4", tmp_path, "once")
+    calls = [c for c in server.requests("anthropic") if len(_frames_of(c)) > 1]
+    by_video = {}
+    for c in calls: by_video.setdefault(_frames_of(c), []).append(c)
+    assert sorted(len(v) for v in by_video.values()) == [1, 2, 2, 2, 2]
+    [single] = [v[0] for v in by_video.values() if len(v) == 1]
+    assert "cache_control" not in json.dumps(single.json) and single.cache_usage["write"] == 0
+    for asked in (v for v in by_video.values() if len(v) == 2):      # one write per video asked twice, read by its other question
+        assert sorted(bool(c.cache_usage["write"]) for c in asked) == [False, True] and sum(c.cache_usage["read"] > 0 for c in asked) == 1
+    written = sum(c.cache_usage["write"] for c in calls)
+    assert summary["overall"]["cache_write_tokens"] == written and summary["overall"]["n_errors"] == 0
+    read, cost = _demo_estimate(tmp_path, "claude-sonnet-4", {"cache_write_1h": 2000.0})
+    assert read > 0 and cost == pytest.approx(3 * read * 1000.0 / 1e6, rel=1e-3)   # 4 videos written once and read once; scenes_04 not written
 
 
 def test_an_expired_anthropic_cache_is_written_again_not_an_error(server, tmp_path, monkeypatch):
@@ -335,8 +375,6 @@ def test_gemini_explicit_cache_is_created_once_per_video_read_by_each_question_a
 
 def test_gemini_makes_no_explicit_cache_for_a_video_the_run_asks_about_once_and_the_dry_run_agrees(server, tmp_path):
     "Demo, 12 items: four videos asked twice get one cache each; scenes_04, asked once, goes as a plain request; the estimate bills the same."
-    import re
-    from collections import Counter
     from vlmlens import runner
     from vlmlens.benchmarks.base import get_benchmark
     from vlmlens.core import RunConfig
@@ -352,14 +390,7 @@ def test_gemini_makes_no_explicit_cache_for_a_video_the_run_asks_about_once_and_
     plain_video = [c for c in calls if frames(c) >= 8 and not (c.json.get("cachedContent") or c.json.get("cached_content"))]
     assert len(creates) == 4 and len(plain_video) == 1                # one cache per video asked twice; the single question plain
     assert summary["overall"]["n_errors"] == 0 and not any(p["usage"].get("cache_fallback") for p in preds)
-    prices = tmp_path / "prices.json"                                  # reads at 1000 $/M, creations at 2000 $/M, the rest free
-    prices.write_text(json.dumps({"gemini-2.5-flash": {"input": 0.0, "cached_input": 1000.0, "cache_write": 2000.0, "output": 0.0}}))
-    res = subprocess.run(_cli("run", "--benchmark", "demo", "--model", "gemini-2.5-flash", "--language", "en", "--frames", "8",
-                              "--limit", "12", "--output-root", str(tmp_path / "est"), "--model-kwarg", "base_url=http://127.0.0.1:9",
-                              "--dry-run"), capture_output=True, text=True, env={**_env(**_KEYS), "VLMLENS_PRICES": str(prices)}, timeout=300)
-    assert res.returncode == 0, res.stderr[-2000:]
-    read = int(re.search(r"\(([\d,]+) of them read from the provider's prompt cache\)", res.stdout)[1].replace(",", ""))
-    cost = float(re.search(r"\$([\d.,]+) with it", res.stdout)[1].replace(",", ""))
+    read, cost = _demo_estimate(tmp_path, "gemini-2.5-flash")
     assert read > 0 and cost == pytest.approx(2 * read * 1000.0 / 1e6, rel=1e-3)   # each cache written once, read by its 2 questions
 
 

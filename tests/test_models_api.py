@@ -719,3 +719,16 @@ def test_gemini_native_video_gets_one_explicit_cache_over_its_upload_and_both_ar
     [name] = list(server.cached_contents)
     b.close()
     assert server.cached_deleted == [name] and not server.cached_contents and len(server.deleted) == 1
+
+
+def test_a_typo_in_prompt_cache_is_refused_before_the_run(tmp_path):
+    "`--model-kwarg prompt_cache=flase` used to run with caching on; now one line, exit 2, nothing on disk."
+    env = dict(os.environ, OPENAI_API_KEY="test-openai-key.not-real.000000000000")
+    out = subprocess.run([sys.executable, "-c", "from vlmlens.cli import main; raise SystemExit(main())", "run", "--benchmark", "demo",
+                          "--model", "gpt-4o", "--limit", "2", "--output-root", str(tmp_path / "runs"), "--no-progress",
+                          "--model-kwarg", "base_url=http://127.0.0.1:9", "--model-kwarg", "prompt_cache=flase"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    lines = [l for l in out.stderr.splitlines() if l.startswith("vlmlens:")]   # (a first use also builds the demo data)
+    assert out.returncode == 2 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "prompt_cache must be true or false" in lines[0] and "'flase'" in lines[0]
+    assert not (tmp_path / "runs").exists()                                 # refused before a run folder is made

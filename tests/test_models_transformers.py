@@ -169,3 +169,17 @@ def test_demo_benchmark_end_to_end(name, tmp_path):
     assert model["name"] == name and model["revision"].startswith("sha256:") and model["backend"] in ("hf", "transformers")
     preds = [json.loads(l) for l in (tmp_path / "r" / "predictions.jsonl").read_text().splitlines()]
     assert len(preds) == 5 and all(p["raw"] is not None and p["model_revision"] == model["revision"] for p in preds)
+
+
+def test_true_false_options_accept_yes_on_1_and_refuse_a_typo_before_the_run(tmp_path):
+    kw = tb.check_kwargs(registry.get_spec("tiny-qwen2.5-vl"), {"reuse_prefix": "yes", "frame_labels": "on", "frames_as_images": "1",
+                                                                 "trust_remote_code": "no"}, tb.BACKEND_KWARGS)
+    assert [kw[k] for k in ("reuse_prefix", "frame_labels", "frames_as_images", "trust_remote_code")] == [True, True, True, False]
+    import subprocess, sys
+    out = subprocess.run([sys.executable, "-c", "from vlmlens.cli import main; raise SystemExit(main())", "run", "--benchmark", "demo",
+                          "--model", "tiny-qwen2.5-vl", "--limit", "2", "--output-root", str(tmp_path / "runs"), "--no-progress",
+                          "--model-kwarg", "reuse_prefix=maybe"], capture_output=True, text=True, timeout=300)
+    lines = [l for l in out.stderr.splitlines() if l.startswith("vlmlens:")]   # (a first use also builds the demo data)
+    assert out.returncode == 2 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "reuse_prefix must be true or false" in lines[0]
+    assert not (tmp_path / "runs").exists()

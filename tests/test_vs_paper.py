@@ -341,6 +341,25 @@ def test_hintel_judged_cells_need_the_papers_judge(tmp_path):
     assert set(cmp.setting) == {""}                                               # no reading covers a HinTel judge
 
 
+def test_a_judge_is_matched_by_the_model_it_resolves_to_and_only_that(tmp_path):
+    "HinTel: gpt-4.1 (OpenAI's undated alias) is not the dated judge; InfiniBench: the hub id behind qwen2.5-vl-7b is, a look-alike is not."
+    rows = [_item(i, "vqav2", "hi", 1.0) for i in range(5)]
+    for name, judge in (("dated", HINTEL_JUDGE), ("alias", "gpt-4.1")):
+        _fake_run(tmp_path / "h", name, rows, language="hi", judge=judge)
+    summary = tmp_path / "h" / "dated" / "summary.json"                       # the judge id the run recorded
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "judge_id": "hintel-hybrid/gpt-4.1-2025-04-14/t0.7s1"}))
+    dated, alias = (V.compare(RunSet.discover(tmp_path / "h" / n)) for n in ("dated", "alias"))
+    assert set(dated.column) == {"VQAv2 Hi"} and alias.empty
+    assert any("paper judged with GPT-4.1 (2025-04-14), this run with GPT-4.1" in m for m in alias.attrs["unmatched"])
+    skills = [{"sample_id": f"{s}{i}", "skill": s, "valid": True, "error": None, "score": 0.4} for s in SKILLS for i in range(10)]
+    judges = {"hub": "Qwen/Qwen2.5-VL-7B-Instruct", "served": "openai-compatible:Qwen/Qwen2.5-VL-7B-Instruct@http://127.0.0.1:9/v1",
+              "ckpt": "/ckpt/Qwen2.5-VL-7B", "lookalike": "openai-compatible:Qwen2.5-VL-7B@http://127.0.0.1:9/v1"}
+    for name, judge in judges.items():
+        _fake_run(tmp_path / "i", name, skills, benchmark="infinibench", model="qwen2.5-vl-7b", num_frames=8, judge=judge)
+    judged = {n for n in judges if (V.compare(RunSet.discover(tmp_path / "i" / n)).table == "5").any()}
+    assert judged == {"hub", "served"}, judged          # the same weights; a checkpoint or served name that only looks alike is not
+
+
 def test_infinibench_table_3_cells_carry_the_papers_input_settings(tmp_path):
     "§4.3.2's Table 3 numbers: video+subtitles at the §B.7 frames (GPT-4o 450, InternVL3 16 or 128); other settings are not matched."
     rows = [{"sample_id": f"{s}{i}", "skill": s, "valid": True, "error": None, "score": float(i < 5) if k < 4 else 0.6}

@@ -21,10 +21,10 @@ from fastcore.basics import patch
 from .secrets import looks_secret
 
 # %% auto #0
-__all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'MODALITIES', 'VIDEO_MODALITIES', 'STRATEGIES', 'TRANSPORT_KWARGS', 'canonical_json',
-           'sha256_json', 'file_sha256', 'Record', 'Media', 'Sample', 'Request', 'Generation', 'text_part', 'message',
-           'Prediction', 'Judgment', 'RunConfig', 'slug', 'model_slug', 'cache_root', 'shard_of', 'NothingAnswered',
-           'most_common_error', 'nothing_answered', 'parse_kv']
+__all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'MODALITIES', 'VIDEO_MODALITIES', 'STRATEGIES', 'TRANSPORT_KWARGS', 'TRUE_WORDS',
+           'FALSE_WORDS', 'canonical_json', 'sha256_json', 'file_sha256', 'Record', 'Media', 'Sample', 'Request',
+           'Generation', 'text_part', 'message', 'Prediction', 'Judgment', 'RunConfig', 'slug', 'model_slug',
+           'cache_root', 'shard_of', 'NothingAnswered', 'most_common_error', 'nothing_answered', 'parse_kv', 'as_bool']
 
 # %% ../nbs/00_core.ipynb #9be27329
 def _canon(x: Any) -> Any:
@@ -397,3 +397,16 @@ def parse_kv(items, flag: str = "--model-kwarg") -> dict:
         try: out[k] = json.loads(v)
         except json.JSONDecodeError: out[k] = v
     return out
+
+# %% ../nbs/00_core.ipynb #b0a1c2d4
+TRUE_WORDS, FALSE_WORDS = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+def as_bool(value, name: str | None = None) -> bool:
+    "`value` (a bool, or one of true/false, 1/0, yes/no, on/off in any case) as a bool; a one-line ValueError naming `name` otherwise."
+    if isinstance(value, bool): return value
+    if isinstance(value, (str, int)):
+        s = str(value).strip().lower()
+        if s in TRUE_WORDS: return True
+        if s in FALSE_WORDS: return False
+    accepted = ", ".join(f"{t}/{f}" for t, f in zip(TRUE_WORDS, FALSE_WORDS))
+    raise ValueError(f"{name + ' ' if name else ''}must be true or false ({accepted}), got {value!r}")

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import fidelity, media
-from .core import RunConfig, cache_root, file_sha256, sha256_json
+from .core import RunConfig, as_bool, cache_root, file_sha256, sha256_json
 from .readers import read_records
 
 # %% auto #0
@@ -153,8 +153,8 @@ class Offline(RuntimeError):
     "The source cannot be reached (offline mode, or no network); the CLI prints one line and exits 2."
 
 def is_offline() -> bool:
-    "Whether the user asked for offline mode (`HF_HUB_OFFLINE` / `VLMLENS_OFFLINE`)."
-    return any(os.environ.get(k, "").strip().lower() in ("1", "true", "yes", "on") for k in ("HF_HUB_OFFLINE", "VLMLENS_OFFLINE"))
+    "Whether the user asked for offline mode (`HF_HUB_OFFLINE` / `VLMLENS_OFFLINE`, read by `as_bool`; unset or empty: no)."
+    return any(as_bool(os.environ[k], k) for k in ("HF_HUB_OFFLINE", "VLMLENS_OFFLINE") if os.environ.get(k, "").strip())
 
 def check_consent(rel: Release, folder, accept: bool = False) -> None:
     "Raise (after printing the terms) unless `rel.consent` was accepted now or before; record an acceptance."

@@ -24,10 +24,10 @@ from .store import Run, RunSet
 
 # %% auto #0
 __all__ = ['BLANK', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell',
-           'pct', 'num', 'language_name', 'model_name', 'judge_name', 'as_runset', 'run_settings', 'differing_settings',
-           'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'grouped_rates', 'Table', 'digits_for',
-           'latex_caption', 'machine_frame', 'render_table', 'rate_cell', 'rate_grid', 'usage_note', 'summary_table',
-           'run_context', 'run_header', 'rates_table', 'runs_overview']
+           'pct', 'num', 'language_name', 'model_name', 'judge_model', 'judge_name', 'as_runset', 'run_settings',
+           'differing_settings', 'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'grouped_rates',
+           'Table', 'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'rate_cell', 'rate_grid',
+           'usage_note', 'summary_table', 'run_context', 'run_header', 'rates_table', 'runs_overview']
 
 # %% ../nbs/52_report.ipynb #f7f7bc76
 BLANK = "–"
@@ -85,17 +85,22 @@ def model_name(model) -> str:
     return _display(spec) or _tail(m)
 
 # %% ../nbs/52_report.ipynb #9f6c5d81
-def judge_name(judge_id) -> str:
-    "The display name of a judge id: its model's name (a vote: 'vote of A, B, C')."
-    if _missing(judge_id) or not str(judge_id).strip(): return BLANK
-    j = str(judge_id).strip()
-    vote = re.search(r"/vote\((.*)\)$", j)
-    if vote: return "vote of " + ", ".join(judge_name("x/" + m) for m in re.split(r",(?=[^,/]+(?:/|$))", vote.group(1)))
-    body, fenced = j, False
+def judge_model(judge_id) -> tuple[str, bool] | None:
+    "`(model, fenced)`: the model a single judge's id names (template and sampling suffixes removed); None for no judge or a vote."
+    if _missing(judge_id) or not str(judge_id).strip() or re.search(r"/vote\((.*)\)$", str(judge_id).strip()): return None
+    body, fenced = str(judge_id).strip(), False
     while (m := re.search(r"/(fenced|t[\d.]+(?:s\d+)?)$", body)):
         fenced |= m.group(1) == "fenced"; body = body[:m.start()]
     body = body.split("/", 1)[1] if "/" in body and not body.split("/", 1)[0].startswith(("openai-compatible:", "http")) \
         and ":" not in body.split("/", 1)[0] else body
+    return body, fenced
+
+def judge_name(judge_id) -> str:
+    "The display name of a judge id: its model's name (a vote: 'vote of A, B, C')."
+    if _missing(judge_id) or not str(judge_id).strip(): return BLANK
+    vote = re.search(r"/vote\((.*)\)$", str(judge_id).strip())
+    if vote: return "vote of " + ", ".join(judge_name("x/" + m) for m in re.split(r",(?=[^,/]+(?:/|$))", vote.group(1)))
+    body, fenced = judge_model(judge_id)
     return model_name(body) + (" (fenced)" if fenced else "")
 
 # %% ../nbs/52_report.ipynb #1b8e7f90

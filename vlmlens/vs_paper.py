@@ -8,12 +8,13 @@ from __future__ import annotations
 from . import fidelity
 from .metrics import paired_bootstrap, rates
 from .models import registry
-from .report import BLANK, Table, as_runset, judge_name, model_name, render_table, run_labels
+from .report import BLANK, Table, as_runset, judge_model, judge_name, model_name, render_table, run_labels
 from .store import Run
 
 # %% auto #0
-__all__ = ['COMPARED', 'PAPER_OF_BENCHMARK', 'ITEM_KEYS', 'SCALE', 'COLUMNS', 'OUTSIDE', 'paper_cells', 'paper_models',
-           'run_judge', 'run_fits', 'item_values', 'cell_value', 'compare', 'vs_paper_table', 'vs_paper_report']
+__all__ = ['COMPARED', 'PAPER_OF_BENCHMARK', 'ITEM_KEYS', 'SCALE', 'COLUMNS', 'OUTSIDE', 'paper_cells', 'model_id_of',
+           'paper_models', 'run_judge', 'run_fits', 'item_values', 'cell_value', 'compare', 'vs_paper_table',
+           'vs_paper_report']
 
 # %% ../nbs/56_vs_paper.ipynb #b6e9ae44
 COMPARED = ("accuracy", "score_0_10")   # the metrics a run's per-item scores measure
@@ -51,10 +52,12 @@ for _p in ("hintel", "infinibench", "curve"):
 # %% ../nbs/56_vs_paper.ipynb #0e4f7af9
 PAPER_OF_BENCHMARK = {"hintel": "hintel", "infinibench": "infinibench", "curve": "curve"}
 
-def _model_ids(name: str) -> set:
-    try: spec = registry.get_spec(name)
-    except (KeyError, ValueError): return {name.lower()}
-    return {name.lower(), str(spec.model_id).lower()}
+def model_id_of(name: str) -> str:
+    "The model id `name` resolves to (a registry name: its spec's model id; a served model: the name it is served under), lower case."
+    try: return str(registry.get_spec(name).model_id).lower()
+    except (KeyError, ValueError): return str(name).lower()
+
+def _model_ids(name: str) -> set: return {name.lower(), model_id_of(name)}
 
 def paper_models(paper: str, model: str) -> list[str]:
     "The printed names under which `paper` reports `model` (a registry name, hub id or `openai-compatible:<id>@<url>`)."
@@ -75,8 +78,10 @@ def run_judge(run: Run) -> str | None:
 def _one_of(v) -> list: return list(v) if isinstance(v, (list, tuple)) else [v]
 
 def _judge_matches(run: Run, judge) -> bool:
-    used = run_judge(run)
-    return used is not None and judge_name(used) in {model_name(j) for j in _one_of(judge)}
+    "Whether `run` was judged, unfenced, by one of `judge`'s models (a registry name matches the model id it resolves to)."
+    jid = (run.summary or {}).get("judge_id")                          # `<template>/<model>/…`; the configured judge is the model
+    got = judge_model(jid) if jid else ((run.config.judge, False) if run.config and run.config.judge else None)
+    return got is not None and not got[1] and model_id_of(got[0]) in {model_id_of(j) for j in _one_of(judge)}
 
 def run_fits(run: Run, where: dict) -> bool:
     "Whether `run`'s settings are the ones `where` asks for (item keys are checked on rows, not here)."

@@ -13,7 +13,7 @@ from typing import Any
 
 from fastcore.basics import patch
 
-from ..core import Judgment, Prediction, Request, RunConfig, Sample, cache_root
+from ..core import Judgment, Prediction, Request, RunConfig, Sample, as_bool, cache_root
 from ..judges import DEFAULT_JUDGE_MODEL, JudgeItem, open_ended_judge, reference_text
 from ..prompts import build_request
 from ..scoring import parse_answer, score_answer
@@ -116,13 +116,11 @@ def filter(self: Benchmark, samples: list[Sample], cfg: RunConfig) -> list[Sampl
     return [s for s in samples if _ok([s.subset], cfg.subset) and _ok([s.language, s.locale], cfg.language)]
 
 # %% ../../nbs/30_benchmarks_base.ipynb #597dac72
-OPTION_TYPES = {"str": "a string", "path": "an existing file or folder", "int": "an integer", "float": "a number", "bool": "true or false",
+OPTION_TYPES = {"str": "a string", "path": "an existing file or folder", "int": "an integer", "float": "a number", "bool": "true or false (1/0, yes/no, on/off)",
                 "dict": 'a JSON object ({"key": value})', "list": "a list (JSON, or comma-separated)", "any": "any JSON value"}
-_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 
 def _as_type(kind: str, v):
-    if kind == "bool":
-        if isinstance(v, bool) or str(v).strip().lower() in _TRUE + _FALSE: return v if isinstance(v, bool) else str(v).strip().lower() in _TRUE
+    if kind == "bool": return as_bool(v)
     elif kind == "int":
         if not isinstance(v, (bool, float)) and str(v).strip().lstrip("+-").isdigit(): return int(v)
         if isinstance(v, float) and v.is_integer(): return int(v)

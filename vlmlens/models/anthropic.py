@@ -10,7 +10,7 @@ import math
 
 from fastcore.basics import patch
 
-from ..core import Request
+from ..core import Request, as_bool
 from ..prompts import format_timestamp
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg, redact_url,
                                 refuse_secret_options, refused_connection, retry_after_from_headers, status_kind)
@@ -93,7 +93,7 @@ class AnthropicBackend(APIBackend):
         self._api_key, self.base_url, self.base_url_shown = key, (base_url.rstrip("/") if base_url else None), shown
         self._add_secrets(key, *url_secrets)
         self.thinking_budget = None if thinking_budget is None else int(thinking_budget)
-        self.frame_timestamps, self.send_temperature, self.jpeg_quality = bool(frame_timestamps), bool(send_temperature), int(jpeg_quality)
+        self.frame_timestamps, self.send_temperature, self.jpeg_quality = as_bool(frame_timestamps, f"{name}: frame_timestamps"), as_bool(send_temperature, f"{name}: send_temperature"), int(jpeg_quality)
         self.context_tokens, self.max_images = context_tokens, max_images
         self.paper_languages, self.extra_body = dict(paper_languages or {}), dict(extra_body or {})
         if self.cache_ttl not in CLAUDE_TTLS:
@@ -119,7 +119,8 @@ record("all", "Claude prompt-cache lifetime", "default", "https://docs.anthropic
        "(5-minute lifetime refreshed on each read, or cache_control ttl '1h'; writes 1.25x / 2x base input, reads 0.1x)",
        "official", "5 minutes unless a video's questions may be more than 4 minutes apart at the run's pace "
        "(window x max(60/rpm, latency/concurrency)); then one hour, chosen once per video, sent with the anthropic-beta header "
-       "extended-cache-ttl-2025-04-11 (harmless where the feature is generally available)", "--model-kwarg cache_ttl=5m|1h")
+       "extended-cache-ttl-2025-04-11 (harmless where the feature is generally available); no breakpoint for a video the run asks "
+       "about once (its write would never be read)", "--model-kwarg cache_ttl=5m|1h")
 
 def claude_cache_ttl(window: int, concurrency: int, rpm: float | None, latency_s: float) -> str:
     "'1h' when the expected gap between two questions on one video (`window` requests at the run's pace) exceeds 4 minutes, else '5m'."
@@ -135,13 +136,19 @@ def _ttl_for(self: AnthropicBackend, video: tuple) -> str:
         self._ttl_of[video] = claude_cache_ttl(self.window, self.concurrency, self.rpm, total / n if n else EXPECTED_LATENCY_S)
     return self._ttl_of[video]
 
+# %% ../../nbs/16_models_anthropic.ipynb #c7a1e5b1
+@patch
+def _breakpoint(self: AnthropicBackend, questions: int | None) -> bool:
+    "Whether a video request, one of `questions` on its video (None: unknown), gets a `cache_control` breakpoint."
+    return questions is None or int(questions) >= 2
+
 # %% ../../nbs/16_models_anthropic.ipynb #6f4684f0
 @patch
 def cache_controls(self: AnthropicBackend, payload: dict, request: Request) -> dict:
     "`payload` with a `cache_control` breakpoint (and its lifetime) on the last frame of a video request (a copy)."
     videos = tuple((str(p.get("path")), p.get("start"), p.get("end")) for m in request.messages if isinstance(m.get("content"), list)
                    for p in m["content"] if isinstance(p, dict) and p.get("type") == "video")
-    if not videos: return payload
+    if not videos or not self._breakpoint(request.meta.get("video_questions")): return payload
     turns = list(payload.get("messages") or [])
     for i in range(len(turns) - 1, -1, -1):
         blocks = turns[i].get("content")
@@ -156,6 +163,7 @@ def cache_controls(self: AnthropicBackend, payload: dict, request: Request) -> d
 @patch
 def expected_cache_usage(self: AnthropicBackend, video: tuple, visual: int, frames: int, first: bool, questions: int | None = None) -> dict:
     "A video's first question writes its frames to the cache (at the lifetime its breakpoint gets), the later ones read them."
+    if not self._breakpoint(questions): return {}                                    # asked once: no breakpoint, no caching
     if not first: return {"cached_input_tokens": int(visual)}
     return {"cache_write_tokens": int(visual), "cache_write_1h_tokens": int(visual) if self._ttl_for((video,)) == "1h" else 0}
 

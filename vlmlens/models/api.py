@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from fastcore.basics import patch
 
-from ..core import Generation, Request, cache_root, sha256_json
+from ..core import Generation, Request, as_bool, cache_root, sha256_json
 from ..media import DEFAULT_MAX_PIXELS, shrink
 from .registry import Backend, parse_api_name  # noqa: F401  (parse_api_name: the registry's, re-exported)
 from ..secrets import REDACTED, looks_secret, remember_secret, scrub_secrets, scrub_text, secret_values
@@ -445,7 +445,7 @@ class APIBackend(Backend):
                  prompt_cache: bool = True, cache_ttl: str | None = None, max_request_mb: float | None = None):
         if int(concurrency) < 1: raise ValueError(f"{name}: concurrency must be >= 1, got {concurrency}")
         self.name, self.model_id, self.languages = name, model_id, tuple(languages)
-        self.concurrency, self.rpm, self.progress = int(concurrency), rpm, progress
+        self.concurrency, self.rpm, self.progress = int(concurrency), rpm, as_bool(progress, f"{name}: progress")
         self.window = max(self.concurrency, int(window or 4 * self.concurrency))
         retry = RetryPolicy(**retry) if isinstance(retry, dict) else (retry or RetryPolicy())
         for k, v in (("timeout_s", timeout_s), ("max_attempts", max_attempts), ("max_retry_after_s", max_retry_after_s)):
@@ -453,7 +453,7 @@ class APIBackend(Backend):
         retry.__post_init__()
         self.retry = retry
         self.price = load_prices(prices, model_id)
-        self.prompt_cache = str(prompt_cache).strip().lower() not in ("false", "0", "no", "off")   # (a --model-kwarg string too)
+        self.prompt_cache = as_bool(prompt_cache, f"{name}: prompt_cache")   # (a --model-kwarg string too; a typo is refused)
         self.cache_ttl = parse_ttl(cache_ttl, name)          # seconds a provider cache entry should live (None: the backend chooses)
         self._latency = [0.0, 0]                             # answered calls' total seconds and count (for `cache_ttl` choices)
         self.max_request_mb = float(max_request_mb) if max_request_mb else None     # the provider's request size limit

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..core import Request, cache_root, file_sha256, sha256_json
+from ..core import Request, as_bool, cache_root, file_sha256, sha256_json
 from ..fidelity import record
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg, redact_url,
                                 refuse_secret_options, refused_connection, retry_after_from_headers, retry_delay_from_body,
@@ -85,6 +85,7 @@ class GeminiBackend(APIBackend):
         self.key_env = (api_key_env,) if api_key_env else ("GEMINI_API_KEY", "GOOGLE_API_KEY")
         key = api_key_from_env(self.key_env, what=name)          # first: fail before anything else
         if video not in VIDEO_MODES: raise ValueError(f"{name}: video must be one of {VIDEO_MODES}, got {video!r}")
+        audio = None if audio is None else as_bool(audio, f"{name}: audio")
         if video == "frames" and (audio is True or fps is not None):
             raise ValueError(f"{name}: audio and fps apply to native video; pass video='native' (frames carry no sound, "
                              f"and their rate is set by the run's num_frames/fps)")
@@ -98,10 +99,10 @@ class GeminiBackend(APIBackend):
         self.base_url_shown, url_secrets = redact_url(base_url)
         self._api_key, self.base_url, self.api_version = key, base_url, api_version
         self._add_secrets(key, *url_secrets)
-        self.video, self.fps, self.audio = video, fps, (True if audio is None else bool(audio))
+        self.video, self.fps, self.audio = video, fps, (True if audio is None else audio)
         self.thinking_allowance, self.media_resolution = int(thinking_allowance), media_resolution
-        self.keep_uploads, self.poll_interval_s, self.upload_timeout_s = bool(keep_uploads), float(poll_interval_s), float(upload_timeout_s)
-        self.jpeg_quality, self.frame_timestamps = int(jpeg_quality), bool(frame_timestamps)
+        self.keep_uploads, self.poll_interval_s, self.upload_timeout_s = as_bool(keep_uploads, f"{name}: keep_uploads"), float(poll_interval_s), float(upload_timeout_s)
+        self.jpeg_quality, self.frame_timestamps = int(jpeg_quality), as_bool(frame_timestamps, f"{name}: frame_timestamps")
         self.stats["uploads"] = self.stats["context_caches"] = 0
         self._client, self._hashes, self._paths, self._uploads, self._uploaded = None, {}, {}, {}, []
         self._ctx, self._ctx_names, self._ctx_billed, self._ctx_misses = {}, [], set(), {}     # explicit context caches

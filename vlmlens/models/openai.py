@@ -10,7 +10,7 @@ from fastcore.basics import patch
 import json
 import math
 
-from ..core import Request, sha256_json
+from ..core import Request, as_bool, sha256_json
 from ..fidelity import record
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg,
                                 redact_url, refuse_secret_options, refused_connection, retry_after_from_headers,
@@ -84,7 +84,7 @@ class OpenAIBackend(APIBackend):
         refuse_secret_options(name, {"extra_body": extra_body or {}}, self.key_env)
         for d in (detail, frame_detail):
             if d is not None and d not in DETAILS: raise ValueError(f"{name}: detail must be one of {DETAILS}, got {d!r}")
-        reasoning = model_id.startswith(OPENAI_REASONING_PREFIXES) if reasoning is None else bool(reasoning)
+        reasoning = model_id.startswith(OPENAI_REASONING_PREFIXES) if reasoning is None else as_bool(reasoning, f"{name}: reasoning")
         token_param = token_param or ("max_completion_tokens" if reasoning else "max_tokens")
         if token_param not in ("max_tokens", "max_completion_tokens"):
             raise ValueError(f"{name}: token_param must be 'max_tokens' or 'max_completion_tokens', got {token_param!r}")
@@ -98,7 +98,7 @@ class OpenAIBackend(APIBackend):
         self.base_url, self.base_url_shown = (base_url.rstrip("/") if base_url else None), shown
         self.token_param, self.reasoning, self.reasoning_effort = token_param, reasoning, reasoning_effort
         self.reasoning_allowance, self.jpeg_quality = int(reasoning_allowance), int(jpeg_quality)
-        self.detail, self.frame_detail, self.frame_timestamps = detail, frame_detail, bool(frame_timestamps)
+        self.detail, self.frame_detail, self.frame_timestamps = detail, frame_detail, as_bool(frame_timestamps, f"{name}: frame_timestamps")
         self.max_images = int(max_images) if max_images else None      # images (frames included) one request may carry
         self.extra_body = dict(extra_body or {})
         self._client = None

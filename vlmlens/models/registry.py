@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..core import Generation, Request, RunConfig, VIDEO_MODALITIES
+from ..core import Generation, Request, RunConfig, VIDEO_MODALITIES, as_bool
 from ..fidelity import record
 
 # %% auto #0
@@ -211,12 +211,13 @@ def check(self: ModelSpec, cfg: RunConfig):
                              f"{', '.join(claimed)}); pass --force to run it anyway (the run records it)")
     if cfg.modality not in VIDEO_MODALITIES: return
     kw = dict(cfg.model_kwargs or {})
-    if self.video == "frames" and str(kw.get("frames_as_images", True)).lower() in ("false", "0", "no"):
+    fai = None if kw.get("frames_as_images") is None else as_bool(kw["frames_as_images"], f"{self.name}: frames_as_images")
+    if self.video == "frames" and fai is False:
         raise ValueError(f"{self.name} has no video input and frames_as_images=False forbids sending frames as images; "
                          f"drop --model-kwarg frames_as_images=false or choose --modality subtitles/metadata/text")
     limit = int(kw.get("max_images") or self.max_images or 0)
     frames = cfg.num_frames or cfg.max_frames
-    as_images = self.video == "frames" or str(kw.get("frames_as_images", False)).lower() in ("true", "1", "yes") \
+    as_images = self.video == "frames" or fai is True \
         or str(kw.get("video", self.defaults.get("video"))) == "frames"     # a video-capable API model asked for frames
     if limit and as_images and frames and frames > limit:
         raise ValueError(f"{self.name} takes at most {limit} image(s) per request and video frames go as images; "

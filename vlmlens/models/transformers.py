@@ -22,13 +22,13 @@ from pathlib import Path
 from fastcore.basics import patch
 from PIL import Image
 
-from ..core import Generation, Request, cache_root
+from ..core import Generation, Request, as_bool, cache_root
 from ..prompts import format_timestamp
 from .registry import Backend, ModelSpec, QWEN_MODEL_TYPES, count_images, resolve_builder
 
 # %% auto #0
 __all__ = ['DEFAULT_VIDEO_FPS', 'METADATA_CLOCK_HZ', 'ARCHITECTURES', 'TINY_CORPUS', 'TINY_RECIPES', 'TINY_VERSION',
-           'NO_PREFIX_REUSE', 'EXACT_FRAMES', 'BACKEND_KWARGS', 'content_hash', 'cached_content_hash',
+           'NO_PREFIX_REUSE', 'EXACT_FRAMES', 'BACKEND_KWARGS', 'BOOL_KWARGS', 'content_hash', 'cached_content_hash',
            'resolve_hub_revision', 'torch_dtype', 'sampling_fps', 'video_metadata', 'arch_inputs', 'expand_frames',
            'to_hf_conversation', 'build_tiny_tokenizer', 'chat_template', 'build_tiny', 'tiny_checkpoint',
            'load_pretrained', 'TransformersBackend', 'MediaMemo', 'memoize_media', 'trim_row', 'prefix_end',
@@ -396,13 +396,6 @@ def _load_pretrained(model_id, dtype, device, device_map, revision, attn_impleme
     return {"processor": processor, "model": model.eval(), "revision": pinned, "local": local, "device": device, "device_map": device_map}
 
 # %% ../../nbs/15_models_transformers.ipynb #61e88b3b
-def _as_bool(v) -> bool | None:
-    if v is None or isinstance(v, bool): return v
-    s = str(v).strip().lower()
-    if s in ("true", "1", "yes"): return True
-    if s in ("false", "0", "no"): return False
-    raise ValueError(f"expected true or false, got {v!r}")
-
 class TransformersBackend(Backend):
     "Any AutoModelForImageTextToText checkpoint with its own processor and chat template, batched with left padding."
     kind, prefix_cache = "transformers", "local"
@@ -416,19 +409,20 @@ class TransformersBackend(Backend):
         if int(batch_size) < 1: raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.model_id, self.name = str(model_id_or_path), name or str(model_id_or_path)
         self.languages, self.paper_languages = tuple(languages), dict(paper_languages or {})
-        self.batch_size, self.progress, self.frame_labels = int(batch_size), progress, _as_bool(frame_labels)
+        self.batch_size, self.progress, self.frame_labels = int(batch_size), as_bool(progress, "progress"), as_bool(frame_labels, "frame_labels")
         self.generation_kwargs, self.processor_kwargs = dict(generation_kwargs or {}), dict(processor_kwargs or {})
-        self._measured, self._prefix, self.reuse_prefix = {}, None, _as_bool(reuse_prefix)
+        self._measured, self._prefix, self.reuse_prefix = {}, None, as_bool(reuse_prefix, "reuse_prefix")
         for k, v in load_pretrained(self.model_id, dtype=dtype, device=device, device_map=device_map, revision=revision,
-                                    attn_implementation=attn_implementation, trust_remote_code=trust_remote_code,
-                                    progress=bool(progress)).items():
+                                    attn_implementation=attn_implementation, trust_remote_code=as_bool(trust_remote_code, "trust_remote_code"),
+                                    progress=self.progress).items():
             setattr(self, k, v)
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         self.tokenizer.padding_side = "left"
         eos = self.model.generation_config.eos_token_id
         self.eos_ids = (set(eos if isinstance(eos, (list, tuple)) else [eos]) | {self.tokenizer.eos_token_id}) - {None}
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else min(self.eos_ids)
-        inputs, fai = arch_inputs(self.model.config.model_type, self.processor), _as_bool(frames_as_images)
+        fai = None if frames_as_images is None else as_bool(frames_as_images, "frames_as_images")   # None: the architecture decides
+        inputs = arch_inputs(self.model.config.model_type, self.processor)
         self.video_input, self.allow_frames = inputs["video"] and fai is not True, fai is not False
         self.timestamps, self.mixed_batches = inputs["timestamps"], inputs["mixed_batches"]
         self.max_images = int(max_images) if max_images else inputs["max_images"]
@@ -713,6 +707,8 @@ def close(self: TransformersBackend):
 BACKEND_KWARGS = ("dtype", "device", "device_map", "attn_implementation", "batch_size", "revision", "trust_remote_code",
                   "context_tokens", "max_images", "frames_as_images", "frame_labels", "processor_kwargs", "generation_kwargs",
                   "progress", "reuse_prefix")
+#: the true/false options among them (read with `as_bool`, so `reuse_prefix=yes` works and a typo is refused before the run)
+BOOL_KWARGS = ("trust_remote_code", "frames_as_images", "frame_labels", "progress", "reuse_prefix")
 
 def check_kwargs(spec: ModelSpec, kwargs: dict, known) -> dict:
     "The spec's backend defaults under `kwargs`, refusing unknown options with one line."
@@ -722,6 +718,8 @@ def check_kwargs(spec: ModelSpec, kwargs: dict, known) -> dict:
     kw.setdefault("name", spec.name); kw.setdefault("languages", spec.languages); kw.setdefault("paper_languages", spec.paper_languages)
     if "context_tokens" in known: kw.setdefault("context_tokens", spec.context_tokens)
     if "max_images" in known: kw.setdefault("max_images", spec.max_images)
+    for k in BOOL_KWARGS:
+        if kw.get(k) is not None: kw[k] = as_bool(kw[k], f"model {spec.name!r}: {k}")
     return kw
 
 def from_spec(spec: ModelSpec, **kwargs) -> TransformersBackend:
