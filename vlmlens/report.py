@@ -25,9 +25,9 @@ from .store import Run, RunSet
 # %% auto #0
 __all__ = ['BLANK', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell',
            'pct', 'num', 'language_name', 'model_name', 'judge_model', 'judge_name', 'as_runset', 'run_settings',
-           'differing_settings', 'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'grouped_rates',
-           'Table', 'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'rate_cell', 'rate_grid',
-           'usage_note', 'summary_table', 'run_context', 'run_header', 'rates_table', 'runs_overview']
+           'differing_settings', 'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'clean_scores',
+           'grouped_rates', 'Table', 'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'rate_cell',
+           'rate_grid', 'usage_note', 'summary_table', 'run_context', 'run_header', 'rates_table', 'runs_overview']
 
 # %% ../nbs/52_report.ipynb #f7f7bc76
 BLANK = "–"
@@ -168,10 +168,11 @@ def check_pooling(runs, shown: Sequence[str] = (), what: str = "this table"):
                            f"or select runs first, e.g. {pick} (a report notebook: point runs_root at a folder holding only those runs)")
 
 # %% ../nbs/52_report.ipynb #1f8c739a
-def _rows(df) -> list[dict]:
+def clean_scores(df):
+    "Score rows as plain values: missing cells (NaN, NaT, NA) become None and a `valid` read back as text becomes a bool."
     df = df.astype(object).where(df.notna(), None)
     if "valid" in df.columns: df["valid"] = df["valid"].map(lambda v: str(v).lower() == "true" if isinstance(v, str) else v)
-    return df.to_dict("records")
+    return df
 
 def grouped_rates(runs, by: Sequence[str], value: str = "score", what: str = "this table"):
     "Rates per group of the runs' score rows (`metrics.aggregate`), refusing to pool runs the grouping cannot tell apart."
@@ -182,7 +183,7 @@ def grouped_rates(runs, by: Sequence[str], value: str = "score", what: str = "th
     settings = {r.name: run_settings(r) for r in runs}
     for b in by:
         if b not in df.columns: df[b] = [settings.get(n, {}).get(b) for n in df["run"]]
-    rows = [{**r, "score": r.get(value)} for r in _rows(df)] if len(df) else []
+    rows = [{**r, "score": r.get(value)} for r in clean_scores(df).to_dict("records")] if len(df) else []
     agg = aggregate(rows, by)
     out = pd.DataFrame(agg, columns=[*by, "n", "n_answered", "n_errors", "n_invalid", "n_scored", "accuracy", "accuracy_answered",
                                      "invalid_rate", "error_rate"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 from . import fidelity
 from .metrics import paired_bootstrap, rates
 from .models import registry
-from .report import BLANK, Table, as_runset, judge_model, judge_name, model_name, render_table, run_labels
+from .report import BLANK, Table, as_runset, clean_scores, judge_model, judge_name, model_name, render_table, run_labels
 from .store import Run
 
 # %% auto #0
@@ -102,7 +102,7 @@ def item_values(scores, where: dict) -> list[float]:
         if k in where:
             if k not in df.columns: return []
             df = df[df[k].astype(str) == str(where[k])]
-    rows = df.astype(object).where(df.notna(), None).to_dict("records")
+    rows = clean_scores(df).to_dict("records")
     return [0.0 if r.get("error") else float(r["score"]) for r in rows if r.get("error") or r.get("score") is not None]
 
 # %% ../nbs/56_vs_paper.ipynb #e48370be

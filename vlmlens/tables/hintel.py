@@ -13,7 +13,7 @@ from ..benchmarks.hintel import (FAILURE_CATEGORIES, JEE_SUBSETS, LANG_LABEL, OU
 from ..core import Request, message
 from ..judges import load_judge_model
 from ..metrics import aggregate, mcnemar, paired_bootstrap
-from ..report import PoolingError, as_runset, language_name, model_name
+from ..report import PoolingError, as_runset, clean_scores, language_name, model_name
 
 # %% auto #0
 __all__ = ['TASKS', 'TABLE5_ORDER', 'STRATEGY_NAMES', 'PRELABEL_PROMPT', 'cells', 'lang_table', 'table3', 'table4', 'gap_by_task',
@@ -26,9 +26,7 @@ def _scores(runs):
     import pandas as pd
     df = runs if isinstance(runs, pd.DataFrame) else as_runset(runs).scores()
     if "cfg_benchmark" in df.columns: df = df[df["cfg_benchmark"].fillna("hintel") == "hintel"]
-    df = df.astype(object).where(df.notna(), None)
-    if "valid" in df.columns: df["valid"] = df["valid"].map(lambda v: str(v).lower() == "true" if isinstance(v, str) else v)
-    return df
+    return clean_scores(df)
 
 def cells(runs, value: str = "score", strategy: str | None = "standard"):
     "Accuracy (fraction) per model × subset × language (× strategy when `strategy` is None)."
