@@ -20,7 +20,7 @@ from ..fidelity import record
 # %% auto #0
 __all__ = ['RUN_HINT_KEYS', 'VIDEO_INPUTS', 'PRESET_KEYS', 'SERVE_HINT', 'LOCAL_BACKENDS', 'BACKEND_MODULES', 'QWEN_MODEL_TYPES',
            'TRANSFORMERS_MODEL_TYPES', 'HF_MODEL_TYPES', 'EXTRA_OF_BACKEND', 'CURVE_LOCALES', 'QWEN2_VL_LANGUAGES',
-           'EN', 'EN_HI', 'EN_TE', 'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES', 'PROVIDER_LIMITS', 'OPENAI_MAX_IMAGES',
+           'EN', 'EN_HI', 'EN_TE', 'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES', 'PROVIDER_LIMITS',
            'OPENAI_REASONING_PREFIXES', 'CURVE_REASONING_BUDGETS', 'TINY_MODELS', 'Backend', 'count_images',
            'ModelSpec', 'apply_preset', 'LanguageNotClaimed', 'register_backend', 'register', 'known_models',
            'parse_api_name', 'get_spec', 'supports_language', 'load_backend', 'resolve_builder', 'preflight', 'roster',
@@ -470,7 +470,6 @@ register(ModelSpec("chitrarth-8b", "transformers", "krutrim-ai-labs/Chitrarth", 
 # %% ../../nbs/10_models_registry.ipynb #8afa7d0b
 PROVIDER_LIMITS = {   # per request, frames sent as images included: (images, megabytes)
     "openai": (500, 50.0), "anthropic": (100, 32.0), "gemini": (3600, 20.0)}
-OPENAI_MAX_IMAGES = PROVIDER_LIMITS["openai"][0]
 
 _LIMIT_SWITCH = "--model-kwarg max_images=N / max_request_mb=M where a deployment allows more"
 record("all", "OpenAI images per request", "default", "https://platform.openai.com/docs/guides/images (image input requirements)",
