@@ -76,9 +76,10 @@ def run_filter_models(kind: str, rows, models: Sequence[str] = PAPER_FILTER_MODE
     Media are read from `media_root` (default: the folder holding the media the rows name)."""
     if kind not in ("knowledge", "vision"): raise ValueError(f"kind must be 'knowledge' or 'vision', got {kind!r}")
     if not Path(rows).is_file(): raise FileNotFoundError(f"candidate rows not found: {rows}")
-    check_judge(judge, (r for _, r in iter_jsonl(rows)), f"the {kind} filter runs")
+    recs = [r for _, r in iter_jsonl(rows)]
+    check_judge(judge, recs, f"the {kind} filter runs")
     bkw = {"source": "release"}
-    if (root := media_root or media_folder([r for _, r in iter_jsonl(rows)])): bkw["video_root"] = str(root)   # also the runs' media root
+    if (root := media_root or media_folder(recs)): bkw["video_root"] = str(root)   # also the runs' media root
     dirs = []
     for m in models:
         kw = dict((model_kwargs or {}).get(m, {}))
