@@ -615,11 +615,11 @@ class InfiniBenchBenchmark(Benchmark):
         return samples, errors
 
 _CHOICES = {o.name: o.choices for o in KWARGS_SCHEMA if o.name in ("answer_format", "scoring", "subtitle_mode")}
+_DEFAULTS = {o.name: o.default for o in KWARGS_SCHEMA if o.name in _CHOICES}
 
 def _options(cfg: RunConfig) -> dict:
     "The benchmark_kwargs with their defaults, checked (a bad value is a ValueError naming the key and the choices)."
-    kw = _kw(cfg)
-    out = {"answer_format": "number", "scoring": "official", "subtitle_mode": "per_frame", **kw}
+    out = {**_DEFAULTS, **_kw(cfg)}
     for k, ch in _CHOICES.items():
         if out[k] not in ch: raise ValueError(f"benchmark_kwargs {k} must be one of {', '.join(map(repr, ch))}, got {out[k]!r}")
     return out
