@@ -421,7 +421,7 @@ def prefix_reuse(rep, sec, be, bench, cfg, video, S, budget, per_n):
 def batch_throughput(rep, sec, be, bench, video, S, budget, per_n, tmp: Path):
     "Items through the runner's `run_batch` at batch 1 and at batch 8 (new clips each, fresh frame cache); harness share."
     from unittest import mock
-    from model_overhead import Timed
+    from model_overhead import Timed, timed_batches
     from vlmlens import runner
     from vlmlens.core import RunConfig
     from vlmlens.media import FrameCache
@@ -448,16 +448,10 @@ def batch_throughput(rep, sec, be, bench, video, S, budget, per_n, tmp: Path):
     runner.run_batch(bench, timed_be, pool[items:], cfg, FrameCache())            # warm-up on the last b clips
     res = {}
     for size in (1, b):
-        be.batch_size, timed_be.seconds, t_run, t_store, errors, cache = size, 0.0, 0.0, 0.0, 0, FrameCache()
-        prep["s"] = 0.0
+        be.batch_size, timed_be.seconds, prep["s"] = size, 0.0, 0.0
         with mock.patch.object(runner, "prepare", prepare_timed):
-            for i in range(0, items, size):
-                t0 = time.perf_counter()
-                preds = runner.run_batch(bench, timed_be, pool[i:i + size], cfg, cache)
-                t1 = time.perf_counter()
-                for p in preds: store.append_prediction(p)
-                t_run, t_store = t_run + (t1 - t0), t_store + (time.perf_counter() - t1)
-                errors += sum(p.error is not None for p in preds)
+            t_run, t_store, errors = timed_batches(bench, timed_be, [pool[i:i + size] for i in range(0, items, size)],
+                                                   cfg, FrameCache(), store)
         res[size] = dict(total=t_run + t_store, model=timed_be.seconds, harness=t_run - timed_be.seconds + t_store,
                          store=t_store, prepare=prep["s"], errors=errors)
         free(S["device"])

@@ -42,6 +42,19 @@ class Timed:
         finally: self.seconds += time.perf_counter() - t0
 
 
+def timed_batches(bench, timed, batches, cfg, cache, store) -> tuple[float, float, int]:
+    "Each batch through `runner.run_batch`, its predictions through `store`: (seconds in run_batch, seconds storing, errors)."
+    t_run, t_store, errors = 0.0, 0.0, 0
+    for batch in batches:
+        t0 = time.perf_counter()
+        preds = runner.run_batch(bench, timed, batch, cfg, cache)
+        t1 = time.perf_counter()
+        for p in preds: store.append_prediction(p)
+        t_run, t_store = t_run + (t1 - t0), t_store + (time.perf_counter() - t1)
+        errors += sum(p.error is not None for p in preds)
+    return t_run, t_store, errors
+
+
 def measure(model: str, items: int, batch: int, frames: int, new_tokens: int, root: Path) -> dict:
     "Per-item harness and model seconds for `items` demo items on `model` (after one warm-up batch)."
     cfg = RunConfig("demo", model, num_frames=frames, max_new_tokens=new_tokens, batch_size=batch, subset="image_color,image_number,video_order,video_color",
@@ -53,14 +66,9 @@ def measure(model: str, items: int, batch: int, frames: int, new_tokens: int, ro
     with load_backend(model, batch_size=batch) as b:
         timed, store, cache = Timed(b), RunStore.open(cfg), FrameCache()
         runner.run_batch(bench, timed, pool[:batch], cfg, cache)                    # warm-up: first decode, kernels
-        timed.seconds, t_run, t_store, n_err = 0.0, 0.0, 0.0, 0
-        for i in range(batch, len(pool), batch):
-            t0 = time.perf_counter()
-            preds = runner.run_batch(bench, timed, pool[i:i + batch], cfg, cache)
-            t1 = time.perf_counter()
-            for p in preds: store.append_prediction(p)
-            t_run, t_store = t_run + (t1 - t0), t_store + (time.perf_counter() - t1)
-            n_err += sum(p.error is not None for p in preds)
+        timed.seconds = 0.0
+        t_run, t_store, n_err = timed_batches(bench, timed, [pool[i:i + batch] for i in range(batch, len(pool), batch)],
+                                              cfg, cache, store)
         kind = b.kind
     n = len(pool) - batch
     model_s, harness_s = timed.seconds / n, (t_run - timed.seconds + t_store) / n
