@@ -252,7 +252,6 @@ def fetch_hub(rel: Release, split: str, videos: bool, folder, progress: bool = T
 # %% ../nbs/06_data.ipynb #f3a61189
 def _youtube_ids(path) -> list[str]:
     "The YouTube ids a MINERVA-style JSON list names (`video_id`: a bare id or a watch URL)."
-    import re
     out = []
     for r in json.loads(Path(path).read_text(encoding="utf-8")):
         v = str((r or {}).get("video_id") or "").strip()
