@@ -13,6 +13,7 @@ import math
 import os
 from pathlib import Path
 from dataclasses import dataclass, field, fields
+from datetime import datetime, timezone
 from typing import Any
 import re
 
@@ -24,7 +25,8 @@ from .secrets import looks_secret
 __all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'MODALITIES', 'VIDEO_MODALITIES', 'STRATEGIES', 'TRANSPORT_KWARGS', 'TRUE_WORDS',
            'FALSE_WORDS', 'canonical_json', 'sha256_json', 'file_sha256', 'Record', 'Media', 'Sample', 'Request',
            'Generation', 'text_part', 'message', 'Prediction', 'Judgment', 'RunConfig', 'slug', 'model_slug',
-           'cache_root', 'shard_of', 'NothingAnswered', 'most_common_error', 'nothing_answered', 'parse_kv', 'as_bool']
+           'cache_root', 'shard_of', 'NothingAnswered', 'most_common_error', 'nothing_answered', 'parse_kv', 'as_bool',
+           'utc_now']
 
 # %% ../nbs/00_core.ipynb #9be27329
 def _canon(x: Any) -> Any:
@@ -410,3 +412,6 @@ def as_bool(value, name: str | None = None) -> bool:
         if s in FALSE_WORDS: return False
     accepted = ", ".join(f"{t}/{f}" for t, f in zip(TRUE_WORDS, FALSE_WORDS))
     raise ValueError(f"{name + ' ' if name else ''}must be true or false ({accepted}), got {value!r}")
+
+# %% ../nbs/00_core.ipynb #5e1a7c31
+def utc_now() -> str: return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -12,11 +12,10 @@ import os
 import re
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 from . import fidelity, media
-from .core import RunConfig, as_bool, cache_root, file_sha256, sha256_json
+from .core import RunConfig, as_bool, cache_root, file_sha256, sha256_json, utc_now
 from .readers import read_records
 
 # %% auto #0
@@ -120,7 +119,7 @@ def write_lock(folder, rel: Release, revision: str | None, split: str | None = N
         same = prev.get("size") == st.st_size and prev.get("mtime_ns") == st.st_mtime_ns   # unchanged since the last lock
         files[f] = {"sha256": prev["sha256"] if same else file_sha256(folder / f), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
     lock = {"benchmark": rel.benchmark, "source": rel.source, "location": rel.location, "revision": revision,
-            "split": split, "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "files": files,
+            "split": split, "date": utc_now(), "files": files,
             "digest": sha256_json({f: [v["sha256"], v["size"]] for f, v in files.items()})}
     (folder / LOCK).write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
     return lock
@@ -166,7 +165,7 @@ def check_consent(rel: Release, folder, accept: bool = False) -> None:
         print(f"{rel.benchmark}: {rel.consent}", file=sys.stderr)
         raise ValueError(f"{rel.benchmark} videos need your consent to the terms above: rerun with --accept-license")
     Path(folder).mkdir(parents=True, exist_ok=True)
-    p.write_text(json.dumps({"terms": rel.consent, "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=1))
+    p.write_text(json.dumps({"terms": rel.consent, "date": utc_now()}, indent=1))
 
 # %% ../nbs/06_data.ipynb #2c2b3dd5
 def fetch_https(url: str, dest, chunk: int = CHUNK, progress: bool = True, headers: dict | None = None) -> str | None:
@@ -281,7 +280,7 @@ def get(benchmark: str, split: str | None = None, videos: bool = False, accept_l
     failed = {}
     if videos and rel.videos == ("youtube",):
         failed = fetch_youtube(_youtube_ids(folder / rel.data_file), folder / "videos", progress=progress)
-        (folder / REPORT).write_text(json.dumps({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        (folder / REPORT).write_text(json.dumps({"date": utc_now(),
                                                  "failed": failed}, indent=1, sort_keys=True) + "\n")
     return {"folder": folder, "lock": write_lock(folder, rel, revision, split), "failed": failed}
 
@@ -515,7 +514,7 @@ def prepare_tvqa(clips_root, out, subtitles_root=None, rows_file=None, progress:
         except ValueError as e: res["failed"][name(k)] = str(e); continue
         res["kept" if r["kept"] else "written"].append(name(k)); res["no_subtitles"] += r["no_subtitles"]
     out.mkdir(parents=True, exist_ok=True)
-    (out / PREPARED).write_text(json.dumps({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "tvqa_clips": str(clips_root),
+    (out / PREPARED).write_text(json.dumps({"date": utc_now(), "tvqa_clips": str(clips_root),
                                             **{k: res[k] for k in ("failed", "no_subtitles")}}, indent=1, sort_keys=True) + "\n")
     return res
 
@@ -543,7 +542,7 @@ def minerva_video_map(data_file, videos_dir, dest=None) -> dict:
         for v in ids:
             if v in found: w.writerow([v, os.path.relpath(found[v], dest.parent)])
     missing = {v: tried.get(v, "not downloaded") for v in ids if v not in found}
-    (dest.parent / PREPARED).write_text(json.dumps({"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    (dest.parent / PREPARED).write_text(json.dumps({"date": utc_now(),
                                                     "videos": str(videos_dir), "missing": missing}, indent=1, sort_keys=True) + "\n")
     return {"map": dest, "mapped": len(ids) - len(missing), "missing": missing}
 

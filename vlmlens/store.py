@@ -22,13 +22,13 @@ from typing import Any, Iterable
 
 from fastcore.basics import patch
 
-from .core import TRANSPORT_KWARGS, VIDEO_MODALITIES, Judgment, Prediction, RunConfig, Sample, shard_of
+from .core import TRANSPORT_KWARGS, VIDEO_MODALITIES, Judgment, Prediction, RunConfig, Sample, shard_of, utc_now
 from .environment import environment_info
 from .secrets import scrub_secrets
 
 # %% auto #0
-__all__ = ['atomic_write', 'remove_stale_temps', 'utc_now', 'iter_jsonl', 'RunConflictError', 'RunLockedError', 'RunStore',
-           'flocked', 'open_run', 'shard_filter', 'Run', 'RunSet', 'config_columns']
+__all__ = ['atomic_write', 'remove_stale_temps', 'iter_jsonl', 'RunConflictError', 'RunLockedError', 'RunStore', 'flocked',
+           'open_run', 'shard_filter', 'Run', 'RunSet', 'config_columns']
 
 # %% ../nbs/02_store.ipynb #7725a7a7
 def _write_all(fd: int, data: bytes):
@@ -81,9 +81,6 @@ def remove_stale_temps(folder) -> list[Path]:
         if m and int(m["pid"]) != os.getpid() and not _alive(int(m["pid"])):
             p.unlink(missing_ok=True); gone.append(p)
     return gone
-
-# %% ../nbs/02_store.ipynb #5e1a7c31
-def utc_now() -> str: return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 # %% ../nbs/02_store.ipynb #454873b5
 def iter_jsonl(path) -> Iterable[tuple[int, dict]]:

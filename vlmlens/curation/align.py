@@ -16,7 +16,8 @@ from typing import Any, Sequence
 from fastcore.basics import patch
 
 from .. import fidelity
-from ..store import iter_jsonl, utc_now
+from ..core import utc_now
+from ..store import iter_jsonl
 from .review import ReviewWidget, Verdict, VerdictLog, consensus
 from .store import Step
 from .translate import (DEFAULT_FIELDS, PAPER_ENGINES, backtranslation_scores, keyed, lang_code, script_problem,

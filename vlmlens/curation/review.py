@@ -18,7 +18,8 @@ from fastcore.basics import patch
 
 from .. import media
 from ..metrics import krippendorff_alpha
-from ..store import RunStore, iter_jsonl, utc_now
+from ..core import utc_now
+from ..store import RunStore, iter_jsonl
 
 # %% auto #0
 __all__ = ['DEFAULT_LABELS', 'parse_time', 'parse_spans', 'Verdict', 'VerdictLog', 'stratified_sample', 'consensus', 'validity',

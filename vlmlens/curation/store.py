@@ -19,7 +19,8 @@ from fastcore.basics import patch
 
 from ..core import TRANSPORT_KWARGS, NothingAnswered, file_sha256, most_common_error, sha256_json
 from ..secrets import scrub_secrets
-from ..store import RunStore, iter_jsonl, utc_now
+from ..core import utc_now
+from ..store import RunStore, iter_jsonl
 
 # %% auto #0
 __all__ = ['LATEST', 'file_digest', 'fingerprint', 'Provenance', 'StepStore', 'Step', 'UnitWriter', 'list_steps', 'step_folder',

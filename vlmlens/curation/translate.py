@@ -30,7 +30,7 @@ from ..models.api import (APIBackend, CallError, Reply, api_key_from_env, refuse
 from ..models.registry import load_backend
 from ..scoring import ascii_digits
 from ..secrets import REDACTED, secret_values
-from ..store import utc_now
+from ..core import utc_now
 from .review import stratified_sample
 from .store import Provenance, Step, output_options
 
