@@ -19,12 +19,12 @@ from .core import RunConfig, as_bool, cache_root, file_sha256, sha256_json, utc_
 from .readers import read_records
 
 # %% auto #0
-__all__ = ['RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED', 'VIDEO_MAP', 'CHUNK', 'YOUTUBE_URL', 'TVQA_FPS', 'Release',
-           'data_root', 'release_dir', 'release', 'data_files', 'read_lock', 'write_lock', 'verify', 'need', 'Offline',
-           'is_offline', 'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub', 'url_variable', 'fetch_file',
-           'get', 'default_data_path', 'provenance', 'resolve_data_path', 'list_releases', 'unpack_parts', 'tvqa_clip',
-           'tvqa_episodes', 'write_episode', 'episode_subtitles', 'assemble_episode', 'prepare_tvqa', 'map_videos',
-           'prepare', 'add_parser', 'main']
+__all__ = ['NEPTUNE_RELEASES', 'RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED', 'VIDEO_MAP', 'CHUNK', 'YOUTUBE_URL',
+           'TVQA_FPS', 'Release', 'data_root', 'release_dir', 'release', 'data_files', 'read_lock', 'write_lock',
+           'verify', 'need', 'Offline', 'is_offline', 'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub',
+           'url_variable', 'fetch_file', 'get', 'default_data_path', 'provenance', 'resolve_data_path', 'list_releases',
+           'unpack_parts', 'tvqa_clip', 'tvqa_episodes', 'write_episode', 'episode_subtitles', 'assemble_episode',
+           'prepare_tvqa', 'map_videos', 'prepare', 'add_parser', 'main']
 
 # %% ../nbs/06_data.ipynb #7b8e7500
 @dataclass(frozen=True)
@@ -44,6 +44,24 @@ class Release:
     revision: str = "main"         # hub revision, or the commit a `{revision}` in `location` is filled with
     packaged: tuple = ()        # (benchmark_kwarg, value) pairs under which the benchmark reads data shipped with vlmlens
 
+# %% ../nbs/06_data.ipynb #e0c4a1f1
+NEPTUNE_RELEASES = (
+    Release("curve", "https", "https://storage.googleapis.com/neptunedata/curve.json",
+            "annotations: CC BY 4.0 (google-deepmind/neptune); videos: YouTube, their owners' rights",
+            "JSON; ~2,200 questions in 18 locales over 540 YouTube videos of 1 min to over 1 h",
+            "the YouTube videos (--videos, yt-dlp)", videos=("youtube",), data_file="curve.json",
+            consent="MINERVA-Cultural's (CURVE's) videos are YouTube videos owned by their uploaders; vlmlens fetches "
+            "them with yt-dlp for research evaluation only; you are responsible for complying with YouTube's terms of service."),
+    Release("minerva-ego", "https", "https://raw.githubusercontent.com/google-deepmind/neptune/{revision}/minerva-ego_20260205.json",
+            "annotations: CC BY 4.0 (google-deepmind/neptune); videos: HD-EPIC, under HD-EPIC's own terms",
+            "JSON; 1,160 five-way questions over HD-EPIC videos (HD-EPIC's videos: 115.5 GB)",
+            "your HD-EPIC copy (HD-EPIC's downloader, --videos), mapped by `vlmlens data prepare minerva-ego --videos DIR`",
+            videos=("hd-epic",), data_file="minerva-ego_20260205.json", revision="95ee29048c6ebac478884e4e1bc698f8779820a3",
+            consent="Minerva-Ego's videos are HD-EPIC recordings (University of Bristol, https://hd-epic.github.io/), "
+            "distributed by HD-EPIC under its own terms; you download them yourself with HD-EPIC's downloader, and by "
+            "mapping them you confirm that you accepted HD-EPIC's terms and use them for research evaluation only."),
+)
+
 # %% ../nbs/06_data.ipynb #5a2a3aa3
 RELEASES = {r.benchmark: r for r in (
     Release("infinibench", "hub", "Vision-CAIR/InfiniBench", "annotations: BSD 3-Clause (Vision-CAIR/Infinibench "
@@ -60,20 +78,7 @@ RELEASES = {r.benchmark: r for r in (
             videos=("youtube",), data_file="minerva.json",
             consent="MINERVA's videos are YouTube videos owned by their uploaders; vlmlens fetches them with yt-dlp "
             "for research evaluation only; you are responsible for complying with YouTube's terms of service."),
-    Release("curve", "https", "https://storage.googleapis.com/neptunedata/curve.json",
-            "annotations: CC BY 4.0 (google-deepmind/neptune); videos: YouTube, their owners' rights",
-            "JSON; ~2,200 questions in 18 locales over 540 YouTube videos of 1 min to over 1 h",
-            "the YouTube videos (--videos, yt-dlp)", videos=("youtube",), data_file="curve.json",
-            consent="MINERVA-Cultural's (CURVE's) videos are YouTube videos owned by their uploaders; vlmlens fetches "
-            "them with yt-dlp for research evaluation only; you are responsible for complying with YouTube's terms of service."),
-    Release("minerva-ego", "https", "https://raw.githubusercontent.com/google-deepmind/neptune/{revision}/minerva-ego_20260205.json",
-            "annotations: CC BY 4.0 (google-deepmind/neptune); videos: HD-EPIC, under HD-EPIC's own terms",
-            "JSON; 1,160 five-way questions over HD-EPIC videos (HD-EPIC's videos: 115.5 GB)",
-            "your HD-EPIC copy (HD-EPIC's downloader, --videos), mapped by `vlmlens data prepare minerva-ego --videos DIR`",
-            videos=("hd-epic",), data_file="minerva-ego_20260205.json", revision="95ee29048c6ebac478884e4e1bc698f8779820a3",
-            consent="Minerva-Ego's videos are HD-EPIC recordings (University of Bristol, https://hd-epic.github.io/), "
-            "distributed by HD-EPIC under its own terms; you download them yourself with HD-EPIC's downloader, and by "
-            "mapping them you confirm that you accepted HD-EPIC's terms and use them for research evaluation only."),
+    *NEPTUNE_RELEASES,
     Release("hintel", "none", "HinTel-AlignBench paper (no fetchable release address found)",
             "VQAv2, VAANI, CLEVR-Math CC BY 4.0; RealWorldQA CC BY-ND 4.0; JEE CC BY-NC 4.0 (paper, A.5)", "-",
             "the canonical <root>/<subset>/<lang>.jsonl layout (--data-path)"),
