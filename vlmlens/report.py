@@ -553,7 +553,7 @@ def run_header(summary: dict, config: dict | None = None) -> str:
     parts = [x["benchmark"], x["model"], f"language {x['language']}", f"strategy {x['strategy']}", f"input {x['input']}", x["frames"]]
     if "judge" in x: parts.append(setting_text("judge", config["judge"]))
     ds = summary.get("dataset") or {}
-    if ds.get("digest"): parts.append(f"data {ds.get('location')} @ {str(ds.get('revision') or '?').strip(chr(34))[:12]} (lock {ds['digest'][:8]})")
+    if ds.get("digest"): parts.append(f"data {ds.get('address') or ds.get('location')} @ {str(ds.get('revision') or '?').strip(chr(34))[:12]} (lock {ds['digest'][:8]})")
     return " · ".join(parts + [f"n {(summary.get('overall') or {}).get('n', BLANK)}"])
 
 # %% ../nbs/52_report.ipynb #e61d7a5e
