@@ -11,6 +11,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Sequence
 
 from fastcore.basics import patch
@@ -23,11 +24,12 @@ from .models import registry
 from .store import Run, RunSet
 
 # %% auto #0
-__all__ = ['BLANK', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell',
-           'pct', 'num', 'language_name', 'model_name', 'judge_model', 'judge_name', 'as_runset', 'run_settings',
-           'differing_settings', 'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'clean_scores',
-           'grouped_rates', 'Table', 'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'rate_cell',
-           'rate_grid', 'usage_note', 'summary_table', 'run_context', 'run_header', 'rates_table', 'runs_overview']
+__all__ = ['BLANK', 'NOTHING_ANSWERED', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'RATE_COLUMNS',
+           'SETTING_HEADERS', 'Cell', 'fixed', 'pct', 'num', 'answered_nothing', 'language_name', 'model_name',
+           'judge_model', 'judge_name', 'as_runset', 'run_settings', 'differing_settings', 'setting_text', 'run_labels',
+           'PoolingError', 'check_pooling', 'clean_scores', 'grouped_rates', 'Table', 'digits_for', 'latex_caption',
+           'machine_frame', 'render_table', 'rate_cell', 'rate_grid', 'usage_note', 'summary_table', 'run_context',
+           'run_header', 'rates_table', 'runs_overview']
 
 # %% ../nbs/52_report.ipynb #f7f7bc76
 BLANK = "–"
@@ -46,13 +48,25 @@ class Cell(str):
         c.value, c.n, c.percent = value, n, percent
         return c
 
+def fixed(x, digits: int, scale: int = 1) -> str:
+    "`x` × `scale` with `digits` decimals, rounded half-up on its decimal value (`0.575` → `57.50`, `4.25` → `4.3`), as in the papers."
+    d = Decimal(f"{float(x):.15g}") * scale                                  # the decimal the float stands for, not its binary tail
+    return str(d.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
 def pct(x, digits: int = 1, n=None) -> str:
-    "A fraction as a percentage string (`0.3125` → `31.2`), remembering the fraction (and `n`); '–' when missing."
-    return BLANK if _missing(x) else Cell(f"{100 * float(x):.{digits}f}", float(x), None if _missing(n) else int(n), True)
+    "A fraction as a percentage string (`0.3125` → `31.3`, half-up), remembering the fraction (and `n`); '–' when missing."
+    return BLANK if _missing(x) else Cell(fixed(x, digits, 100), float(x), None if _missing(n) else int(n), True)
 
 def num(x, digits: int = 2) -> str:
-    "A number on its native scale, remembering the number; '–' when missing."
-    return BLANK if _missing(x) else Cell(f"{float(x):.{digits}f}", float(x))
+    "A number on its native scale (half-up), remembering the number; '–' when missing."
+    return BLANK if _missing(x) else Cell(fixed(x, digits), float(x))
+
+NOTHING_ANSWERED = "nothing answered: every item errored"
+
+def answered_nothing(stats: dict) -> bool:
+    "Whether a run's or group's stats (`metrics.rates`) count items none of which was answered: its rates are never shown as numbers."
+    n = stats.get("n") or 0
+    return bool(n) and (stats.get("n_answered") == 0 or (stats.get("n_errors") or 0) >= n)
 
 # %% ../nbs/52_report.ipynb #5b2e1f3a
 def language_name(code) -> str:
@@ -297,18 +311,9 @@ def _script_preamble(found: set) -> list[str]:
 # %% ../nbs/52_report.ipynb #h9c5l007
 COLUMN_PT, TEXT_PT, PROSE_CHARS = 238.0, 498.0, 40            # 3.3 in and 6.9 in; a cell longer than this is prose
 
-def _by_n(v, percent: bool):
-    "A percentage cell that knows its n, else None."
-    c = _as_cell(v, percent)
-    return c if isinstance(c, Cell) and c.percent and c.n is not None and c.value is not None else None
-
 def _tex_cell(v, percent: bool = False) -> str:
-    "A cell for LaTeX; a percentage with its n gets `digits_for(n)` decimals (a shown string only ever loses digits)."
-    c = _by_n(v, percent)
-    if c is None: return _tex(v)
-    shown, d = str(c).split(" ")[0], digits_for(c.n)
-    if not isinstance(v, Cell) and d >= len(shown.partition(".")[2]): return _tex(v)
-    return _tex(f"{100 * c.value:.{d}f}" + str(c)[len(shown):])
+    "A cell for LaTeX: the string the Markdown and text show (one precision per table in every format)."
+    return _tex(v)
 
 def _colspec(df) -> tuple[str, float, list]:
     "The column spec (prose columns as wrapping `p`), the estimated natural width in pt (5 pt a character, 12 pt padding), which are prose."
@@ -325,11 +330,7 @@ def _breakable(tex: str) -> str:
     "Prose with a break allowed after `_ . / = : @ >` inside long identifiers and paths (`benchmark_kwargs.prompt_language=en`)."
     return re.sub(r"(\\_|\\textgreater\{\}|[./=:@])(?=[^\s$])", r"\1\\allowbreak{}", tex)
 
-def _latex_notes(notes: list[str], by_n: bool) -> list[str]:
-    if not by_n: return list(notes)
-    out = [re.sub(r" ?\(\d+ decimals?\)", "", re.sub(r"\(\d+ decimals?; ", "(", n)) for n in notes]
-    return out + ["Percentages carry the decimals their n supports: none below 97 items, 1 below 9,605, 2 beyond "
-                  "(one digit finer than the 95% confidence half-width)."]
+
 
 # %% ../nbs/52_report.ipynb #h9c5l008
 def _latex(df, t: Table, notes: list[str]) -> str:
@@ -339,8 +340,6 @@ def _latex(df, t: Table, notes: list[str]) -> str:
     spec, width, prose = _colspec(df)
     cell = lambda v, p, w: _breakable(_tex_cell(v, p)) if w else _tex_cell(v, p)
     body = [" & ".join(cell(v, p, w) for v, p, w in zip(row, pcts, prose)) + r" \\" for row in df.itertuples(index=False)]
-    by_n = any(_by_n(v, p) is not None for row in df.itertuples(index=False) for v, p in zip(row, pcts))
-    notes = _latex_notes(notes, by_n)
     wide = width > COLUMN_PT
     env = "table*" if wide else "table"
     caption, label = latex_caption(t.title, t.label)
@@ -392,8 +391,9 @@ def render_table(table, fmt: str = "text") -> str:
     if fmt == "text":
         body = df.to_string(index=False) if len(df) else "(no rows)"
         return "\n".join(([t.title] if t.title else []) + [body] + notes)
-    head = [_head(c).replace("|", r"\|") for c in df.columns]
-    rows = ["| " + " | ".join(str(v).replace("|", r"\|") for v in r) + " |" for r in df.itertuples(index=False)]
+    md = lambda v: str(v).replace("|", r"\|").replace("\r\n", "<br>").replace("\n", "<br>")      # a newline would end the row
+    head = [md(_head(c)) for c in df.columns]
+    rows = ["| " + " | ".join(md(v) for v in r) + " |" for r in df.itertuples(index=False)]
     md = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|", *rows]
     return "\n".join(([f"**{t.title}**", ""] if t.title else []) + md + ([""] + [n + "  " for n in notes] if notes else []))
 
@@ -461,6 +461,7 @@ def _summary_row(t: Table, g: dict, label: dict, judged: bool, native: list, dig
     on_native = any(c in g for c in native)
     def rate(k):
         if mixed: return t.blank("not pooled: the groups are on different scales (see the paper metrics)")
+        if answered_nothing(g): return t.blank(NOTHING_ANSWERED)
         if on_native: return t.blank("scored on a native scale (see its column)")
         n = g.get("n_answered") if k == "accuracy_answered" else g.get("n")
         return pct(g.get(k), digits, n) if not _missing(g.get(k)) else t.blank("no scored items")
@@ -470,9 +471,9 @@ def _summary_row(t: Table, g: dict, label: dict, judged: bool, native: list, dig
         if g.get("n_judged") else t.blank("no item went to the judge")
     for c in native:
         m = _NATIVE.match(c)
-        v = None if _no_valid(g) else g.get(c)
+        v = None if _no_valid(g) or answered_nothing(g) else g.get(c)
         r[f"{m['name']} /{m['top']}"] = num(v) if not _missing(v) else t.blank(
-            "no valid judgments" if _no_valid(g) else "not pooled: the groups are on different scales (see the paper metrics)"
+            NOTHING_ANSWERED if answered_nothing(g) else "no valid judgments" if _no_valid(g) else "not pooled: the groups are on different scales (see the paper metrics)"
             if mixed else "not on this scale" if c not in g else "not judged")
     return r
 
@@ -528,7 +529,7 @@ def summary_table(summary: dict, digits: int = 1, title: str = "") -> Table:
     mixed = (bool(native) and any(not any(c in g for c in native) for g in groups)) or bool(o.get("headline"))
     label = {k: ("all items" if i == 0 else "") for i, k in enumerate(keys)} if keys else {"group": "all items"}
     rows.append(_summary_row(t, {k: v for k, v in o.items() if not _NATIVE.match(k)}, label, judged, native, digits, mixed))
-    for note in (_headline_note(t, bs, groups, digits), usage_note(o)):
+    for note in (None if answered_nothing(o) else _headline_note(t, bs, groups, digits), usage_note(o)):
         if note: t.notes.append(note)
     t.data = _with_unread_rows(t, pd.DataFrame(rows, dtype=object), summary)
     return t
@@ -584,9 +585,11 @@ def runs_overview(runs, digits: int = 1) -> Table:
         return setting_text(k, s.get(k), named=False)
     heads = list(dict.fromkeys(k for r in runs for k in (r.overall.get("headline") or ()) if k in _HEADLINE))
     def rate(o, k):
+        if answered_nothing(o): return t.blank(NOTHING_ANSWERED)
         return t.blank("not pooled: the benchmark's headline is its own (see its columns)") if o.get("headline") else pct(o.get(k), digits)
     def head(o, k):
         v, unit = o.get(k), _HEADLINE[k][1]
+        if answered_nothing(o): return t.blank(NOTHING_ANSWERED)
         if _missing(v): return t.blank("not this benchmark's number" if k not in (o.get("headline") or ()) else "not scored")
         return pct(v, digits) if unit == "%" else num(v)
     for r in runs:
