@@ -53,14 +53,16 @@ def test_cli_report_names_each_run_and_writes_each_format(hintel_runs, capsys, f
 
 def _check_machine_csv(out):
     "One CSV for all runs: a header row first, the run's settings as columns, fractions as numbers, blanks empty."
-    assert out.splitlines()[0].startswith("benchmark,model,language,")            # a header row, no '#' comment line
+    assert out.splitlines()[0].startswith("run,benchmark,model,language,")        # a header row as sweep.csv starts, no comment line
     df = pd.read_csv(io.StringIO(out))                                           # pandas defaults read it
-    assert set(df.language) == {"Hindi", "Telugu"} and set(df.benchmark) == {"hintel"} and set(df.model) == {"Served-VLM-7B"}
-    assert {"accuracy", "answered acc.", "invalid", "errors", "n", "run_dir"} <= set(df.columns) and "accuracy %" not in df.columns
+    assert set(df.language) == {"hi", "te"} and set(df.benchmark) == {"hintel"} and set(df.model) == {"Org/Served-VLM-7B"}   # codes
+    assert {"accuracy", "accuracy_answered", "invalid_rate", "n_errors", "n", "run", "modality", "num_frames"} <= set(df.columns)
+    assert "accuracy %" not in df.columns and "frames" not in df.columns and "input" not in df.columns
     assert pd.api.types.is_float_dtype(df.accuracy) and df.accuracy.between(0, 1).all()
-    assert pd.api.types.is_integer_dtype(df.n) and pd.api.types.is_integer_dtype(df.errors)
+    assert pd.api.types.is_integer_dtype(df.n) and pd.api.types.is_integer_dtype(df.n_errors)
     runs = RunSet.discover(df.run_dir[0])
     mine = df[(df.run_dir == df.run_dir[0]) & (df.subset == "all items")]
+    assert mine.run.item() == runs[0].name
     assert mine.accuracy.item() == pytest.approx(runs[0].overall["accuracy"])   # full precision, not a rounded "50.0"
 
 

@@ -554,3 +554,23 @@ def test_judge_and_input_settings_are_the_ones_the_papers_state():
     assert "both 16 and 128 frames" in line["InternVL3.0"] and t3[("InternVL3", "Avg. Score")]["num_frames"] == [16, 128]
     assert "native video input" in line["Gemini-Flash 2.0"] and t3[("Gemini-2", "Avg. Score")]["video_input"] == "native"
     assert all(w["modality"] == "video+subtitles" for w in t3.values()) and "subtitle" in line["GPT-4o OpenAI"]
+
+
+def test_report_csv_and_vs_paper_csv_share_one_schema(known_runs, capsys):
+    "`run`, `model`, `language`, `n` mean the same in `report --format csv`, `--vs-paper --format csv` and sweep.csv: codes and integers."
+    import csv
+    from vlmlens.cli import main
+    from vlmlens.sweep import sweep_row
+    assert main(["report", str(known_runs), "--format", "csv"]) == 0
+    rep = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert main(["report", str(known_runs), "--vs-paper", "--format", "csv"]) == 0
+    vs_text = capsys.readouterr().out
+    vs = pd.read_csv(io.StringIO(vs_text))
+    assert set(rep.run) == set(vs.run) == {"hi", "te"} and set(rep.model) == {"gpt-4.1"} and set(rep.language) == {"hi", "te"}
+    assert str(rep.n.dtype) == str(vs.n.dtype) == "int64" and "paper_model" in vs.columns and "model" not in vs.columns
+    row = sweep_row({"run_name": "hi", "params": {"model": "gpt-4.1", "language": "hi"}}, "ok", known_runs / "hi", None)
+    assert set(row) >= {"run", "n", "accuracy", "accuracy_answered", "invalid_rate", "n_errors"}
+    assert {"accuracy", "accuracy_answered", "invalid_rate", "n_errors"} <= set(rep.columns)
+    assert rep[rep.run == "hi"].n.iloc[-1] == row["n"] == vs[vs.run == "hi"].n.item() == 1000          # the "all items" row
+    first = next(csv.reader(io.StringIO(vs_text.splitlines()[1]), quoting=csv.QUOTE_NONNUMERIC))
+    assert all(isinstance(v, str) for v in first[:2])                               # text fields quoted

@@ -24,12 +24,12 @@ from .models import registry
 from .store import Run, RunSet
 
 # %% auto #0
-__all__ = ['BLANK', 'NOTHING_ANSWERED', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'RATE_COLUMNS',
-           'SETTING_HEADERS', 'Cell', 'fixed', 'pct', 'num', 'answered_nothing', 'language_name', 'model_name',
-           'judge_model', 'judge_name', 'as_runset', 'run_settings', 'differing_settings', 'setting_text', 'run_labels',
-           'PoolingError', 'check_pooling', 'clean_scores', 'grouped_rates', 'Table', 'digits_for', 'latex_caption',
-           'machine_frame', 'render_table', 'rate_cell', 'rate_grid', 'usage_note', 'summary_table', 'run_context',
-           'run_header', 'rates_table', 'runs_overview']
+__all__ = ['BLANK', 'NOTHING_ANSWERED', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'MACHINE_NAMES',
+           'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell', 'fixed', 'pct', 'num', 'answered_nothing', 'language_name',
+           'model_name', 'judge_model', 'judge_name', 'as_runset', 'run_settings', 'differing_settings', 'setting_text',
+           'run_labels', 'PoolingError', 'check_pooling', 'clean_scores', 'grouped_rates', 'Table', 'digits_for',
+           'latex_caption', 'machine_frame', 'render_table', 'rate_cell', 'rate_grid', 'usage_note', 'summary_table',
+           'run_context', 'run_header', 'rates_table', 'runs_overview']
 
 # %% ../nbs/52_report.ipynb #f7f7bc76
 BLANK = "–"
@@ -365,8 +365,14 @@ def _plain(v):
     if isinstance(v, str) and (v == "" or v.startswith(BLANK) and all(ch in _MARKS for ch in v[1:])): return None
     return v.value if isinstance(v, Cell) else v
 
+MACHINE_NAMES = {"answered acc.": "accuracy_answered", "invalid": "invalid_rate", "errors": "n_errors", "error": "error_rate",
+                 "judge invalid": "judge_invalid_rate", "rows not read": "n_rows_not_read"}   # the names metrics.rates and sweep.csv use
+
+def _machine_name(name: str) -> str:
+    return MACHINE_NAMES.get(name) or re.sub(r"^(\w+) /(\d+)$", r"\1_0_\2", name)   # 'score /10' -> score_0_10
+
 def machine_frame(table):
-    "A `Table` as numbers: context columns first, fractions for percentages, `<column> n` for each cell's n, blanks empty."
+    "A `Table` as numbers: context columns first, fractions for percentages, `<column> n` for each cell's n, blanks empty, metric names as in sweep.csv."
     import pandas as pd
     t = table if isinstance(table, Table) else Table(table)
     df = t.frame()
@@ -375,7 +381,7 @@ def machine_frame(table):
         name = _head(c)
         col = [_as_cell(v, name.endswith("%")) for v in df[c]]
         cells = [v for v in col if isinstance(v, Cell)]
-        if all(v.percent for v in cells): name = re.sub(r"\s*%$", "", name)
+        if all(v.percent for v in cells): name = _machine_name(re.sub(r"\s*%$", "", name))
         out[name] = [t.context[name] if name in t.context and _plain(v) is None else _plain(v) for v in col]
         if any(v.n is not None and "(n=" in v for v in cells): out[f"{name} n"] = [v.n if isinstance(v, Cell) else None for v in col]
     return pd.DataFrame(out).convert_dtypes()
@@ -524,7 +530,8 @@ def summary_table(summary: dict, digits: int = 1, title: str = "") -> Table:
     keys = [k for k in _GROUP_KEYS if any(k in g for g in groups)]
     t = Table(title=title, notes=[f"Rates in % ({digits} decimal{'s' if digits != 1 else ''}); accuracy counts errored items as "
                                   "wrong; answered acc. is over answered items only."])
-    show = lambda k, v: language_name(v) if k in ("language", "locale") else (BLANK if _missing(v) or v == "" else str(v))
+    show = lambda k, v: (Cell(language_name(v), v) if not _missing(v) else BLANK) if k in ("language", "locale") \
+        else (BLANK if _missing(v) or v == "" else str(v))                  # a language shows its name and keeps its code for a machine
     rows = [_summary_row(t, g, {k: show(k, g.get(k)) for k in keys}, judged, native, digits) for g in groups]
     mixed = (bool(native) and any(not any(c in g for c in native) for g in groups)) or bool(o.get("headline"))
     label = {k: ("all items" if i == 0 else "") for i, k in enumerate(keys)} if keys else {"group": "all items"}
@@ -535,7 +542,22 @@ def summary_table(summary: dict, digits: int = 1, title: str = "") -> Table:
     return t
 
 # %% ../nbs/52_report.ipynb #d716cabd
+def _served_id(m) -> str | None:
+    "A model as a code: a served `openai-compatible:<id>@<url>` is its id (no address); else as configured."
+    if _missing(m) or not str(m).strip(): return None
+    served = re.match(r"^openai-compatible:(.+)@https?://\S+$", str(m).strip())
+    return served.group(1) if served else str(m).strip()
+
 def run_context(summary: dict, config: dict | None = None) -> dict:
+    "A run's identifying settings as codes, named as in `RunConfig` and sweep.csv (the CSV columns of `vlmlens report`)."
+    c = config or {}
+    video = (c.get("modality") or "video") in VIDEO_MODALITIES
+    return {"run": c.get("run_name") or os.path.basename(str(summary.get("run_dir") or "").rstrip("/")) or None,
+            "benchmark": summary.get("benchmark") or c.get("benchmark"), "model": _served_id(summary.get("model") or c.get("model")),
+            "language": c.get("language"), "strategy": c.get("strategy") or "standard", "modality": c.get("modality") or "video",
+            "num_frames": c.get("num_frames") if video else None, "fps": c.get("fps") if video else None, "judge": _served_id(c.get("judge"))}
+
+def _reader_context(summary: dict, config: dict | None = None) -> dict:
     "A run's identifying settings for a reader: benchmark, model, language, strategy, input, frames (and judge when set)."
     c = config or {}
     modality = c.get("modality") or "video"
@@ -550,7 +572,7 @@ def run_context(summary: dict, config: dict | None = None) -> dict:
 
 def run_header(summary: dict, config: dict | None = None) -> str:
     "One line naming a run: benchmark, model, language, strategy, modality, frames, judge, n."
-    x = run_context(summary, config)
+    x = _reader_context(summary, config)
     parts = [x["benchmark"], x["model"], f"language {x['language']}", f"strategy {x['strategy']}", f"input {x['input']}", x["frames"]]
     if "judge" in x: parts.append(setting_text("judge", config["judge"]))
     ds = summary.get("dataset") or {}

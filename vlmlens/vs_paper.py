@@ -219,7 +219,7 @@ def cell_value(values: list[float], unit: str, ci: float = 0.95) -> dict:
 
 # %% ../nbs/56_vs_paper.ipynb #2611cdbd
 COLUMNS = ["paper", "table", "section", "model", "column", "unit", "paper_value", "paper_text", "ours", "diff", "ci_low", "ci_high",
-           "n", "paper_n", "coverage", "verdict", "outside", "setting", "run", "derived"]
+           "n", "paper_n", "coverage", "verdict", "outside", "setting", "run", "run_name", "derived"]
 
 def _decimals(text: str) -> int: return len(text.split(".")[1]) if "." in str(text) else 0
 
@@ -273,7 +273,7 @@ def _verdict(deps, coverage: str, n: int, lo, inside) -> str:
 def _row(run: Run, c: dict, deps, note: str, m: dict | None, label: str) -> dict:
     base = {"paper": c["paper"], "table": c["table"], "section": c["section"], "model": c["model"], "column": c["column"], "unit": c["unit"],
             "paper_value": c["value"], "paper_text": c["text"], "setting": "; ".join([note] * bool(note) + [departure_text(d) for d in deps]),
-            "run": label, "derived": bool(c.get("mean_of")), "paper_n": paper_items(c)}
+            "run": label, "run_name": run.name, "derived": bool(c.get("mean_of")), "paper_n": paper_items(c)}
     if not m: return {**base, "ours": None, "diff": None, "ci_low": None, "ci_high": None, "n": None, "coverage": None, "verdict": None, "outside": None}
     d, lo, hi = _decimals(c["text"]), m.get("ci_low"), m.get("ci_high")
     diff = round_half_up(round_half_up(m["ours"], d) - c["value"], d)                # from the two numbers shown
@@ -402,6 +402,7 @@ def vs_paper_report(runs, fmt: str = "text", full: bool = False, judge_reading: 
     cmp = compare(runs, full=full, judge_reading=judge_reading, include_departures=include_departures)
     if not len(cmp): return "", cmp.attrs["unmatched"]
     if fmt == "csv":
-        out = cmp.drop(columns=["derived", "outside"])                     # `verdict` holds the code
+        out = cmp.drop(columns=["derived", "outside"]).rename(columns={"model": "paper_model", "run": "run_label", "run_name": "run"})
+        out = out[["run", *(c for c in out.columns if c != "run")]]          # `run`, `n`, `model` mean what they mean in sweep.csv and report CSV
         return out.to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC).rstrip("\n"), cmp.attrs["unmatched"]
     return render_table(vs_paper_table(cmp), fmt), cmp.attrs["unmatched"]
