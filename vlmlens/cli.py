@@ -77,6 +77,7 @@ def _add_subcommands(sub):
     s.add_argument("run_dirs", nargs="+"); s.add_argument("--format", default="text", choices=("text", "md", "latex", "csv"))
     s.add_argument("--vs-paper", action="store_true", help="also print ours beside the papers' numbers (difference, our 95%% CI); with csv, only that")
     s.add_argument("--judge-reading", action="store_true", help="with --vs-paper, compare GPT-4o mini runs with InfiniBench's 'GPT-4o' judge cells, flagged")
+    s.add_argument("--include-departures", action="store_true", help="with --vs-paper, also show cells whose protocol the run departs from, each departure listed")
     s = sub.add_parser("isolate", help="evidence graphs + iterative error isolation on a finished MINERVA/CURVE run")
     s.add_argument("run_dir"); s.add_argument("--compiler", required=True, help="model that compiles reasoning chains into graphs")
     s.add_argument("--labeller", required=True, help="model that aligns answers with graphs and labels errors")
@@ -121,7 +122,7 @@ def print_summary(summary: dict, config: dict | None = None, fmt: str = "text"):
     print(render_table(_run_table(summary, config), fmt))
     if summary.get("run_dir") and fmt == "text": print(f"results in {summary['run_dir']}")
 
-def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: bool = False) -> int:
+def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False) -> int:
     "Print the table of every run below `run_dirs` (CSV: one table, a header row, one block of rows per run), then with `vs_paper` ours beside the papers' numbers (CSV: only that); 1 if some run could not be read."
     import pandas as pd
     runs = RunSet.discover(*run_dirs)
@@ -136,7 +137,7 @@ def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: b
         else: print_summary(r.summary, cfg, fmt); print()
     if frames and not vs_paper: print(pd.concat(frames, ignore_index=True).to_csv(index=False).rstrip("\n"))
     if vs_paper:
-        text, unmatched = vs_paper_report(runs, fmt, judge_reading=judge_reading)
+        text, unmatched = vs_paper_report(runs, fmt, judge_reading=judge_reading, include_departures=include_departures)
         for m in unmatched: print(f"vs paper: {m}", file=sys.stderr)
         if text: print(text)
         else: print("vs paper: no run matches a cell of the papers' tables", file=sys.stderr)
@@ -195,7 +196,7 @@ def _dispatch(a) -> int:
         _printed(lambda: isolate_run(a.run_dir, compiler=a.compiler, labeller=a.labeller, model=a.model, max_rounds=a.max_rounds,
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),
                  lambda out: print(json.dumps(out, indent=1, default=str)))
-    elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading)
+    elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures)
     elif a.command == "data": return data.main(a)
     elif a.command == "curate": return curation_cli.main(a, extensions=CURATE_EXTENSIONS)
     return 0
