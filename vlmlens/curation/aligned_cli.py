@@ -63,7 +63,9 @@ def _translation_parsers(sub):
 # %% ../../nbs/79_curation_aligned_cli.ipynb #c22e1af6
 def _native_parsers(sub):
     c = command(sub, "caption-mcq", "aligned en + native MCQs from image captions"); c.add_argument("--captions", required=True)
-    c.add_argument("--generator", default="gpt-4.1"); c.add_argument("--shuffle-options", action="store_true"); c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--generator", default="gpt-4.1"); c.add_argument("--seed", type=int, default=0, help="seed of the option shuffle (recorded)")
+    c.add_argument("--keep-generator-order", action="store_true", help="keep the generator's option order (the default shuffles the options, "
+                   "the same permutation in every language)")
     c.add_argument("--model-kwarg", action="append", metavar="KEY=VALUE"); c.add_argument("--prompt-file")
     c = command(sub, "text-filter", "drop MCQs every model answers without the image"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--models", default="gpt-4.1")
@@ -166,7 +168,7 @@ def _release_aligned(a) -> int:
 def _caption_mcq(a) -> int:
     caps, errs = captions.load_captions(a.captions)
     for e in errs: print(f"row error: {e}", file=sys.stderr)
-    return report_step(captions.generate_mcqs(caps, a.out, a.generator, generator_kwargs=parse_kv(a.model_kwarg), shuffle_options=a.shuffle_options,
+    return report_step(captions.generate_mcqs(caps, a.out, a.generator, generator_kwargs=parse_kv(a.model_kwarg), shuffle_options=not a.keep_generator_order,
                                           seed=a.seed, prompt_file=a.prompt_file))
 
 def _mcq_report(a) -> int:
@@ -175,6 +177,9 @@ def _mcq_report(a) -> int:
     for lang, r in captions.distractor_report(items).items():
         print(f"{lang}: n={r['n']}, chance {r['chance']:.2f}; longest option {r['longest_option_accuracy']:.2f}, question overlap "
               f"{r['question_overlap_accuracy']:.2f}, odd one out {r['odd_one_out_accuracy']:.2f}; duplicates {r['duplicate_options']}")
+    if problems := captions.mcq_problems(items):
+        print(f"mcq-report: {len(problems)} problem(s): " + "; ".join(problems), file=sys.stderr)
+        return 1
     return 0
 
 def _ocr(a) -> int:
