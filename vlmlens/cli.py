@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import logging
+import os
 import sys
 from dataclasses import MISSING, fields
 from pathlib import Path
@@ -27,7 +29,7 @@ from .vs_paper import vs_paper_report
 
 # %% auto #0
 __all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'print_summary', 'report',
-           'print_estimate', 'main']
+           'print_estimate', 'mistake_line', 'main']
 
 # %% ../nbs/42_cli.ipynb #6d2e3f40
 def _kind(f) -> str:
@@ -209,20 +211,39 @@ def _parse(argv) -> argparse.Namespace:
     p = Parser(prog="vlmlens run", add_help=False); p.add_argument("--benchmark", required=True); p.add_argument("-v", "--verbose", action="store_true")
     return argparse.Namespace(command="run", help_kwargs=True, **vars(p.parse_known_args(argv[1:])[0]))
 
+# %% ../nbs/42_cli.ipynb #1d296c85
+def mistake_line(e: BaseException) -> str | None:
+    "The one line a user's mistake prints (a path the OS refused: the path and the reason), or None when `e` is not one."
+    if isinstance(e, KeyError): msg = str(e.args[0]) if e.args else ""
+    elif isinstance(e, OSError) and e.filename is not None: msg = f"{e.filename}: {e.strerror or type(e).__name__}"
+    elif isinstance(e, (ValueError, OSError, data.Offline)): msg = str(e)
+    else: return None
+    return (msg.strip().splitlines() or [type(e).__name__])[0]
+
+def _quiet_stdout():
+    "Point stdout at /dev/null, so that the interpreter's last flush into a closed pipe says nothing."
+    try: os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation): pass
+
+# %% ../nbs/42_cli.ipynb #1d296c84
 def main(argv=None) -> int:
-    "Entry point of the `vlmlens` console script: user errors print one line and exit 2; a run that answered nothing exits 3."
+    "Entry point of the `vlmlens` console script: user errors print one line and exit 2; a run that answered nothing exits 3; a closed pipe 141; Ctrl-C 130."
     a = _parse(argv)
     logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try: return _dispatch(a)
+    try:
+        rc = _dispatch(a)
+        sys.stdout.flush()                            # a reader gone (`| head -1`) shows here, inside the boundary
+        return rc
     except NothingAnswered as e:                      # saved and shown; not a user mistake, not a crash
         allow = getattr(a, "allow_failures", False)
         print(f"vlmlens: {'warning' if allow else 'error'}: {e}", file=sys.stderr)
         return 0 if allow else e.exit_code
-    except (ValueError, KeyError, FileNotFoundError, data.Offline) as e:
-        if a.verbose: raise
-        msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
-        print(f"vlmlens: error: {msg.splitlines()[0] if msg else type(e).__name__}", file=sys.stderr)
-        return 2
+    except BrokenPipeError:                           # the reader of our output went away: stop quietly, as SIGPIPE would
+        _quiet_stdout(); return 128 + 13
     except KeyboardInterrupt:
         print("vlmlens: interrupted; finished items are saved, rerun the same command to resume", file=sys.stderr)
         return 130
+    except (ValueError, KeyError, OSError, data.Offline) as e:
+        if a.verbose: raise
+        print(f"vlmlens: error: {mistake_line(e)}", file=sys.stderr)
+        return 2
