@@ -2,6 +2,7 @@
 disagree, one killed before its summary, one whose media has since moved), its bad input, its server, and the page
 itself in a real headless Chromium (Debian's `chromium` + `chromium-driver`, driven by Selenium): no console errors,
 a filter narrows the list, an item shows its frames, a deep link opens the right item."""
+import hashlib
 import json
 import os
 import re
@@ -281,3 +282,61 @@ def test_served_view_has_no_console_errors(site, browser):
         assert _errors(browser) == []
     finally:
         srv.shutdown(); srv.server_close()
+
+
+# ---------------------------------------------------------------- W&B export, offline, read back
+
+def _wandb_records(path):
+    """The records of an offline run's `.wandb` file. Its framing is W&B's datastore format (a LevelDB-style log: a 7-byte
+    header `:W&B` + magic + version, then 32 KiB blocks of records `crc32 | length (u16) | type (full/first/middle/last)`;
+    wandb/wandb, core/pkg/leveldb and the former wandb/sdk/internal/datastore.py); each record is a `wandb_internal_pb2.Record`."""
+    import struct
+    from wandb.proto import wandb_internal_pb2 as pb
+    b, pos, buf, out = Path(path).read_bytes(), 7, b"", []
+    assert b[:4] == b":W&B"
+    while pos + 7 <= len(b):
+        if 32768 - pos % 32768 < 7: pos += 32768 - pos % 32768; continue
+        _, n, t = struct.unpack("<IHB", b[pos:pos + 7]); data = b[pos + 7:pos + 7 + n]; pos += 7 + n
+        if t == 0: break
+        buf = data if t in (1, 2) else buf + data
+        if t in (1, 4):
+            r = pb.Record(); r.ParseFromString(buf); out.append(r)
+    return out
+
+
+def test_report_to_wandb_logs_summary_and_items_with_frames(runs, tmp_path):
+    wb = tmp_path / "wb"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "offline", "WANDB_DIR": str(wb), "WANDB_DATA_DIR": str(wb / "data"),
+           "WANDB_CACHE_DIR": str(wb / "cache"), "WANDB_CONFIG_DIR": str(wb / "config"), "WANDB_SILENT": "true",
+           "WANDB_API_KEY": "local-" + "k" * 40, "WANDB_PROJECT": "vlmlens-test"}
+    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(runs["runs"] / "gold"), "--to", "wandb"], capture_output=True,
+                       text=True, env=env, cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"wandb: gold: 45 items logged as run \w+", p.stdout), p.stdout
+    files = list(wb.glob("wandb/offline-run-*/run-*.wandb"))
+    assert len(files) == 1
+    recs = _wandb_records(files[0])
+    run_rec = next(r.run for r in recs if r.WhichOneof("record_type") == "run")
+    assert run_rec.project == "vlmlens-test" and run_rec.display_name == "gold"
+    cfg = {u.key: json.loads(u.value_json) for u in run_rec.config.update}
+    assert cfg["num_frames"] == 4 and cfg["run"] == "gold"
+    summary = {u.key: json.loads(u.value_json) for r in recs if r.WhichOneof("record_type") == "summary" for u in r.summary.update if u.key}
+    acc = json.loads((runs["runs"] / "gold" / "summary.json").read_text())["overall"]["accuracy"]
+    assert summary["accuracy"] == pytest.approx(acc) and summary["n_errors"] == 1
+    # the items table (staged for upload with its images) holds every item, its answer, outcome and frame strip
+    tables = [json.loads(f.read_text()) for f in (wb / "data").rglob("*") if f.is_file() and f.read_bytes()[:1] == b"{"]
+    table = next(t for t in tables if t.get("_type") == "table")
+    rows = [dict(zip(table["columns"], r)) for r in table["data"]]
+    assert len(rows) == 45
+    err = next(r for r in rows if r["sample_id"] == runs["err"])
+    assert err["outcome"] == "errored" and "ServerError" in err["error"]
+    vid = next(r for r in rows if "video_color" in r["sample_id"])
+    assert vid["raw"] == runs["gold"][vid["sample_id"]] and vid["outcome"] == "correct"
+    assert len(json.loads(vid["frame_times_s"])) == 4
+    img = vid["frames"]
+    assert img["_type"] == "image-file" and img["height"] == 90 and img["width"] > 4 * 100           # four frames side by side
+    pngs = [f for f in (wb / "data").rglob("*") if f.is_file() and f.read_bytes()[:4] == b"\x89PNG"]
+    assert any(hashlib.sha256(f.read_bytes()).hexdigest() == img["sha256"] for f in pngs)
+    # the key came from the environment and was written nowhere
+    for f in tmp_path.rglob("*"):
+        if f.is_file(): assert b"k" * 40 not in f.read_bytes(), f

@@ -87,8 +87,7 @@ def _add_subcommands(sub):
     s.add_argument("--graphs", default="failed", choices=("failed", "all"),
                    help="compile evidence graphs for failed items only, or for all (graph statistics over all, as the paper)")
     curation_cli.add_parser(sub, extensions=CURATE_EXTENSIONS)
-    data.add_parser(sub)
-    view.add_parser(sub)
+    data.add_parser(sub); view.add_parser(sub)             # `vlmlens view`, and `report --to wandb`
     s = sub.add_parser("demo", help="run the shipped demo benchmark on the tiny offline model")
     s.add_argument("--model", default="tiny-qwen2.5-vl"); s.add_argument("--output-root", default="outputs")
     s.add_argument("--frames", dest="num_frames", type=int, default=8); s.add_argument("--limit", type=int)
@@ -197,6 +196,7 @@ def _dispatch(a) -> int:
         _printed(lambda: isolate_run(a.run_dir, compiler=a.compiler, labeller=a.labeller, model=a.model, max_rounds=a.max_rounds,
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),
                  lambda out: print(json.dumps(out, indent=1, default=str)))
+    elif a.command == "report" and a.to == "wandb": return view.report_to_wandb(a.run_dirs)
     elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading)
     elif a.command == "data": return data.main(a)
     elif a.command == "view": return view.main(a)

@@ -22,9 +22,10 @@ from .report import as_runset, model_name, run_labels
 from .store import Run, RunSet, iter_jsonl
 
 # %% auto #0
-__all__ = ['OUTCOMES', 'THUMB_SIDE', 'CHUNK', 'MARKER', 'outcome', 'Thumbs', 'item_media', 'run_items', 'evidence_of',
-           'isolation_records', 'item_fields', 'result_fields', 'site_data', 'site_index', 'check_out', 'write_site',
-           'ViewHandler', 'server', 'show', 'add_parser', 'main']
+__all__ = ['OUTCOMES', 'THUMB_SIDE', 'CHUNK', 'MARKER', 'WANDB_COLUMNS', 'outcome', 'Thumbs', 'item_media', 'run_items',
+           'evidence_of', 'isolation_records', 'item_fields', 'result_fields', 'site_data', 'site_index', 'check_out',
+           'write_site', 'ViewHandler', 'server', 'show', 'add_parser', 'main', 'strip_of', 'wandb_row', 'to_wandb',
+           'report_to_wandb']
 
 # %% ../nbs/57_view.ipynb #0b294b32
 OUTCOMES = ("missing", "correct", "wrong", "invalid", "errored", "unscored")
@@ -300,7 +301,10 @@ def show(runs, out="vlmlens-view", height: int = 720, frames: bool = True, progr
 
 # %% ../nbs/57_view.ipynb #e9f9e5d4
 def add_parser(sub):
-    "Add `vlmlens view` to the CLI's subcommands."
+    "Add `vlmlens view` to the CLI's subcommands (and `--to wandb` to `vlmlens report`, when it is there)."
+    if "report" in sub.choices:
+        sub.choices["report"].add_argument("--to", choices=("wandb",), help="instead of printing, log each run's summary and items "
+                                           "(frames, answers, judge replies, scores) to Weights & Biases (key from WANDB_API_KEY or wandb login)")
     s = sub.add_parser("view", help="write a browsable view of runs (item by item: frames, answers, judge replies, scores)")
     s.add_argument("runs", nargs="+", help="run folders, or folders holding runs (any depth)")
     s.add_argument("--out", default="vlmlens-view", help="folder to write the site to (replaced if it is a view) (default: vlmlens-view)")
@@ -320,3 +324,65 @@ def main(a) -> int:
         except KeyboardInterrupt: pass
         finally: srv.server_close()
     return 0
+
+# %% ../nbs/57_view.ipynb #e5e77ca1
+WANDB_COLUMNS = ("sample_id", "benchmark", "subset", "language", "locale", "question", "options", "gold", "frames", "frame_times_s",
+                 "raw", "parsed", "valid", "outcome", "score", "judge_id", "judge_prompt_sha256", "judge_raw", "judge_score",
+                 "error", "input_tokens", "output_tokens", "cost_usd", "latency_s", "missing")
+
+def strip_of(srcs: list, folder, height: int = 90):
+    "The thumbnails `srcs` (paths relative to `folder`) side by side in one image (None when there are none)."
+    from PIL import Image
+    ims = [Image.open(Path(folder) / s).convert("RGB") for s in srcs]
+    if not ims: return None
+    ims = [im.resize((max(1, round(im.width * height / im.height)), height)) for im in ims]
+    sheet = Image.new("RGB", (sum(im.width for im in ims) + 2 * (len(ims) - 1), height), "white")
+    x = 0
+    for im in ims: sheet.paste(im, (x, 0)); x += im.width + 2
+    return sheet
+
+def wandb_row(item: dict, res: dict, folder, image) -> list:
+    "One table row (the order of `WANDB_COLUMNS`); `image` turns a PIL image into the table's image cell."
+    m, j, t = res.get("media") or {}, res.get("judge") or {}, res.get("tokens") or {}
+    strip = strip_of([f["src"] for f in m.get("frames") or []] + list(m.get("images") or []), folder)
+    text = lambda x: None if x is None else x if isinstance(x, str) else json.dumps(x, ensure_ascii=False)
+    return [item.get("sample_id"), item.get("benchmark"), item.get("subset"), item.get("language"), item.get("locale"),
+            item.get("question"), text(item.get("options")), text(item.get("gold_text")), image(strip) if strip else None,
+            text([f["t"] for f in m.get("frames") or []]), res.get("raw"), text(res.get("parsed")), res.get("valid"), res.get("outcome"),
+            res.get("score"), j.get("judge_id"), j.get("prompt_sha256"), j.get("raw"), j.get("score"), res.get("error"),
+            t.get("input_tokens"), t.get("output_tokens"), res.get("cost_usd"), res.get("latency_s"), text(m.get("missing")) if m.get("missing") else None]
+
+# %% ../nbs/57_view.ipynb #36743651
+def _summary(overall: dict) -> dict:
+    return {k: v for k, v in overall.items() if isinstance(v, (int, float, str, bool)) or v is None}
+
+def to_wandb(runs, project: str | None = None, frames: bool = True, progress: bool = True) -> list[dict]:
+    "Log each of `runs` to W&B (summary + a table of its items with their frames); returns `[{run, wandb_id, items}]`."
+    import tempfile, wandb
+    rs = as_runset(runs)
+    if not len(rs): raise FileNotFoundError("no runs (folders with a run.json) to log")
+    project, out = project or os.environ.get("WANDB_PROJECT") or "vlmlens", []
+    with tempfile.TemporaryDirectory() as tmp:
+        data = site_data(rs, frames, progress, tmp)
+        for m, run in zip(data["runs"], rs):
+            table, n = wandb.Table(columns=list(WANDB_COLUMNS)), 0
+            for k, item in data["items"].items():
+                res = data["results"].get(k, {}).get(m["key"])
+                if res is None or res.get("outcome") == "missing": continue
+                table.add_data(*wandb_row(item, res, tmp, wandb.Image)); n += 1
+            cfg = {"run": m["name"], "run_dir": m["dir"], "label": m["label"], "status": m["status"], **_clean(run.settings())}
+            with wandb.init(project=project, name=m["name"], config=cfg, job_type="eval", reinit="create_new") as wr:
+                wr.summary.update(_summary(m["overall"]))
+                wr.log({"items": table})
+                out.append({"run": m["name"], "wandb_id": wr.id, "items": n})
+    return out
+
+def report_to_wandb(run_dirs, frames: bool = True) -> int:
+    "`vlmlens report RUNS --to wandb`: log the runs and say what was logged (1 when some run could not be read)."
+    rs = RunSet.discover(*run_dirs)
+    if not len(rs): raise FileNotFoundError(f"no runs (folders with a run.json) below {', '.join(map(str, run_dirs))}")
+    for r in rs:
+        if r.status == "broken": print(f"{r.dir}: {r.problem} (logged without items)", file=sys.stderr)
+    for got in to_wandb(rs, frames=frames):
+        print(f"wandb: {got['run']}: {got['items']} items logged as run {got['wandb_id']}")
+    return 1 if any(r.status == "broken" for r in rs) else 0
