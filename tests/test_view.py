@@ -19,9 +19,10 @@ import pytest
 
 from vlmlens import media, view
 from vlmlens.benchmarks.demo import build_demo_data
-from vlmlens.core import Generation, RunConfig
+from vlmlens.core import Generation, Judgment, RunConfig
+from vlmlens.evidence import GRAPH_DIR, ISOLATION_FILE, EvidenceGraph, Node, safe_name, save_graph
 from vlmlens.runner import run
-from vlmlens.store import Run, RunSet
+from vlmlens.store import Run, RunSet, RunStore
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -59,7 +60,19 @@ def runs(tmp_path_factory):
     vids = sorted({m["path"] for s in samples for m in s["media"] if m["kind"] == "video"})
     gone = moved / vids[0]                                                               # paths are relative to the data folder
     gone.rename(gone.with_name("elsewhere.mp4"))                                         # the media has since moved
-    return {"root": root, "runs": root / "runs", "moved": root / "moved-runs", "gold": gold, "err": err, "gone": gone, "data": data}
+    # a judge's verdict and a CURVE-style evidence graph with its isolation rounds on one item of the 'gold' run, written through
+    # the store and the evidence module as `vlmlens isolate` writes them
+    judged = next(s["id"] for s in samples if "video_color" in s["id"])
+    gold_run = RunStore(root / "runs" / "gold", Run.read(root / "runs" / "gold").config_hash)
+    gold_run.append_judgment(Judgment(judged, "judge-x", "ab" * 32, raw="The answer matches the reference. Score: 9", score=9.0, valid=True))
+    g = EvidenceGraph(judged, [Node("n1", "visual", "the first scene is red", 0.0, 1.2), Node("n2", "knowledge", "red is a colour"),
+                               Node("n3", "reasoning", "so the answer is red")], [("n1", "n3"), ("n2", "n3")], 9.5)
+    save_graph(g, root / "runs" / "gold" / GRAPH_DIR / f"{safe_name(judged)}.json")
+    gold_run.append_record(ISOLATION_FILE, {"sample_id": judged, "mode": "iterative", "outcome": "resolved", "errors": ["perception"],
+        "rounds": [{"round": 1, "prompt": "p", "response": "blue", "node": "n1", "label": "perception", "hint": "Look at the first scene."},
+                   {"round": 2, "prompt": "p", "response": "red", "node": None, "label": None}], "n_nodes": 3, "n_unevaluated": 0})
+    gold_run.close()
+    return {"root": root, "runs": root / "runs", "judged": judged, "moved": root / "moved-runs", "gold": gold, "err": err, "gone": gone, "data": data}
 
 
 @pytest.fixture(scope="module")
@@ -269,6 +282,25 @@ def test_moved_media_and_errors_show_in_the_page(runs, site, browser):
     assert "ServerError: 500 from the provider" in text
     _open(browser, (site / "index.html").as_uri() + "#outcome=errored")
     browser.save_screenshot(str(REPO / "outputs" / "view-list.png"))
+    assert _errors(browser) == []
+
+
+def test_judge_reply_and_evidence_graph_show_beside_the_answer(runs, site, browser):
+    from selenium.webdriver.common.by import By
+    ix = _index(site)
+    gold = next(r["key"] for r in ix["runs"] if r["name"] == "gold")
+    i = ix["keys"].index(runs["judged"])
+    assert ix["res"][gold]["j"][i] == 9.0
+    _open(browser, (site / "index.html").as_uri() + f"#jmin=8&run={gold}")
+    assert _rows(browser) == [runs["judged"]]                                      # the judge-score filter
+    _open(browser, (site / "index.html").as_uri() + "#item=" + runs["judged"])
+    col = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f".col[data-run='{gold}'] svg.graph"))[0]
+    assert len(col.find_elements(By.CSS_SELECTOR, "rect")) == 3 and len(col.find_elements(By.CSS_SELECTOR, "rect.failed")) == 1
+    text = browser.find_element(By.CSS_SELECTOR, f".col[data-run='{gold}']").text
+    assert "The answer matches the reference. Score: 9" in text and "judge-x" in text and "abababab" in text
+    assert "isolation (iterative): resolved" in text and "Look at the first scene." in text
+    browser.execute_script("arguments[0].scrollIntoView()", col)
+    browser.save_screenshot(str(REPO / "outputs" / "view-evidence.png"))
     assert _errors(browser) == []
 
 
