@@ -270,6 +270,7 @@
     renderFilters();
     renderList(filtered());
     renderDetail();
+    if (!document.body.dataset.readyMs) document.body.dataset.readyMs = String(Math.round(performance.now()));   // first page shown
     document.body.dataset.ready = "1";
   }
   renderRuns();
