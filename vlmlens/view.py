@@ -101,7 +101,8 @@ def _score_rows(run: Run) -> tuple:
     "`({sample_id: score row}, problem)` from the run's scores.csv."
     try: df = run.scores()
     except ValueError as e: return {}, str(e)
-    return {str(r["sample_id"]): _clean(r) for r in df.to_dict("records")}, None
+    ok = lambda v: None if isinstance(v, float) and not math.isfinite(v) else v        # flat rows of Python scalars: NaN -> None
+    return {str(r["sample_id"]): {k: ok(v) for k, v in r.items()} for r in df.to_dict("records")}, None
 
 # %% ../nbs/57_view.ipynb #04032f94
 def run_items(run: Run) -> dict:
@@ -121,10 +122,10 @@ def run_items(run: Run) -> dict:
             "bench": bench, "problems": problems}
 
 # %% ../nbs/57_view.ipynb #36c6c48f
-def evidence_of(run: Run, sample_id: str, isolation: dict) -> dict | None:
-    "`{graph, isolation}` of one item of a run (None when isolation never ran on it)."
+def evidence_of(run: Run, sample_id: str, isolation: dict, graphs: set | None = None) -> dict | None:
+    "`{graph, isolation}` of one item of a run (None when isolation never ran on it); `graphs`: the run's graph file names, if known."
     g = run.dir / GRAPH_DIR / f"{safe_name(sample_id)}.json"
-    try: graph = json.loads(g.read_text(encoding="utf-8")) if g.is_file() else None
+    try: graph = json.loads(g.read_text(encoding="utf-8")) if (g.name in graphs if graphs is not None else g.is_file()) else None
     except (OSError, ValueError) as e: graph = {"error": f"{g}: {e}"}
     recs = isolation.get(sample_id) or []
     return {"graph": graph, "isolation": recs} if graph is not None or recs else None
@@ -165,7 +166,7 @@ def result_fields(pred: dict | None, row: dict | None, judgment: dict | None) ->
     j = {k: judgment.get(k) for k in ("judge_id", "prompt_sha256", "raw", "score", "valid", "flags")} if judgment else None
     extra = {k: v for k, v in row.items() if k not in ("sample_id", "subset", "language", "locale", "answer_type", "align_id",
              "question", "gold", "gold_text", "parsed", "valid", "error", "raw", "score") and v not in (None, "")}
-    return _clean({"outcome": outcome(pred, score), "score": score, "raw": pred.get("raw"), "parsed": pred.get("parsed"),
+    return ({"outcome": outcome(pred, score), "score": score, "raw": pred.get("raw"), "parsed": pred.get("parsed"),
                    "valid": pred.get("valid"), "error": pred.get("error"), "finish_reason": pred.get("finish_reason"),
                    "thinking": _thinking(pred), "judge": j, "tokens": {k: v for k, v in u.items() if "tokens" in k},
                    "cost_usd": u.get("cost_usd", row.get("cost_usd")), "latency_s": pred.get("latency_s"),
@@ -183,6 +184,7 @@ def _run_results(key, run, it, items, results, thumbs, cache, progress):
     "Add one run's items to `items` / `results` (media re-sampled when `thumbs` is given)."
     from tqdm.auto import tqdm
     iso, bench = isolation_records(run), it["bench"]
+    graphs = {p.name for p in (run.dir / GRAPH_DIR).glob("*.json")}
     bname = run.config.benchmark if run.config else None
     for sid in tqdm(list(dict.fromkeys([*it["rows"], *it["preds"]])), desc=f"view {run.name}", disable=not progress, unit="item"):
         s, p, row = it["samples"].get(sid), it["preds"].get(sid), it["rows"].get(sid)
@@ -192,7 +194,7 @@ def _run_results(key, run, it, items, results, thumbs, cache, progress):
         if thumbs is not None:
             res["media"] = item_media(bench, s, run.config, run.info, thumbs, cache) if s is not None and bench is not None else \
                 {"frames": [], "images": [], "text": [], "missing": ["the run's data could not be loaded: the media it was given is unknown"]}
-        ev = evidence_of(run, sid, iso)
+        ev = evidence_of(run, sid, iso, graphs)
         if ev: res["evidence"] = ev
         results.setdefault(k, {})[key] = res
 
@@ -254,7 +256,10 @@ def check_out(out) -> Path:
     return out
 
 def _js(path: Path, prefix: str, obj, suffix: str = ";\n"):
-    path.write_text(prefix + json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + suffix, encoding="utf-8")
+    dump = lambda o: json.dumps(o, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try: text = dump(obj)
+    except (ValueError, TypeError): text = dump(_clean(obj))          # a NaN or an odd value somewhere: the slow, safe copy
+    path.write_text(prefix + text + suffix, encoding="utf-8")
 
 def write_site(runs, out="vlmlens-view", frames: bool = True, progress: bool = True) -> Path:
     "Write the viewer of `runs` (folders, a RunSet or Runs) to `out`; returns the path of its `index.html`."
