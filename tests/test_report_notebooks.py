@@ -280,6 +280,7 @@ def check_report(nb_path, report_dir, min_figures: int):
     tex = "\n".join(p.read_text(encoding="utf-8") for p in (Path(report_dir) / "tables").glob("*.tex"))
     assert not re.search(r"(^|&)\s*(None|NaN|nan|<NA>)\s*(&|\\\\)", tex, re.M)
     check_tex_compiles(Path(report_dir) / "tables")
+    assert (Path(report_dir) / "view" / "index.html").is_file() and any('src="' in h and "view/index.html" in h for h in html)  # ends with the viewer
     return "\n".join(text for o in outs for text in [o.get("text", "") or o.get("data", {}).get("text/plain", "")])
 
 

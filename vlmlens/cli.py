@@ -25,6 +25,7 @@ from .report import machine_frame, model_name, rates_table, render_table, run_co
 from .runner import check_answered, estimate_run, launch_env, rescore, run
 from .store import RunSet
 from .sweep import compact_table, run_sweep
+from . import view
 from .vs_paper import vs_paper_report
 
 # %% auto #0
@@ -89,7 +90,7 @@ def _add_subcommands(sub):
     s.add_argument("--graphs", default="failed", choices=("failed", "all"),
                    help="compile evidence graphs for failed items only, or for all (graph statistics over all, as the paper)")
     curation_cli.add_parser(sub, extensions=CURATE_EXTENSIONS)
-    data.add_parser(sub)
+    data.add_parser(sub); view.add_parser(sub)             # `vlmlens view`, and `report --to wandb`
     s = sub.add_parser("demo", help="run the shipped demo benchmark on the tiny offline model")
     s.add_argument("--model", default="tiny-qwen2.5-vl"); s.add_argument("--output-root", default="outputs")
     s.add_argument("--frames", dest="num_frames", type=int, default=8); s.add_argument("--limit", type=int)
@@ -198,8 +199,10 @@ def _dispatch(a) -> int:
         _printed(lambda: isolate_run(a.run_dir, compiler=a.compiler, labeller=a.labeller, model=a.model, max_rounds=a.max_rounds,
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),
                  lambda out: print(json.dumps(out, indent=1, default=str)))
+    elif a.command == "report" and a.to == "wandb": return view.report_to_wandb(a.run_dirs)
     elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures)
     elif a.command == "data": return data.main(a)
+    elif a.command == "view": return view.main(a)
     elif a.command == "curate": return curation_cli.main(a, extensions=CURATE_EXTENSIONS)
     return 0
 

@@ -592,13 +592,16 @@ def judgments(self: Run) -> list[Judgment]: return self.store.load_judgments() i
 _ID_COLS = {"sample_id": str, "align_id": str, "subset": str, "language": str}
 
 @patch
-def scores(self: Run):
-    "The run's score rows as a DataFrame (empty, with a `sample_id` column, when there are none)."
+def scores(self: Run, columns=None):
+    "The run's score rows as a DataFrame (empty, with a `sample_id` column, when there are none); `columns`: only those that exist."
     import pandas as pd
     p = self.dir / "scores.csv"
-    if not p.exists() or not p.read_text(encoding="utf-8").strip(): return pd.DataFrame(columns=["sample_id", "score"])
-    try: return pd.read_csv(p, dtype=_ID_COLS, keep_default_na=False, na_values=[""])
+    if not p.exists() or p.stat().st_size == 0: return pd.DataFrame(columns=["sample_id", "score"])
+    use = None if columns is None else (lambda c: c in columns)
+    try: df = pd.read_csv(p, dtype=_ID_COLS, keep_default_na=False, na_values=[""], usecols=use)
+    except pd.errors.EmptyDataError: return pd.DataFrame(columns=["sample_id", "score"])
     except Exception as e: raise ValueError(f"{p}: cannot read ({type(e).__name__}: {e})") from None
+    return df
 
 # %% ../nbs/02_store.ipynb #3cef5822
 _NOT_RESULTS = ("run_name", "output_root", "progress", "overwrite", "limit", "shard", "batch_size", "device", "force",
@@ -680,17 +683,29 @@ def table(self: RunSet):
 
 # %% ../nbs/02_store.ipynb #6e1c9a35
 @patch
-def scores(self: RunSet):
-    "All score rows of all runs, each tagged with `run`, `run_dir` and its run's `cfg_*` settings."
-    import pandas as pd
-    frames = []
+def scores(self: RunSet, columns=None, categorical: bool = False):
+    "All score rows of all runs, each tagged with `run`, `run_dir` and its run's `cfg_*` settings; `columns`: only those (score and tag columns alike)."
+    import numpy as np, pandas as pd
+    frames, tags = [], []
     for r in self.runs:
         if r.status == "broken": continue
-        s = r.scores()
+        s = r.scores(columns)
         if not len(s): continue
-        for k, v in {"run": r.name, "run_dir": str(r.dir), **config_columns(r)}.items(): s[k] = v
-        frames.append(s)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "sample_id", "score"])
+        tag = {k: v for k, v in {"run": r.name, "run_dir": str(r.dir), **config_columns(r)}.items() if columns is None or k in columns}
+        if not categorical:
+            for k, v in tag.items(): s[k] = v
+        frames.append(s); tags.append(tag)
+    if not frames: return pd.DataFrame(columns=list(columns) if columns else ["run", "sample_id", "score"])
+    out = pd.concat(frames, ignore_index=True)
+    if not categorical: return out
+    which = np.repeat(np.arange(len(frames)), [len(f) for f in frames])
+    for k in dict.fromkeys(k for t in tags for k in t):                # a tag is one value per run: one code per row
+        vals = [t.get(k) for t in tags]
+        if all(v is None or isinstance(v, str) for v in vals):
+            cats = sorted({v for v in vals if v is not None})
+            out[k] = pd.Categorical.from_codes(np.array([cats.index(v) if v is not None else -1 for v in vals])[which], cats)
+        else: out[k] = pd.Series(vals).to_numpy()[which]
+    return out
 
 @patch
 def varying(self: RunSet) -> dict[str, list]:
