@@ -555,7 +555,7 @@ def test_empty_and_truncated_answers_are_recorded_and_never_cached(server, keys,
         replies = {"q0": openai_chat(None, finish_reason="length", completion_tokens=64), "q1": openai_chat("", finish_reason="stop"),
                    "q2": openai_chat("The answer is", finish_reason="length", completion_tokens=64)}
     else:
-        replies = {"q0": gemini_content(None, finish_reason="MAX_TOKENS", thoughts_tokens=64), "q1": gemini_content("", finish_reason="STOP"),
+        replies = {"q0": gemini_content(None, finish_reason="MAX_TOKENS", candidates_tokens=64), "q1": gemini_content("", finish_reason="STOP"),
                    "q2": gemini_content("The answer is", finish_reason="MAX_TOKENS")}
     server.responder = lambda call: replies.get(call.text.split()[-1])
     g0, g1, g2, g3 = b.generate(text_requests(4))

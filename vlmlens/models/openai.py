@@ -183,10 +183,12 @@ def _parse_completion(d) -> Reply:
     fr, refusal, content = ch.get("finish_reason"), msg.get("refusal"), msg.get("content")
     if not refusal and fr == "content_filter": refusal = "finish_reason=content_filter"
     if content is not None and not isinstance(content, str): raise CallError("malformed", "message content is not a string")
+    think = msg.get("reasoning") if msg.get("reasoning") is not None else msg.get("reasoning_content")
+    if think is not None and not isinstance(think, str): raise CallError("malformed", "message reasoning is not a string")
     model = d.get("model") if isinstance(d.get("model"), str) else None
     return Reply(content, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), n_reason,
                  refusal=str(refusal) if refusal else None, model_version=model, finish_reason=fr if isinstance(fr, str) else None,
-                 cached_input_tokens=n_cached)
+                 cached_input_tokens=n_cached, thinking=think or None)
 
 # %% ../../nbs/13_models_openai.ipynb #4682ea61
 @patch
