@@ -84,3 +84,21 @@ def test_predictions_keep_thinking_and_never_parse_it(server, keys, tmp_path):
     assert all(p["error"] is None and p["raw"] == "" and p["thinking"] == "The answer is (A) because"
                and p["extra"]["invalid_reason"] == THINKING_UNFINISHED for p in cut)
     assert s["overall"]["n_invalid"] == 2 and s["overall"]["n_errors"] == 0
+
+
+def test_thinking_switch_reaches_the_server_and_is_refused_where_it_means_nothing(server, keys, tmp_path, monkeypatch, capsys):
+    "`thinking=false` goes as vLLM's documented chat-template switch, is in the run hash, and OpenAI's models refuse it."
+    from vlmlens.cli import main
+    server.responder = lambda call: openai_chat("B")
+    b = OpenAIBackend("qwen3-vl-thinking", base_url=server.openai_base_url, compatible=True, thinking="false", **OPTS)
+    assert b.generate([Request("s0", [message("user", "q0")])], max_new_tokens=8)[0].text == "B"
+    b.close()
+    body = server.requests("openai")[-1].json
+    assert body["chat_template_kwargs"] == {"enable_thinking": False} and "extra_body" not in body
+    on, off = (RunConfig("demo", "openai-compatible:m@http://h/v1", model_kwargs={"thinking": v}) for v in (True, False))
+    assert on.hash() != off.hash()
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.0123456789")
+    out = tmp_path / "out"
+    rc = main(["run", "--benchmark", "demo", "--model", "gpt-5", "--model-kwarg", "thinking=false", "--output-root", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "reasoning_effort" in err[0] and not out.exists()
