@@ -291,7 +291,7 @@ def price_entry(table: dict, model: str | None) -> dict | None:
 
 # %% ../../nbs/12_models_api.ipynb #3e862766
 USAGE_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "cache_write_1h_tokens", "output_tokens", "reasoning_tokens",
-              "cached", "cost_usd")
+              "cached", "cost_usd", "reasoning_cost_usd")
 _PRICE_FIELDS = ("input", "cached_input", "cache_write", "cache_write_1h", "output")
 
 def load_prices(prices=None, model: str | None = None) -> dict | None:
@@ -336,6 +336,8 @@ def make_usage(input_tokens, output_tokens, reasoning_tokens=None, *, cached: bo
     if reasoning_tokens is not None: u["reasoning_tokens"] = int(reasoning_tokens)
     c = cost_usd(u, price)
     if c is not None: u["cost_usd"] = 0.0 if cached else c
+    if c is not None and reasoning_tokens:                      # thinking is billed as output: its share of the cost
+        u["reasoning_cost_usd"] = 0.0 if cached else round(int(reasoning_tokens) * price["output"] / 1e6, 10)
     return u
 
 # %% ../../nbs/12_models_api.ipynb #dfb64bae
@@ -601,7 +603,7 @@ def _finish(self: APIBackend, reply: Reply, key: str | None, latency: float, bar
         return Generation(None, usage, latency, error=f"{kind}: {why} (finish_reason={fr})", finish_reason=fr)
     if fr == "length": self.stats["truncated"] += 1
     elif key is not None and self.cache is not None:
-        cached = {**{k: v for k, v in usage.items() if k != "cost_usd"}, "finish_reason": fr}
+        cached = {**{k: v for k, v in usage.items() if k not in ("cost_usd", "reasoning_cost_usd")}, "finish_reason": fr}
         kept = f"<think>{thinking}</think>{text}" if thinking else text   # the cache keeps the thinking in tags
         self._set_aside((key, kept, cached))                       # (SQLite writes stay off the event loop)
     bar.finished(True)
