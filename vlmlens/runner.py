@@ -24,6 +24,7 @@ from .judges import LANG_NAMES, JudgeItem, reference_text
 from .metrics import aggregate, rates
 from .models import registry
 from .models.api import cost_usd
+from .scoring import THINKING_UNFINISHED
 from .store import RunStore, open_run, shard_filter
 
 log = logging.getLogger("vlmlens")
@@ -151,15 +152,17 @@ def _generate(backend, reqs, cfg) -> tuple[list[Generation], float]:
 
 # %% ../nbs/40_runner.ipynb #9d3e4f75
 def prediction_of(bench: Benchmark, s: Sample, cfg: RunConfig, backend, texts: list, usages: list, latency: float,
-                  finish: str | None, error: str | None = None) -> Prediction:
-    "One sample's finished Prediction from its stages' texts (the last is the answer), or its error."
+                  finish: str | None, error: str | None = None, thinking: str | None = None) -> Prediction:
+    "One sample's finished Prediction from its stages' texts (the last is the answer) and thinking, or its error."
+    cap = cfg.max_raw_chars
     common = dict(usage=_sum_usage(usages), latency_s=latency or None, model_id=backend.model_id,
-                  model_revision=backend.revision, finish_reason=finish)
+                  model_revision=backend.revision, finish_reason=finish, thinking=thinking[:cap] if thinking and cap else thinking)
     if error is not None: p = Prediction(s.id, cfg.hash(), raw=(texts or [None])[-1], error=error, **common)
     else:
         parsed, valid = bench.parse(s, texts[-1])
         p = Prediction(s.id, cfg.hash(), raw=texts[-1], parsed=parsed, valid=bool(valid),
                        extra={"stages": texts[:-1]} if len(texts) > 1 else {}, **common)
+        if thinking is not None and not (texts[-1] or "").strip(): p.extra["invalid_reason"] = THINKING_UNFINISHED
     return finish_prediction(bench, s, p, cfg.max_raw_chars)
 
 def run_batch(bench: Benchmark, backend, batch: list[Sample], cfg: RunConfig, cache=None, frames: int | None = None,
@@ -167,7 +170,7 @@ def run_batch(bench: Benchmark, backend, batch: list[Sample], cfg: RunConfig, ca
     "Generate (all stages), parse and finish one batch; one Prediction per sample, errors included."
     errors, fit = {}, frame_fit(backend)
     texts, usages = {s.id: [] for s in batch}, {s.id: [] for s in batch}
-    lat, finish = {s.id: 0.0 for s in batch}, {s.id: None for s in batch}
+    lat, finish, think = {s.id: 0.0 for s in batch}, {s.id: None for s in batch}, {}
     for stage in range(max(1, int(bench.num_stages(cfg)))):
         ready, reqs = [], []
         for s in (s for s in batch if s.id not in errors):
@@ -179,10 +182,10 @@ def run_batch(bench: Benchmark, backend, batch: list[Sample], cfg: RunConfig, ca
         for s, g in zip(ready, gens):
             usages[s.id].append(g.usage); finish[s.id] = g.finish_reason
             lat[s.id] += g.latency_s if g.latency_s is not None else dt / len(reqs)
-            texts[s.id].append(g.text)
+            texts[s.id].append(g.text); think[s.id] = g.thinking
             if g.error is not None: errors[s.id] = g.error
-    return [prediction_of(bench, s, cfg, backend, texts[s.id], usages[s.id], lat[s.id], finish[s.id], errors.get(s.id))
-            for s in batch]
+    return [prediction_of(bench, s, cfg, backend, texts[s.id], usages[s.id], lat[s.id], finish[s.id], errors.get(s.id),
+                          think.get(s.id)) for s in batch]
 
 # %% ../nbs/40_runner.ipynb #0138901b
 def latest_judgments(judgments: Iterable[Judgment], judge_id: str | None = None) -> dict:
@@ -474,7 +477,8 @@ def stream_pending(bench: Benchmark, backend, items: list[Sample], cfg: RunConfi
             sent.append(s); yield req
     for i, g in backend.generate_iter(requests(), max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
                                       seed=cfg.seed, progress=False):
-        done([prediction_of(bench, sent[i], cfg, backend, [g.text], [g.usage], g.latency_s or 0.0, g.finish_reason, g.error)])
+        done([prediction_of(bench, sent[i], cfg, backend, [g.text], [g.usage], g.latency_s or 0.0, g.finish_reason, g.error,
+                            g.thinking)])
 
 # %% ../nbs/40_runner.ipynb #b2c3d41b
 def generate_claimed(bench: Benchmark, backend, items: list[Sample], cfg: RunConfig, store: RunStore, cache, frames, done,

@@ -185,8 +185,10 @@ def parse_message(d) -> Reply:
     stop = d.get("stop_reason") if isinstance(d.get("stop_reason"), str) else None
     refusal = "stop_reason=refusal" if stop == "refusal" else None
     model = d.get("model") if isinstance(d.get("model"), str) else None
+    thoughts = [b["thinking"] for b in d["content"] if b.get("type") == "thinking" and isinstance(b.get("thinking"), str)]
     return Reply("".join(texts) if texts else None, n_in, _count(usage.get("output_tokens")), None, refusal, model, stop,
-                 cached_input_tokens=n_read, cache_write_tokens=n_write, cache_write_1h_tokens=n_1h)
+                 cached_input_tokens=n_read, cache_write_tokens=n_write, cache_write_1h_tokens=n_1h,
+                 thinking="\n\n".join(thoughts) or None)
 
 # %% ../../nbs/16_models_anthropic.ipynb #092ca988
 @patch

@@ -394,7 +394,8 @@ def parse_gemini_response(resp) -> Reply:
     n_think = getattr(um, "thoughts_token_count", None)
     n_cached = getattr(um, "cached_content_token_count", None) or 0      # part of prompt_token_count
     version = getattr(resp, "model_version", None)
-    r = lambda text, refusal=None, fr=None: Reply(text, n_in, n_cand + (n_think or 0), n_think, refusal, version, fr, n_cached)
+    r = lambda text, refusal=None, fr=None, th=None: Reply(text, n_in, n_cand + (n_think or 0), n_think, refusal, version, fr,
+                                                         n_cached, thinking=th)
     pf = getattr(resp, "prompt_feedback", None)
     block = _enum_name(getattr(pf, "block_reason", None)) if pf is not None else None
     if block and block != "BLOCKED_REASON_UNSPECIFIED":
@@ -406,7 +407,8 @@ def parse_gemini_response(resp) -> Reply:
     fr = _enum_name(getattr(c, "finish_reason", None))
     if fr in REFUSAL_FINISH: return r(None, f"finish_reason={fr}", fr)
     parts = getattr(getattr(c, "content", None), "parts", None) or []
-    return r("".join(p.text for p in parts if getattr(p, "text", None) and not getattr(p, "thought", False)), None, fr)
+    said = lambda thought: "".join(p.text for p in parts if getattr(p, "text", None) and bool(getattr(p, "thought", False)) == thought)
+    return r(said(False), None, fr, said(True) or None)
 
 # %% ../../nbs/14_models_gemini.ipynb #4c93d843
 def _resolve_part(p: dict, files: dict) -> dict:

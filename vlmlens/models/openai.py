@@ -76,7 +76,7 @@ class OpenAIBackend(APIBackend):
                  compatible: bool = False, token_param: str | None = None, reasoning: bool | None = None,
                  reasoning_effort: str | None = None, reasoning_allowance: int = 8192, detail: str = "auto",
                  frame_detail: str | None = None, frame_timestamps: bool = True, jpeg_quality: int = 90,
-                 extra_body: dict | None = None, max_images: int | None = None, **kw):
+                 extra_body: dict | None = None, max_images: int | None = None, thinking=None, **kw):
         shown, url_secrets = redact_url(base_url.rstrip("/") if base_url else None)
         name = (name or model_id).replace(base_url or "\0", shown or "").replace((base_url or "\0").rstrip("/"), shown or "")
         self.key_env = (api_key_env or ("OPENAI_COMPATIBLE_API_KEY" if compatible else "OPENAI_API_KEY"),)
@@ -90,6 +90,10 @@ class OpenAIBackend(APIBackend):
             raise ValueError(f"{name}: token_param must be 'max_tokens' or 'max_completion_tokens', got {token_param!r}")
         if reasoning_effort is not None and not reasoning:
             raise ValueError(f"{name}: reasoning_effort applies to reasoning models only (gpt-5*, o-series)")
+        if thinking is not None and not compatible:
+            raise ValueError(f"{name}: thinking= switches an open model's thinking on a vLLM/SGLang server "
+                             f"(openai-compatible:); OpenAI's reasoning models take reasoning_effort instead")
+        thinking = None if thinking is None else as_bool(thinking, f"{name}: thinking")
         try: import openai  # noqa: F401  (imported here, once, so a missing package fails now and not mid-run)
         except ImportError: raise ImportError(f"{name}: the OpenAI backend needs the `openai` package (pip install openai)") from None
         super().__init__(name, model_id, **kw)
@@ -100,7 +104,9 @@ class OpenAIBackend(APIBackend):
         self.reasoning_allowance, self.jpeg_quality = int(reasoning_allowance), int(jpeg_quality)
         self.detail, self.frame_detail, self.frame_timestamps = detail, frame_detail, as_bool(frame_timestamps, f"{name}: frame_timestamps")
         self.max_images = int(max_images) if max_images else None      # images (frames included) one request may carry
-        self.extra_body = dict(extra_body or {})
+        self.extra_body, self.thinking = dict(extra_body or {}), thinking
+        if thinking is not None:                                   # the chat template's switch, as vLLM and SGLang document it
+            self.extra_body["chat_template_kwargs"] = {**self.extra_body.get("chat_template_kwargs", {}), "enable_thinking": thinking}
         self._client = None
 
 # %% ../../nbs/13_models_openai.ipynb #7fc36ce7
@@ -139,7 +145,7 @@ def billed_visual_tokens(self: OpenAIBackend, width: int, height: int, num_frame
 def info(self: OpenAIBackend) -> dict:
     "`APIBackend.info` plus the URL (redacted) and the request options."
     return self.scrub({**APIBackend.info(self), "base_url": self.base_url_shown, "max_tokens_param": self.token_param,
-                       "reasoning_effort": self.reasoning_effort, "detail": self.detail, "frame_detail": self.frame_detail,
+                       "reasoning_effort": self.reasoning_effort, "thinking": self.thinking, "detail": self.detail, "frame_detail": self.frame_detail,
                        "frame_timestamps": self.frame_timestamps})
 
 # %% ../../nbs/13_models_openai.ipynb #7fc36ce8
@@ -183,10 +189,12 @@ def _parse_completion(d) -> Reply:
     fr, refusal, content = ch.get("finish_reason"), msg.get("refusal"), msg.get("content")
     if not refusal and fr == "content_filter": refusal = "finish_reason=content_filter"
     if content is not None and not isinstance(content, str): raise CallError("malformed", "message content is not a string")
+    think = msg.get("reasoning") if msg.get("reasoning") is not None else msg.get("reasoning_content")
+    if think is not None and not isinstance(think, str): raise CallError("malformed", "message reasoning is not a string")
     model = d.get("model") if isinstance(d.get("model"), str) else None
     return Reply(content, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), n_reason,
                  refusal=str(refusal) if refusal else None, model_version=model, finish_reason=fr if isinstance(fr, str) else None,
-                 cached_input_tokens=n_cached)
+                 cached_input_tokens=n_cached, thinking=think or None)
 
 # %% ../../nbs/13_models_openai.ipynb #4682ea61
 @patch
