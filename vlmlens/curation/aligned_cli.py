@@ -195,6 +195,7 @@ def _release_exam(a) -> int:
     if set(logs) != set(steps): raise ValueError(f"--verdicts must name the languages of --from ({', '.join(steps)})")
     rep = ocr.release_exam(a.release, a.subset, steps, logs)
     print(f"{a.subset}: {rep['n_released']} questions in {', '.join(rep['languages'])} -> {a.release}")
+    for k, note in rep.get("gold_applied", {}).items(): print(f"{k}: {note}")
     for k, why in rep["dropped"].items(): print(f"dropped {k}: {why}")
     _released("release-exam", rep["n_released"], rep["dropped"])
     return 0
