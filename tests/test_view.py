@@ -72,6 +72,7 @@ def runs(tmp_path_factory):
         "rounds": [{"round": 1, "prompt": "p", "response": "blue", "node": "n1", "label": "perception", "hint": "Look at the first scene."},
                    {"round": 2, "prompt": "p", "response": "red", "node": None, "label": None}], "n_nodes": 3, "n_unevaluated": 0})
     gold_run.close()
+    (root / "runs" / "broken").mkdir(); (root / "runs" / "broken" / "run.json").write_text("{not json")   # a run folder that cannot be read
     return {"root": root, "runs": root / "runs", "judged": judged, "moved": root / "moved-runs", "gold": gold, "err": err, "gone": gone, "data": data}
 
 
@@ -97,7 +98,9 @@ def _details(site, key):
 def test_site_shows_each_runs_answer_and_what_is_missing(runs, site):
     ix = _index(site)
     by = {r["name"]: r for r in ix["runs"]}
-    assert set(by) == {"always-a", "gold", "killed", "moved"}
+    assert set(by) == {"always-a", "gold", "killed", "moved", "broken"}
+    assert by["broken"]["status"] == "broken" and "cannot read the run's config" in " ".join(by["broken"]["problems"])
+    assert by["broken"]["key"] not in ix["res"] or set(ix["res"][by["broken"]["key"]]["o"]) == {0}
     assert by["killed"]["status"] == "partial" and any("no summary.json" in p for p in by["killed"]["problems"])
     k_gold, k_a = by["gold"]["key"], by["always-a"]["key"]
     d = _details(site, runs["err"])
@@ -126,6 +129,16 @@ def test_frames_are_the_ones_the_run_used(runs, site):
         fr = d["runs"][by[name]]["media"]["frames"]
         assert [f["t"] for f in fr] == [round(t, 3) for t in media.sample_frames(path, num_frames=n).timestamps_s]
         assert all((site / f["src"]).is_file() for f in fr)
+
+
+def test_frames_follow_the_count_the_models_context_allowed(runs, tmp_path):
+    "A run whose model could hold fewer frames than configured (run.json `frames_fit`) shows the frames it was actually given."
+    from vlmlens.benchmarks.base import get_benchmark
+    run_ = Run.read(runs["runs"] / "always-a")
+    b = get_benchmark("demo")
+    s = next(s for s in b.load(run_.config)[0] if s.subset == "video_color")
+    got = view.item_media(b, s, run_.config, {**run_.info, "frames_fit": {"requested": 8, "used": 3}}, view.Thumbs(tmp_path))
+    assert [f["t"] for f in got["frames"]] == [round(t, 3) for t in media.sample_frames(s.media_of("video")[0].path, num_frames=3).timestamps_s]
 
 
 def test_moved_media_is_named_per_item_and_the_rest_still_shows(runs, site):
