@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from loopback_hub import HubServer
+from loopback_hub import IB_EPISODE, IB_MOVIE, IB_OLDER, IB_PINNED, HubServer, build_infinibench_hub, ib_rows
 
 REPO = "Vision-CAIR/InfiniBench"
 COLUMNS = ["question_id", "skill_name", "split", "video_path_mp4", "video_subtitles", "question", "options", "answer_idx", "answer"]
@@ -46,7 +46,7 @@ def env(tmp_path):
 
 
 def test_get_from_the_hub_writes_a_lock_and_verify_names_a_damaged_file(tmp_path, env):
-    with HubServer(_infinibench_repo(tmp_path / "repo"), REPO) as hub:
+    with HubServer(_infinibench_repo(tmp_path / "repo"), REPO, commit=IB_PINNED) as hub:
         out = _cli(["get", "infinibench", "--no-progress"], {**env, "HF_ENDPOINT": hub.url})
         assert out.returncode == 0, out.stderr[-2000:]
     folder = tmp_path / "data" / "infinibench"
@@ -72,7 +72,7 @@ def test_get_from_the_hub_writes_a_lock_and_verify_names_a_damaged_file(tmp_path
 
 def test_a_hub_download_killed_midway_resumes_and_sends_at_most_one_chunk_twice(tmp_path, env):
     size = 8 << 20
-    with HubServer(_infinibench_repo(tmp_path / "repo", big=size), REPO) as hub:
+    with HubServer(_infinibench_repo(tmp_path / "repo", big=size), REPO, commit=IB_PINNED) as hub:
         hub.delay = 0.02                                                       # ~64 KiB per 20 ms: killable
         e = {**env, "HF_ENDPOINT": hub.url}
         p = subprocess.Popen([sys.executable, "-m", "vlmlens", "data", "get", "infinibench", "--no-progress"], env=e,
@@ -195,7 +195,7 @@ def test_infinibench_videos_need_consent_arrive_as_archive_parts_and_prepare_unp
     raw = buf.getvalue()
     for i, k in enumerate(("aa", "ab", "ac")):
         (repo / "test" / f"test_videos.tar.gz.part_{k}").write_bytes(raw[i * len(raw) // 3:(i + 1) * len(raw) // 3])
-    with HubServer(repo, REPO) as hub:
+    with HubServer(repo, REPO, commit=IB_PINNED) as hub:
         e = {**env, "HF_ENDPOINT": hub.url}
         out = _cli(["get", "infinibench", "--videos", "--no-progress"], e)
         assert out.returncode == 2 and "TVQA" in out.stderr and "--accept-license" in out.stderr
@@ -215,7 +215,7 @@ def test_infinibench_videos_need_consent_arrive_as_archive_parts_and_prepare_unp
 
 def test_an_infinibench_run_without_data_path_reads_the_fetched_split(tmp_path, env, server):
     server.reset(); server.default_text = "Answer: 1"
-    with HubServer(_infinibench_repo(tmp_path / "repo"), REPO) as hub:
+    with HubServer(_infinibench_repo(tmp_path / "repo"), REPO, commit=IB_PINNED) as hub:
         assert _cli(["get", "infinibench", "--no-progress"], {**env, "HF_ENDPOINT": hub.url}).returncode == 0
     out = subprocess.run(
         [sys.executable, "-m", "vlmlens", "run", "--benchmark", "infinibench", "--model", "gpt-4o", "--modality", "metadata",
@@ -224,7 +224,7 @@ def test_an_infinibench_run_without_data_path_reads_the_fetched_split(tmp_path, 
         env={**env, "OPENAI_API_KEY": "test-openai-key.not-real.000000000000"}, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     info = json.loads((tmp_path / "out" / "ib" / "run.json").read_text())
-    assert info["config"]["data_path"].endswith("infinibench/test/test.csv")
+    assert info["config"]["data_path"].endswith("infinibench/test")                  # the split folder: its CSV or skill files
     assert info["dataset"]["revision"] == hub.commit and info["dataset"]["split"] == "test"
     assert json.loads((tmp_path / "out" / "ib" / "summary.json").read_text())["overall"]["n"] == 3
 
@@ -281,7 +281,7 @@ def test_prepare_joins_a_tvqa_copy_into_the_episodes_the_infinibench_loader_read
     from vlmlens.benchmarks.base import get_benchmark
     from vlmlens.core import RunConfig
     tv = _tvqa_copy(tmp_path / "tvqa")
-    with HubServer(_infinibench_episode_rows(tmp_path / "repo"), REPO) as hub:
+    with HubServer(_infinibench_episode_rows(tmp_path / "repo"), REPO, commit=IB_PINNED) as hub:
         assert _cli(["get", "infinibench", "--no-progress"], {**env, "HF_ENDPOINT": hub.url}).returncode == 0
     args = ["prepare", "infinibench", "--tvqa-clips", str(tv["frames"]), "--tvqa-subtitles", str(tv["subs"]), "--no-progress"]
     out = _cli(args, env, timeout=300)
@@ -384,3 +384,120 @@ def test_a_run_on_the_default_release_and_one_naming_the_same_file_are_one_run(t
     assert len(runs) == 1, [p.name for p in runs]
     info = json.loads((runs[0] / "run.json").read_text())
     assert info["config"]["data_path"] == str((tmp_path / "data" / "minerva" / "minerva.json").resolve())
+
+
+# -- InfiniBench as published: the hub trees built from the evidence cited in loopback_hub.py ----------------------
+
+@pytest.fixture
+def ib_hub(tmp_path):
+    built = build_infinibench_hub(tmp_path / "hub")
+    with HubServer(built["root"], REPO, commit=IB_PINNED, history=built["history"]) as hub:
+        hub.contents = built["contents"]
+        yield hub
+
+
+def _ib_load(data_path, split=None, modality="metadata"):
+    from vlmlens.benchmarks.base import get_benchmark
+    from vlmlens.core import RunConfig
+    cfg = RunConfig(benchmark="infinibench", model="gpt-4o", modality=modality, data_path=str(data_path), split=split)
+    return get_benchmark("infinibench").load(cfg)
+
+
+def test_every_split_at_the_pinned_revision_with_its_address_and_a_revision_override(tmp_path, env, ib_hub):
+    e = {**env, "HF_ENDPOINT": ib_hub.url}
+    folder = tmp_path / "data" / "infinibench"
+    for split in ("test", "validation", "train"):
+        out = _cli(["get", "infinibench", "--split", split, "--no-progress"], e)
+        assert out.returncode == 0, out.stderr[-2000:]
+    lock = json.loads((folder / "data.lock.json").read_text())
+    assert lock["revision"] == IB_PINNED and lock["requested_revision"] == "73fead8"        # the pinned commit, resolved in full
+    assert lock["address"] == f"{ib_hub.url}/datasets/{REPO}/tree/{IB_PINNED}"              # where the bytes came from
+    assert lock["splits"] == ["test", "validation", "train"]
+    assert not (folder / "validation" / "validation.csv").exists()                          # removed at the pinned commit
+    assert len(list((folder / "validation" / "skills_json").glob("*.json"))) == 8
+    assert not list(folder.rglob("*.part_*"))                                               # videos only with --videos
+    listing = _cli(["list"], env).stdout
+    assert "fetched test, validation, train @ 73fead800000" in listing
+    assert "test ~12 GB, validation 11.9 GB, train 92 GB" in listing and "6,006 / 5,137 / 76,475" in listing
+
+    for bad in (["--revision", "deadbee"], ["--split", "final"]):                           # one line, exit 2, nothing changed
+        out = _cli(["get", "infinibench", "--no-progress", *bad], e)
+        assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+        assert ("deadbee" in out.stderr) if bad[0] == "--revision" else ("splits test, validation, train" in out.stderr)
+    assert json.loads((folder / "data.lock.json").read_text())["digest"] == lock["digest"]
+
+    out = _cli(["get", "infinibench", "--split", "dev", "--revision", IB_OLDER[:7], "--no-progress"], e)   # dev is validation
+    assert out.returncode == 0, out.stderr[-2000:]
+    lock = json.loads((folder / "data.lock.json").read_text())
+    assert lock["revision"] == IB_OLDER and lock["requested_revision"] == IB_OLDER[:7] and lock["split"] == "validation"
+    assert (folder / "validation" / "validation.csv").is_file()
+    assert _cli(["verify", "infinibench"], env).returncode == 0
+
+
+def test_every_data_path_form_reads_the_same_rows_and_media_resolve_against_the_split_folder(tmp_path, env, ib_hub):
+    e = {**env, "HF_ENDPOINT": ib_hub.url}
+    for split in ("validation", "train"):
+        assert _cli(["get", "infinibench", "--split", split, "--videos", "--accept-license", "--no-progress"], e).returncode == 0
+        out = _cli(["prepare", "infinibench", "--split", split, "--no-progress"], env)
+        assert out.returncode == 0 and "4 files unpacked" in out.stdout, out.stdout + out.stderr    # a plain tar (validation) and a .tar.gz
+    root = tmp_path / "data" / "infinibench"
+    val = root / "validation"
+    want = sorted(f"{r['skill_name'].replace('choronological', 'chronological')}/{r['question_id']}" for r in ib_rows("validation"))
+    for form, split in ((root, "validation"), (root, "dev"), (val, None), (val, "dev"), (val / "skills_json", "validation")):
+        samples, errors = _ib_load(form, split, modality="video+subtitles")
+        assert not errors and sorted(s.id for s in samples) == want, (form, split, errors)
+        assert all(s.answer is not None for s in samples)
+    skill = val / "skills_json" / "global_appearance.json"
+    for split in ("validation", "dev", None):                                               # one skill file: that skill's rows
+        samples, errors = _ib_load(skill, split, modality="video+subtitles")
+        assert [s.id for s in samples] == ["global_appearance/10"] and not errors, (split, errors)
+        assert samples[0].media[0].path == str(val / IB_EPISODE[0]) and samples[0].subtitles == str(val / IB_EPISODE[1])
+    samples, errors = _ib_load(root / "train" / "train.csv", "train")                       # UTF-16 with its BOM
+    assert len(samples) == 4 and not errors
+    assert _ib_load(root, "train")[0] == samples
+    character = next(s for s in _ib_load(val)[0] if s.subset == "character_actions")
+    assert character.options[:2] == [["answers the phone", "bakes a cake"], ["bakes a cake", "answers the phone"]]
+    with pytest.raises(ValueError, match="no rows of split 'test'"):
+        _ib_load(skill, "test")
+
+
+def test_a_partial_unpack_resumes_and_a_missing_video_is_a_row_error_that_stops_nothing(tmp_path, env, ib_hub):
+    e = {**env, "HF_ENDPOINT": ib_hub.url}
+    assert _cli(["get", "infinibench", "--split", "validation", "--videos", "--accept-license", "--no-progress"], e).returncode == 0
+    val = tmp_path / "data" / "infinibench" / "validation"
+    (val / IB_EPISODE[0]).parent.mkdir(parents=True)
+    (val / IB_EPISODE[0]).write_bytes(ib_hub.contents["validation"][IB_EPISODE[0]][:100])   # an unpack killed midway
+    out = _cli(["prepare", "infinibench", "--split", "validation", "--no-progress"], env)
+    assert out.returncode == 0 and "4 files unpacked" in out.stdout, out.stdout + out.stderr
+    assert (val / IB_EPISODE[0]).read_bytes() == ib_hub.contents["validation"][IB_EPISODE[0]]
+    assert "0 files unpacked" in _cli(["prepare", "infinibench", "--split", "dev", "--no-progress"], env).stdout
+    (val / IB_MOVIE[0]).unlink()                                                             # one video gone
+    samples, errors = _ib_load(val, modality="video")
+    assert len(samples) == 5 and len(errors) == 3
+    assert all(er.field == "video_path_mp4" and "file not found" in er.message and IB_MOVIE[0] in er.message for er in errors)
+
+
+def _ib_run(tmp_path, env, server, *args, name="ib"):
+    return subprocess.run(
+        [sys.executable, "-m", "vlmlens", "run", "--benchmark", "infinibench", "--model", "gpt-4o", "--judge", "none",
+         "--output-root", str(tmp_path / "out"), "--run-name", name, "--no-progress",
+         "--model-kwarg", f"base_url={server.openai_base_url}", "--model-kwarg", f"cache={tmp_path}/{name}.sqlite", *args],
+        env={**env, "OPENAI_API_KEY": "test-openai-key.not-real.000000000000"}, capture_output=True, text=True, timeout=300)
+
+
+def test_runs_on_every_split_without_data_path(tmp_path, env, server, ib_hub):
+    server.reset(); server.default_text = "Answer: 0"
+    e = {**env, "HF_ENDPOINT": ib_hub.url}
+    for split in ("validation", "train"):
+        assert _cli(["get", "infinibench", "--split", split, "--videos", "--accept-license", "--no-progress"], e).returncode == 0
+        assert _cli(["prepare", "infinibench", "--split", split, "--no-progress"], env).returncode == 0
+    for split, n in (("validation", 8), ("dev", 8), ("train", 4)):
+        out = _ib_run(tmp_path, env, server, "--split", split, "--modality", "subtitles", name=f"ib-{split}")
+        assert out.returncode == 0, out.stderr[-2000:]
+        info = json.loads((tmp_path / "out" / f"ib-{split}" / "run.json").read_text())
+        summary = json.loads((tmp_path / "out" / f"ib-{split}" / "summary.json").read_text())
+        assert summary["overall"]["n"] == n and summary["overall"]["n_errors"] == 0, summary["overall"]
+        split_name = "validation" if split == "dev" else split
+        assert info["config"]["data_path"].endswith(f"infinibench/{split_name}")
+        assert info["dataset"]["split"] == split_name and info["dataset"]["revision"] == IB_PINNED
+        assert info["dataset"]["address"] == f"{ib_hub.url}/datasets/{REPO}/tree/{IB_PINNED}"

@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import logging
+import os
 import sys
 from dataclasses import MISSING, fields
 from pathlib import Path
@@ -28,7 +30,7 @@ from .vs_paper import vs_paper_report
 
 # %% auto #0
 __all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'print_summary', 'report',
-           'print_estimate', 'main']
+           'print_estimate', 'mistake_line', 'main']
 
 # %% ../nbs/42_cli.ipynb #6d2e3f40
 def _kind(f) -> str:
@@ -78,6 +80,7 @@ def _add_subcommands(sub):
     s.add_argument("run_dirs", nargs="+"); s.add_argument("--format", default="text", choices=("text", "md", "latex", "csv"))
     s.add_argument("--vs-paper", action="store_true", help="also print ours beside the papers' numbers (difference, our 95%% CI); with csv, only that")
     s.add_argument("--judge-reading", action="store_true", help="with --vs-paper, compare GPT-4o mini runs with InfiniBench's 'GPT-4o' judge cells, flagged")
+    s.add_argument("--include-departures", action="store_true", help="with --vs-paper, also show cells whose protocol the run departs from, each departure listed")
     s = sub.add_parser("isolate", help="evidence graphs + iterative error isolation on a finished MINERVA/CURVE run")
     s.add_argument("run_dir"); s.add_argument("--compiler", required=True, help="model that compiles reasoning chains into graphs")
     s.add_argument("--labeller", required=True, help="model that aligns answers with graphs and labels errors")
@@ -122,7 +125,7 @@ def print_summary(summary: dict, config: dict | None = None, fmt: str = "text"):
     print(render_table(_run_table(summary, config), fmt))
     if summary.get("run_dir") and fmt == "text": print(f"results in {summary['run_dir']}")
 
-def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: bool = False) -> int:
+def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False) -> int:
     "Print the table of every run below `run_dirs` (CSV: one table, a header row, one block of rows per run), then with `vs_paper` ours beside the papers' numbers (CSV: only that); 1 if some run could not be read."
     import pandas as pd
     runs = RunSet.discover(*run_dirs)
@@ -137,7 +140,7 @@ def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: b
         else: print_summary(r.summary, cfg, fmt); print()
     if frames and not vs_paper: print(pd.concat(frames, ignore_index=True).to_csv(index=False).rstrip("\n"))
     if vs_paper:
-        text, unmatched = vs_paper_report(runs, fmt, judge_reading=judge_reading)
+        text, unmatched = vs_paper_report(runs, fmt, judge_reading=judge_reading, include_departures=include_departures)
         for m in unmatched: print(f"vs paper: {m}", file=sys.stderr)
         if text: print(text)
         else: print("vs paper: no run matches a cell of the papers' tables", file=sys.stderr)
@@ -197,7 +200,7 @@ def _dispatch(a) -> int:
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),
                  lambda out: print(json.dumps(out, indent=1, default=str)))
     elif a.command == "report" and a.to == "wandb": return view.report_to_wandb(a.run_dirs)
-    elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading)
+    elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures)
     elif a.command == "data": return data.main(a)
     elif a.command == "view": return view.main(a)
     elif a.command == "curate": return curation_cli.main(a, extensions=CURATE_EXTENSIONS)
@@ -211,20 +214,39 @@ def _parse(argv) -> argparse.Namespace:
     p = Parser(prog="vlmlens run", add_help=False); p.add_argument("--benchmark", required=True); p.add_argument("-v", "--verbose", action="store_true")
     return argparse.Namespace(command="run", help_kwargs=True, **vars(p.parse_known_args(argv[1:])[0]))
 
+# %% ../nbs/42_cli.ipynb #1d296c85
+def mistake_line(e: BaseException) -> str | None:
+    "The one line a user's mistake prints (a path the OS refused: the path and the reason), or None when `e` is not one."
+    if isinstance(e, KeyError): msg = str(e.args[0]) if e.args else ""
+    elif isinstance(e, OSError) and e.filename is not None: msg = f"{e.filename}: {e.strerror or type(e).__name__}"
+    elif isinstance(e, (ValueError, OSError, data.Offline)): msg = str(e)
+    else: return None
+    return (msg.strip().splitlines() or [type(e).__name__])[0]
+
+def _quiet_stdout():
+    "Point stdout at /dev/null, so that the interpreter's last flush into a closed pipe says nothing."
+    try: os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation): pass
+
+# %% ../nbs/42_cli.ipynb #1d296c84
 def main(argv=None) -> int:
-    "Entry point of the `vlmlens` console script: user errors print one line and exit 2; a run that answered nothing exits 3."
+    "Entry point of the `vlmlens` console script: user errors print one line and exit 2; a run that answered nothing exits 3; a closed pipe 141; Ctrl-C 130."
     a = _parse(argv)
     logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try: return _dispatch(a)
+    try:
+        rc = _dispatch(a)
+        sys.stdout.flush()                            # a reader gone (`| head -1`) shows here, inside the boundary
+        return rc
     except NothingAnswered as e:                      # saved and shown; not a user mistake, not a crash
         allow = getattr(a, "allow_failures", False)
         print(f"vlmlens: {'warning' if allow else 'error'}: {e}", file=sys.stderr)
         return 0 if allow else e.exit_code
-    except (ValueError, KeyError, FileNotFoundError, data.Offline) as e:
-        if a.verbose: raise
-        msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
-        print(f"vlmlens: error: {msg.splitlines()[0] if msg else type(e).__name__}", file=sys.stderr)
-        return 2
+    except BrokenPipeError:                           # the reader of our output went away: stop quietly, as SIGPIPE would
+        _quiet_stdout(); return 128 + 13
     except KeyboardInterrupt:
         print("vlmlens: interrupted; finished items are saved, rerun the same command to resume", file=sys.stderr)
         return 130
+    except (ValueError, KeyError, OSError, data.Offline) as e:
+        if a.verbose: raise
+        print(f"vlmlens: error: {mistake_line(e)}", file=sys.stderr)
+        return 2

@@ -5,6 +5,8 @@
 # %% ../nbs/06_data.ipynb #846a2c94
 from __future__ import annotations
 
+import codecs
+import csv
 import dataclasses
 import io
 import json
@@ -13,18 +15,20 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from . import fidelity, media
 from .core import RunConfig, as_bool, cache_root, file_sha256, sha256_json, utc_now
 from .readers import read_records
 
 # %% auto #0
-__all__ = ['RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED', 'VIDEO_MAP', 'CHUNK', 'YOUTUBE_URL', 'TVQA_FPS', 'Release',
-           'data_root', 'release_dir', 'release', 'data_files', 'read_lock', 'write_lock', 'verify', 'need', 'Offline',
-           'is_offline', 'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub', 'get', 'default_data_path',
-           'provenance', 'resolve_data_path', 'list_releases', 'unpack_parts', 'tvqa_clip', 'tvqa_episodes',
-           'write_episode', 'episode_subtitles', 'assemble_episode', 'prepare_tvqa', 'minerva_video_map', 'prepare',
-           'add_parser', 'main']
+__all__ = ['INFINIBENCH_REVISION', 'SPLIT_ALIASES', 'NEPTUNE_RELEASES', 'RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED',
+           'VIDEO_MAP', 'CHUNK', 'YOUTUBE_URL', 'TVQA_FPS', 'Release', 'split_name', 'data_root', 'release_dir',
+           'release', 'data_files', 'read_lock', 'write_lock', 'verify', 'need', 'Offline', 'is_offline',
+           'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub', 'url_variable', 'fetch_file', 'get',
+           'default_data_path', 'provenance', 'text_encoding', 'split_rows', 'read_rows', 'resolve_data_path',
+           'list_releases', 'unpack_parts', 'tvqa_clip', 'tvqa_episodes', 'write_episode', 'episode_subtitles',
+           'episode_paths', 'assemble_episode', 'prepare_tvqa', 'map_videos', 'prepare', 'add_parser', 'main']
 
 # %% ../nbs/06_data.ipynb #7b8e7500
 @dataclass(frozen=True)
@@ -38,38 +42,67 @@ class Release:
     needs: str
     splits: tuple = ()          # hub folders; the first is the default
     files: tuple = ()           # hub glob patterns of the annotations, `{split}` filled in
-    videos: tuple = ()          # hub glob patterns of the videos, or ("youtube",)
+    videos: tuple = ()          # hub glob patterns of the videos, ("youtube",), or ("hd-epic",) (the user's own copy)
     data_file: str = ""         # what `--data-path` defaults to, relative to the release folder
     consent: str = ""           # terms shown before the videos are first fetched; accepted with --accept-license
-    revision: str = "main"
+    revision: str = "main"         # hub revision, or the commit a `{revision}` in `location` is filled with
     packaged: tuple = ()        # (benchmark_kwarg, value) pairs under which the benchmark reads data shipped with vlmlens
+
+# %% ../nbs/06_data.ipynb #eea444d2
+INFINIBENCH_REVISION = "73fead8"           # Vision-CAIR/InfiniBench hub commit (the hub resolves a commit prefix)
+SPLIT_ALIASES = {"dev": "validation"}      # the validation rows' own name for their split
+
+def split_name(split) -> str | None:
+    "A split as vlmlens names it: lower case, `dev` read as `validation`; None for none."
+    s = str(split or "").strip().lower()
+    return SPLIT_ALIASES.get(s, s) or None
+
+# %% ../nbs/06_data.ipynb #e0c4a1f1
+NEPTUNE_RELEASES = (
+    Release("curve", "https", "https://storage.googleapis.com/neptunedata/curve.json",
+            "annotations: CC BY 4.0 (google-deepmind/neptune); videos: YouTube, their owners' rights",
+            "JSON; ~2,200 questions in 18 locales over 540 YouTube videos of 1 min to over 1 h",
+            "the YouTube videos (--videos, yt-dlp)", videos=("youtube",), data_file="curve.json",
+            consent="MINERVA-Cultural's (CURVE's) videos are YouTube videos owned by their uploaders; vlmlens fetches "
+            "them with yt-dlp for research evaluation only; you are responsible for complying with YouTube's terms of service."),
+    Release("minerva-ego", "https", "https://raw.githubusercontent.com/google-deepmind/neptune/{revision}/minerva-ego_20260205.json",
+            "annotations: CC BY 4.0 (google-deepmind/neptune); videos: HD-EPIC, under HD-EPIC's own terms",
+            "JSON; 1,160 five-way questions over HD-EPIC videos (HD-EPIC's videos: 115.5 GB)",
+            "your HD-EPIC copy (HD-EPIC's downloader, --videos), mapped by `vlmlens data prepare minerva-ego --videos DIR`",
+            videos=("hd-epic",), data_file="minerva-ego_20260205.json", revision="95ee29048c6ebac478884e4e1bc698f8779820a3",
+            consent="Minerva-Ego's videos are HD-EPIC recordings (University of Bristol, https://hd-epic.github.io/), "
+            "distributed by HD-EPIC under its own terms; you download them yourself with HD-EPIC's downloader, and by "
+            "mapping them you confirm that you accepted HD-EPIC's terms and use them for research evaluation only."),
+)
 
 # %% ../nbs/06_data.ipynb #5a2a3aa3
 RELEASES = {r.benchmark: r for r in (
     Release("infinibench", "hub", "Vision-CAIR/InfiniBench", "annotations: BSD 3-Clause (Vision-CAIR/Infinibench "
-            "LICENSE.md); videos: TVQA and MovieNet terms (research use)", "annotations ~100 MB; test videos tens of GB",
+            "LICENSE.md); videos: TVQA and MovieNet terms (research use)", "videos: test ~12 GB, validation 11.9 GB, train 92 GB; "
+            "questions: 6,006 / 5,137 / 76,475 (the rows a few MB)",
             "videos for video modalities (--videos, or your own TVQA copy joined by prepare --tvqa-clips)", ("test", "validation", "train"),
-            ("{split}/skills_json/*", "{split}/*.csv"), ("{split}/{split}_videos.tar.gz.part_*",), "{split}/{split}.csv",
+            ("{split}/*.csv", "{split}/skills_json/*.json"), ("{split}/{split}_videos.tar.gz.part_*",), "{split}",
             "InfiniBench's videos are preprocessed TVQA episodes (UNC, research use only, see "
             "https://nlp.cs.unc.edu/data/jielei/tvqa/tvqa_public_html/download_tvqa.html) and MovieNet movies "
             "(https://movienet.github.io/, research use); by fetching them you accept those datasets' terms.",
-            packaged=(("source", "real_text"),)),
+            revision=INFINIBENCH_REVISION, packaged=(("source", "real_text"),)),
     Release("minerva", "https", "https://storage.googleapis.com/neptunedata/minerva.json",
             "annotations: CC BY 4.0 (google-deepmind/neptune); videos: YouTube, their owners' rights",
             "JSON ~3 MB; ~1.5K questions over YouTube videos of 2 min to 1.5 h", "the YouTube videos (--videos, yt-dlp)",
             videos=("youtube",), data_file="minerva.json",
             consent="MINERVA's videos are YouTube videos owned by their uploaders; vlmlens fetches them with yt-dlp "
             "for research evaluation only; you are responsible for complying with YouTube's terms of service."),
-    Release("curve", "none", "https://github.com/google-deepmind/neptune#minerva-cultural",
-            "announced with the paper; not yet public", "-", "the release when published; until then --data-path"),
+    *NEPTUNE_RELEASES,
     Release("hintel", "none", "HinTel-AlignBench paper (no fetchable release address found)",
             "VQAv2, VAANI, CLEVR-Math CC BY 4.0; RealWorldQA CC BY-ND 4.0; JEE CC BY-NC 4.0 (paper, A.5)", "-",
             "the canonical <root>/<subset>/<lang>.jsonl layout (--data-path)"),
 )}
 
-_CITED = {"infinibench": "Vision-CAIR/Infinibench README.md, 'Download The Benchmark' (hub tree main/test, main/train)",
+_CITED = {"infinibench": "Vision-CAIR/Infinibench README.md, 'Download The Benchmark'; hub commit " + INFINIBENCH_REVISION +
+                         " (test/test.csv, validation/skills_json/*.json, train/train.csv; sizes and counts from the dataset card)",
           "minerva": "google-deepmind/neptune README.md, MINERVA ('a json file that contains the YouTube IDs and annotations')",
-          "curve": "MINERVA-Cultural paper, abstract ('will be publicly available under ...#minerva-cultural')",
+          "curve": "google-deepmind/neptune README.md @bdde4b1, Minerva-cultural ('Downloading the Data': curve.json)",
+          "minerva-ego": "google-deepmind/neptune README.md @bdde4b1, Minerva-Ego ('Downloading the Data'); file added in 95ee290",
           "hintel": "HinTel-AlignBench paper, A.5 Licenses"}
 for _r in RELEASES.values():
     fidelity.record(_r.benchmark, "official data release", "data", f"{_r.location}; {_CITED[_r.benchmark]}",
@@ -110,16 +143,19 @@ def read_lock(folder) -> dict | None:
     p = Path(folder) / LOCK
     return json.loads(p.read_text()) if p.is_file() else None
 
-def write_lock(folder, rel: Release, revision: str | None, split: str | None = None) -> dict:
-    "Hash the release's files in `folder` into `data.lock.json` (files unchanged since the last lock keep their hash)."
-    folder, old = Path(folder), (read_lock(folder) or {}).get("files", {})
+def write_lock(folder, rel: Release, revision: str | None, split: str | None = None, **where) -> dict:
+    "Hash the release's files in `folder` into `data.lock.json` (files unchanged since the last lock keep their hash); `where`: the address fetched, the revision asked for."
+    folder, prior = Path(folder), read_lock(folder) or {}
+    old = prior.get("files", {})
     files = {}
     for f in data_files(folder):
         st, prev = (folder / f).stat(), old.get(f) or {}
         same = prev.get("size") == st.st_size and prev.get("mtime_ns") == st.st_mtime_ns   # unchanged since the last lock
         files[f] = {"sha256": prev["sha256"] if same else file_sha256(folder / f), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    splits = sorted({f.split("/")[0] for f in files} & set(rel.splits), key=rel.splits.index)
     lock = {"benchmark": rel.benchmark, "source": rel.source, "location": rel.location, "revision": revision,
-            "split": split, "date": utc_now(), "files": files,
+            "split": split, "splits": splits, "date": utc_now(), "files": files,
+            **{k: prior[k] for k in ("address", "requested_revision") if k in prior}, **where,
             "digest": sha256_json({f: [v["sha256"], v["size"]] for f, v in files.items()})}
     (folder / LOCK).write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
     return lock
@@ -168,8 +204,8 @@ def check_consent(rel: Release, folder, accept: bool = False) -> None:
     p.write_text(json.dumps({"terms": rel.consent, "date": utc_now()}, indent=1))
 
 # %% ../nbs/06_data.ipynb #2c2b3dd5
-def fetch_https(url: str, dest, chunk: int = CHUNK, progress: bool = True, headers: dict | None = None) -> str | None:
-    "Download `url` to `dest` (resuming `dest.part`); returns the server's ETag or Last-Modified."
+def fetch_https(url: str, dest, chunk: int = CHUNK, progress: bool = True, headers: dict | None = None) -> tuple:
+    "Download `url` to `dest` (resuming `dest.part`); (the server's ETag or Last-Modified, the address after redirects)."
     requests = need("requests")
     from tqdm.auto import tqdm
     dest = Path(dest); part = dest.with_name(dest.name + ".part")
@@ -188,7 +224,7 @@ def fetch_https(url: str, dest, chunk: int = CHUNK, progress: bool = True, heade
         for b in r.iter_content(chunk):
             f.write(b); bar.update(len(b))
     part.replace(dest)
-    return r.headers.get("ETag") or r.headers.get("Last-Modified")
+    return r.headers.get("ETag") or r.headers.get("Last-Modified"), r.url
 
 # %% ../nbs/06_data.ipynb #272c6827
 YOUTUBE_URL = "https://www.youtube.com/watch?v={id}"
@@ -228,25 +264,30 @@ def _hub_error(e: Exception, what: str) -> Exception:
     if "NotFound" in name or "Gated" in name: return ValueError(f"{what}: {name}: {str(e).splitlines()[0]}")
     return e
 
-def fetch_hub(rel: Release, split: str, videos: bool, folder, progress: bool = True, workers: int = 8) -> str:
-    "Download the release's annotation files (and videos) of `split` into `folder`, resumably; returns the commit."
+def fetch_hub(rel: Release, split: str, videos: bool, folder, progress: bool = True, workers: int = 8,
+              revision: str | None = None) -> dict:
+    "Download the release's annotation files (and videos) of `split` into `folder`, resumably; `{revision: commit, requested_revision, address}`."
     hub = need("huggingface_hub")
     import fnmatch
     from concurrent.futures import ThreadPoolExecutor
     from huggingface_hub.utils import build_hf_headers
-    patterns = [p.format(split=split) for p in rel.files + (rel.videos if videos else ())]
+    asked = revision or rel.revision
+    match = lambda f, pats: any(fnmatch.fnmatch(f.path, p.format(split=split)) for p in pats)
     try:
         api = hub.HfApi()
-        sha = api.dataset_info(rel.location, revision=rel.revision).sha
-        files = [f for f in api.list_repo_tree(rel.location, recursive=True, revision=sha, repo_type="dataset")
-                 if getattr(f, "size", None) is not None and any(fnmatch.fnmatch(f.path, p) for p in patterns)]
-    except Exception as e: raise _hub_error(e, rel.location) from None
+        sha = api.dataset_info(rel.location, revision=asked).sha
+        tree = [f for f in api.list_repo_tree(rel.location, recursive=True, revision=sha, repo_type="dataset") if getattr(f, "size", None) is not None]
+    except Exception as e: raise _hub_error(e, f"{rel.location}@{asked}") from None
+    if not any(match(f, rel.files) for f in tree):           # before anything is written: a split the revision lacks
+        have = sorted({f.path.split("/")[0] for f in tree if match(f, [p.replace("{split}", "*") for p in rel.files])})
+        raise ValueError(f"{rel.location}@{asked}: no rows of split {split!r} (this revision has {', '.join(have) or 'none'})")
+    files = [f for f in tree if match(f, rel.files + (rel.videos if videos else ()))]
     folder, headers = Path(folder), build_hf_headers()
     todo = [f for f in files if not ((folder / f.path).is_file() and (folder / f.path).stat().st_size == f.size)]
     url = lambda f: hub.hf_hub_url(rel.location, f.path, repo_type="dataset", revision=sha)
     with ThreadPoolExecutor(max(1, min(workers, len(todo)))) as ex:
         list(ex.map(lambda f: fetch_https(url(f), folder / f.path, headers=headers, progress=progress), todo))
-    return sha
+    return {"revision": sha, "requested_revision": asked, "address": f"{api.endpoint}/datasets/{rel.location}/tree/{sha}"}
 
 # %% ../nbs/06_data.ipynb #f3a61189
 def _youtube_ids(path) -> list[str]:
@@ -260,50 +301,99 @@ def _youtube_ids(path) -> list[str]:
 
 def _split(rel: Release, split: str | None) -> str | None:
     if not rel.splits: return None
-    split = split or rel.splits[0]
+    split = split_name(split) or rel.splits[0]
     if split not in rel.splits: raise ValueError(f"{rel.benchmark} has splits {', '.join(rel.splits)}, not {split!r}")
     return split
 
+# %% ../nbs/06_data.ipynb #e0c4a1f8
+def url_variable(benchmark: str) -> str:
+    "The environment variable that overrides a file release's address: `VLMLENS_<NAME>_URL`."
+    return f"VLMLENS_{re.sub(r'[^A-Z0-9]+', '_', benchmark.upper())}_URL"
+
+def fetch_file(rel: Release, folder, progress: bool = True) -> tuple:
+    "Fetch a file release's annotations into `folder`; (revision, the address actually fetched)."
+    url = os.environ.get(url_variable(rel.benchmark), "").strip() or rel.location
+    pinned = "{revision}" in url
+    tag, address = fetch_https(url.replace("{revision}", rel.revision), Path(folder) / rel.data_file, progress=progress)
+    return (rel.revision if pinned else tag), address
+
 # %% ../nbs/06_data.ipynb #f88cf6d9
 def get(benchmark: str, split: str | None = None, videos: bool = False, accept_license: bool = False,
-        progress: bool = True) -> dict:
-    "Fetch (or complete) a benchmark's release into `release_dir(benchmark)`; `{folder, lock, failed}`."
+        progress: bool = True, revision: str | None = None) -> dict:
+    "Fetch (or complete) a benchmark's release into `release_dir(benchmark)` (hub: at `revision`, default the pinned one); `{folder, lock, failed}`."
     rel = release(benchmark)
     if rel.source == "none": raise ValueError(f"{benchmark} has no fetchable release ({rel.location}); pass --data-path to your copy")
+    if revision and rel.source != "hub": raise ValueError(f"--revision: only for releases on the hub, not {benchmark}")
     split, folder = _split(rel, split), release_dir(benchmark)
     if is_offline(): raise Offline(f"offline mode (HF_HUB_OFFLINE): cannot fetch {benchmark}; unset it, or pass --data-path")
+    if videos and rel.videos == ("hd-epic",):
+        raise ValueError(f"{benchmark}: vlmlens does not fetch HD-EPIC's videos: download them with HD-EPIC's downloader "
+                         f"(--videos), then run `vlmlens data prepare {benchmark} --videos DIR --accept-license`")
     if videos: check_consent(rel, folder, accept_license)
-    if rel.source == "hub": revision = fetch_hub(rel, split, videos, folder, progress)
-    else:
-        url = os.environ.get(f"VLMLENS_{benchmark.upper()}_URL", "").strip() or rel.location
-        revision = fetch_https(url, folder / rel.data_file, progress=progress)
+    where = {}
+    if rel.source == "hub": where = fetch_hub(rel, split, videos, folder, progress, revision=revision); revision = where.pop("revision")
+    else: revision, where["address"] = fetch_file(rel, folder, progress)
     failed = {}
     if videos and rel.videos == ("youtube",):
         failed = fetch_youtube(_youtube_ids(folder / rel.data_file), folder / "videos", progress=progress)
         (folder / REPORT).write_text(json.dumps({"date": utc_now(),
                                                  "failed": failed}, indent=1, sort_keys=True) + "\n")
-    return {"folder": folder, "lock": write_lock(folder, rel, revision, split), "failed": failed}
+    return {"folder": folder, "lock": write_lock(folder, rel, revision, split, **where), "failed": failed}
 
 # %% ../nbs/06_data.ipynb #a886d9c2
 def default_data_path(benchmark: str, split: str | None = None) -> Path | None:
     "The fetched release's data file for `benchmark` (and split), or None."
     rel = RELEASES.get(benchmark)
     if rel is None or not rel.data_file: return None
-    lock = read_lock(release_dir(benchmark))
-    split = (lock or {}).get("split") if split in (None, "", "all") or split not in rel.splits else split
+    lock, split = read_lock(release_dir(benchmark)), split_name(split)
+    split = (lock or {}).get("split") if split in (None, "all") or split not in rel.splits else split
     p = release_dir(benchmark) / rel.data_file.format(split=split or (rel.splits[0] if rel.splits else ""))
     return p if lock is not None and p.exists() else None
 
 def provenance(data_path) -> dict | None:
-    "Where `data_path` came from: a fetched release (source, location, revision, lock digest) or a local path."
+    "Where `data_path` came from: a fetched release (source, location, address fetched, revision, lock digest) or a local path."
     if not data_path: return None
     p = Path(data_path).expanduser().resolve()
     for b in RELEASES:
         folder = release_dir(b).resolve()
         if p == folder or folder in p.parents:
             lock = read_lock(folder)
-            if lock: return {k: lock.get(k) for k in ("benchmark", "source", "location", "revision", "split", "digest")}
+            if not lock: continue
+            out = {k: lock.get(k) for k in ("benchmark", "source", "location", "address", "revision", "requested_revision", "split", "digest")}
+            top = p.relative_to(folder).parts[:1]                    # a file inside one split's folder names that split
+            return {**out, "split": top[0]} if top and top[0] in RELEASES[b].splits else out
     return {"source": "local", "path": str(p)}
+
+# %% ../nbs/06_data.ipynb #0b8d86d6
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+def text_encoding(path) -> str:
+    "The encoding a text file's byte-order mark names (`utf-8` when it has none)."
+    with open(path, "rb") as f: head = f.read(4)
+    return next((enc for bom, enc in _BOMS if head.startswith(bom)), "utf-8")
+
+def split_rows(path, split: str | None = None, splits: tuple = ("test", "validation", "train")) -> tuple[Path, list[Path]]:
+    "(split folder, rows files) of a release root, split folder, `skills_json` folder, skill file or CSV."
+    p = Path(path).expanduser()
+    if p.is_file(): return (p.parent.parent if p.parent.name == "skills_json" else p.parent), [p]
+    if p.name == "skills_json": return p.parent, sorted(p.glob("*.json"))
+    has_rows = lambda d: any(d.glob("*.csv")) or any((d / "skills_json").glob("*.json"))
+    if not has_rows(p):                                           # the release root: one of its split folders
+        want = split_name(split)
+        p = p / (want if want else next((s for s in splits if has_rows(p / s)), splits[0]))
+    return p, sorted(p.glob("*.csv")) or sorted((p / "skills_json").glob("*.json"))
+
+def read_rows(path, errors: list) -> Iterator[tuple[int, dict]]:
+    "`(row, record)` of a CSV or JSON rows file in any encoding `text_encoding` detects; bad rows go to `errors`."
+    enc = text_encoding(path)
+    if enc.startswith("utf-8"): yield from read_records(path, errors); return
+    text = Path(path).read_text(encoding=enc)
+    if Path(path).suffix.lower() != ".csv":
+        doc = json.loads(text)
+        yield from enumerate(doc if isinstance(doc, list) else [{"_key": k, **v} for k, v in doc.items()], 1); return
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    for rec in reader: yield reader.line_num, rec
 
 # %% ../nbs/06_data.ipynb #eb43cf7b
 def resolve_data_path(cfg: RunConfig) -> RunConfig:
@@ -329,8 +419,11 @@ def _here(b: str) -> str:
     n, size = len(lock["files"]), sum(f["size"] for f in lock["files"].values())
     rep = release_dir(b) / REPORT
     failed = len(json.loads(rep.read_text()).get("failed", {})) if rep.is_file() else 0
-    return (f"fetched{' ' + lock['split'] if lock.get('split') else ''} @ {str(lock.get('revision'))[:12]} on {lock['date'][:10]}: "
-            f"{n} files, {size / 1e6:.1f} MB" + (f", {failed} videos failed (see {REPORT})" if failed else ""))
+    splits = ", ".join(lock.get("splits") or ([lock["split"]] if lock.get("split") else []))
+    mirror = lock.get("address") and lock["address"] != str(lock.get("location")).replace("{revision}", str(lock.get("revision")))
+    return (f"fetched{' ' + splits if splits else ''} @ {str(lock.get('revision'))[:12]} on {lock['date'][:10]}"
+            + (f" from {lock['address']}" if mirror else "") + f": {n} files, {size / 1e6:.1f} MB"
+            + (f", {failed} videos failed (see {REPORT})" if failed else ""))
 
 def list_releases() -> list[dict]:
     "One row per benchmark: its release and what is on this machine."
@@ -352,12 +445,12 @@ class _Parts(io.RawIOBase):
             self.f.close(); self.f = None
 
 def unpack_parts(parts, dest, progress: bool = True) -> int:
-    "Unpack a .tar.gz split into `parts` into `dest`; the number of files written (already complete ones skipped)."
+    "Unpack a tar archive split into `parts` (compression detected, as `tarfile.open(path, 'r')` does) into `dest`; the number of files written (already complete ones skipped)."
     import tarfile
     from tqdm.auto import tqdm
     dest, n = Path(dest), 0
     safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}      # Pythons before 3.10.12 lack filters
-    with tarfile.open(fileobj=io.BufferedReader(_Parts(parts), 1 << 20), mode="r|gz") as tar:
+    with tarfile.open(fileobj=io.BufferedReader(_Parts(parts), 1 << 20), mode="r|*") as tar:
         for m in tqdm(tar, desc=f"unpacking into {dest.name}", unit="file", disable=not progress):
             t = dest / m.name
             if not (m.isfile() or m.isdir()) or not t.resolve().is_relative_to(dest.resolve()):
@@ -469,34 +562,44 @@ def episode_subtitles(clips, offsets, subtitles_root) -> tuple[str, list[str]]:
     return "\n".join(blocks), unread
 
 # %% ../nbs/06_data.ipynb #8c1b3776
-_EP_PATH = re.compile(r"^/?([a-z]+)/season_(\d+)/episode_(\d+)\.mp4$")
+_EP_PATH = re.compile(r"^/?(?:TV_shows/videos/)?([a-z]+)/season_(\d+)/episode_(\d+)\.mp4$")
 
-def _episodes_named(rows_file) -> set | None:
-    "The (show, season, episode) keys the release rows name; None when there are no rows, or none names a TV episode that way."
-    if rows_file is None or not Path(rows_file).is_file(): return None
-    keys = set()
-    for _, rec in read_records(rows_file, []):
-        m = _EP_PATH.match(str(rec.get("video_path_mp4") or "").strip())
-        if m: keys.add((m.group(1), int(m.group(2)), int(m.group(3))))
+def episode_paths(key) -> tuple[str, str]:
+    "Where the hub release keeps a TV episode's video and subtitles, relative to the split folder."
+    show, season, episode = key
+    return (f"TV_shows/videos/{show}/season_{season}/episode_{episode}.mp4", f"TV_shows/subtitles/{show}/season_{season}/episode_{episode}.srt")
+
+def _episodes_named(rows) -> dict | None:
+    "`{(show, season, episode): (video path, subtitle path)}` the rows (a rows file or split folder) name; None when none names a TV episode."
+    if rows is None or not Path(rows).exists(): return None
+    keys = {}
+    for f in split_rows(rows)[1]:
+        for _, rec in read_rows(f, []):
+            v = str(rec.get("video_path_mp4") or "").strip()
+            m = _EP_PATH.match(v)
+            if not m: continue
+            k = (m.group(1), int(m.group(2)), int(m.group(3)))
+            srt = str(rec.get("video_subtitles") or "").strip() or str(Path(v).with_suffix(".srt"))
+            keys.setdefault(k, (v.lstrip("/"), srt.lstrip("/")))
     return keys or None
 
-def assemble_episode(key, clips, out, subtitles_root=None) -> dict:
-    "Write one episode's `.mp4` (and `.srt`) under `out`; `{path, kept, no_subtitles}`; ValueError naming a missing clip."
-    show, season, episode = key
-    video = Path(out) / show / f"season_{season}" / f"episode_{episode}.mp4"
-    srt = video.with_suffix(".srt")
+def assemble_episode(key, clips, out, subtitles_root=None, paths: tuple | None = None) -> dict:
+    "Write one episode's `.mp4` (and `.srt`) under `out` at `paths` (default `episode_paths`); `{path, kept, no_subtitles}`; ValueError naming a missing clip."
+    vrel, srel = paths or episode_paths(key)
+    video, srt = Path(out) / vrel, Path(out) / srel
     if video.is_file() and (subtitles_root is None or srt.is_file()): return {"path": video, "kept": True, "no_subtitles": []}
     missing = [n for n, p in clips if p is None]
     if missing: raise ValueError(f"clip {missing[0]} is missing from the TVQA copy" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
     offsets, unread = write_episode(clips, video), []
     if subtitles_root is not None:                                   # after the video: both there, the episode is complete
         text, unread = episode_subtitles(clips, offsets, subtitles_root)
+        srt.parent.mkdir(parents=True, exist_ok=True)
         tmp = srt.with_name(srt.name + ".part"); tmp.write_text(text, encoding="utf-8"); tmp.replace(srt)
     return {"path": video, "kept": False, "no_subtitles": unread}
 
 # %% ../nbs/06_data.ipynb #76e3fd95
 def prepare_tvqa(clips_root, out, subtitles_root=None, rows_file=None, progress: bool = True) -> dict:
-    "Write TVQA's episodes (those `rows_file` names, else all) under `out`; `{written, kept, failed, no_subtitles}`."
+    "Write TVQA's episodes (those the rows in `rows_file`, a file or split folder, name, where they name them; else all) under `out`; `{written, kept, failed, no_subtitles}`."
     from tqdm.auto import tqdm
     clips_root, out = Path(clips_root).expanduser(), Path(out).expanduser()
     if not clips_root.is_dir(): raise FileNotFoundError(f"--tvqa-clips {clips_root}: no such folder")
@@ -508,9 +611,9 @@ def prepare_tvqa(clips_root, out, subtitles_root=None, rows_file=None, progress:
     want = _episodes_named(rows_file)
     res = {"written": [], "kept": [], "failed": {}, "no_subtitles": []}
     name = lambda k: f"{k[0]}/season_{k[1]}/episode_{k[2]}"
-    for k in sorted(want - set(eps)) if want is not None else (): res["failed"][name(k)] = "the rows name it but the TVQA copy has no clip of it"
+    for k in sorted(set(want) - set(eps)) if want is not None else (): res["failed"][name(k)] = "the rows name it but the TVQA copy has no clip of it"
     for k in tqdm([k for k in eps if want is None or k in want], desc="episodes", unit="episode", disable=not progress):
-        try: r = assemble_episode(k, eps[k], out, subtitles_root)
+        try: r = assemble_episode(k, eps[k], out, subtitles_root, want[k] if want else None)
         except ValueError as e: res["failed"][name(k)] = str(e); continue
         res["kept" if r["kept"] else "written"].append(name(k)); res["no_subtitles"] += r["no_subtitles"]
     out.mkdir(parents=True, exist_ok=True)
@@ -521,13 +624,15 @@ def prepare_tvqa(clips_root, out, subtitles_root=None, rows_file=None, progress:
 # %% ../nbs/06_data.ipynb #d8c66537
 _YT_NAME = re.compile(r"\[([\w-]{11})\]$")
 
-def minerva_video_map(data_file, videos_dir, dest=None) -> dict:
-    "Write `video_map.csv` for the videos of MINERVA's JSON found in `videos_dir`; `{map, mapped, missing: {id: reason}}`."
+def map_videos(data_file, videos_dir, dest=None, benchmark: str = "minerva") -> dict:
+    "Write `video_map.csv` for the videos of a MINERVA-style JSON found in `videos_dir`; `{map, mapped, missing: {id: reason}}`."
     import csv
-    data_file, videos_dir = Path(data_file), Path(videos_dir).expanduser()
-    if not data_file.is_file(): raise FileNotFoundError(f"minerva: no {data_file.name} in {data_file.parent}: run `vlmlens data get minerva` first")
+    data_file, videos_dir, b = Path(data_file), Path(videos_dir).expanduser(), benchmark
+    own = b in RELEASES and RELEASES[b].videos == ("hd-epic",)          # the user's own copy: nothing was ever fetched
+    if not data_file.is_file(): raise FileNotFoundError(f"{b}: no {data_file.name} in {data_file.parent}: run `vlmlens data get {b}` first")
     if not videos_dir.is_dir():
-        raise FileNotFoundError(f"minerva: no videos folder {videos_dir}: run `vlmlens data get minerva --videos --accept-license` or pass --videos DIR")
+        how = ("pass --videos DIR (your HD-EPIC copy)" if own else f"run `vlmlens data get {b} --videos --accept-license` or pass --videos DIR")
+        raise FileNotFoundError(f"{b}: no videos folder {videos_dir}: {how}")
     found = {}
     for p in sorted(videos_dir.rglob("*")):                 # <id>.<ext> (data get) or yt-dlp's default "<title> [<id>].<ext>"
         if p.is_file() and p.suffix.lower() in _CLIP_EXTS:
@@ -541,37 +646,40 @@ def minerva_video_map(data_file, videos_dir, dest=None) -> dict:
         w = csv.writer(f); w.writerow(["video_id", "path"])
         for v in ids:
             if v in found: w.writerow([v, os.path.relpath(found[v], dest.parent)])
-    missing = {v: tried.get(v, "not downloaded") for v in ids if v not in found}
+    missing = {v: tried.get(v, f"not in {videos_dir}" if own else "not downloaded") for v in ids if v not in found}
     (dest.parent / PREPARED).write_text(json.dumps({"date": utc_now(),
                                                     "videos": str(videos_dir), "missing": missing}, indent=1, sort_keys=True) + "\n")
     return {"map": dest, "mapped": len(ids) - len(missing), "missing": missing}
 
 # %% ../nbs/06_data.ipynb #73c2e9ea
 def prepare(benchmark: str, split: str | None = None, progress: bool = True, tvqa_clips=None, tvqa_subtitles=None,
-            out=None, videos=None) -> dict:
-    "Put a benchmark's videos where its loader reads them: MINERVA's video map, InfiniBench's TVQA episodes or its archive."
+            out=None, videos=None, accept_license: bool = False) -> dict:
+    "Put a benchmark's videos where its loader reads them: a video map (MINERVA, CURVE, Minerva-Ego), InfiniBench's TVQA episodes or its archive."
     rel, folder = release(benchmark), release_dir(benchmark)
     lock = read_lock(folder)
     tvqa = [f for f, v in (("--tvqa-clips", tvqa_clips), ("--tvqa-subtitles", tvqa_subtitles), ("--out", out)) if v is not None]
     if benchmark != "infinibench" and tvqa: raise ValueError(f"{', '.join(tvqa)}: only for infinibench (its TVQA episodes)")
-    if benchmark != "minerva" and videos is not None: raise ValueError("--videos DIR: only for minerva (its video map)")
-    if benchmark == "minerva": return minerva_video_map(folder / rel.data_file, videos or folder / "videos")
+    mapped = rel.source == "https" and bool(rel.videos)
+    if not mapped and videos is not None: raise ValueError(f"--videos DIR: only for {', '.join(b for b, r in RELEASES.items() if r.source == 'https' and r.videos)} (their video map)")
+    if mapped and rel.videos == ("hd-epic",) and (folder / rel.data_file).is_file(): check_consent(rel, folder, accept_license)
+    if mapped: return map_videos(folder / rel.data_file, videos or folder / "videos", benchmark=benchmark)
     if rel.source != "hub" or not rel.videos:
         raise ValueError(f"{benchmark}: nothing to prepare (its files are read as fetched)")
     if tvqa_subtitles is not None and tvqa_clips is None: raise ValueError("--tvqa-subtitles needs --tvqa-clips (the TVQA frames or clip videos)")
     split = _split(rel, split or (lock or {}).get("split"))
+    where = {k: (lock or {}).get(k) for k in ("address", "requested_revision") if (lock or {}).get(k)}
     if tvqa_clips is not None:
         dest = Path(out).expanduser() if out else folder / split
         res = prepare_tvqa(tvqa_clips, dest, tvqa_subtitles, default_data_path(benchmark, split), progress)
         inside = lock is not None and dest.resolve().is_relative_to(folder.resolve())
-        return {**res, "folder": dest, "lock": write_lock(folder, rel, lock.get("revision"), split) if inside else None}
+        return {**res, "folder": dest, "lock": write_lock(folder, rel, lock.get("revision"), split, **where) if inside else None}
     parts = sorted(p for pat in rel.videos for p in folder.glob(pat.format(split=split)))
     if lock is None or not parts:
         raise FileNotFoundError(f"{benchmark}: no video archive of split {split!r} in {folder}: run "
                                 f"`vlmlens data get {benchmark} --split {split} --videos --accept-license` first "
                                 f"(or join your own TVQA copy with --tvqa-clips)")
     n = unpack_parts(parts, folder / split, progress)
-    return {"folder": folder / split, "files": n, "lock": write_lock(folder, rel, lock.get("revision"), split)}
+    return {"folder": folder / split, "files": n, "lock": write_lock(folder, rel, lock.get("revision"), split, **where)}
 
 # %% ../nbs/06_data.ipynb #c731fc06
 def add_parser(sub):
@@ -582,14 +690,16 @@ def add_parser(sub):
     g = dsub.add_parser("get", help="download a release into $VLMLENS_DATA (resumable)")
     g.add_argument("benchmark"); g.add_argument("--split"); g.add_argument("--videos", action="store_true", help="also fetch the videos")
     g.add_argument("--accept-license", action="store_true", help="accept the terms shown for the videos")
+    g.add_argument("--revision", help="hub releases: the commit, tag or branch to fetch (default: the commit vlmlens pins)")
     g.add_argument("--no-progress", dest="progress", action="store_false")
     v = dsub.add_parser("verify", help="check the files against data.lock.json"); v.add_argument("benchmark")
-    r = dsub.add_parser("prepare", help="put the videos where the loader reads them (InfiniBench: TVQA episodes or the archive; MINERVA: the video map)")
+    r = dsub.add_parser("prepare", help="put the videos where the loader reads them (InfiniBench: TVQA episodes or the archive; MINERVA, CURVE, Minerva-Ego: the video map)")
     r.add_argument("benchmark"); r.add_argument("--split"); r.add_argument("--no-progress", dest="progress", action="store_false")
     r.add_argument("--tvqa-clips", help="InfiniBench: your TVQA copy, <show>_frames/<clip>/ frame folders (frames_hq) or <clip>.mp4 videos")
     r.add_argument("--tvqa-subtitles", help="InfiniBench: TVQA's subtitles folder (<clip>.srt)")
     r.add_argument("--out", help="InfiniBench: where the episodes go (default: the fetched split's folder, beside its rows)")
-    r.add_argument("--videos", help="MINERVA: the folder of downloaded videos (default: the release's videos/)")
+    r.add_argument("--videos", help="MINERVA, CURVE: the folder of downloaded videos (default: the release's videos/); Minerva-Ego: your HD-EPIC copy")
+    r.add_argument("--accept-license", action="store_true", help="Minerva-Ego: accept HD-EPIC's terms shown for its videos")
 
 # %% ../nbs/06_data.ipynb #4d6e5e8d
 def _print_prepared(b: str, out: dict):
@@ -612,12 +722,13 @@ def main(a) -> int:
                   f"  needs: {r['needs']}\n  here: {r['here']} [{r['folder']}]")
         return 0
     if a.data_command == "get":
-        out = get(a.benchmark, a.split, a.videos, a.accept_license, a.progress)
+        out = get(a.benchmark, a.split, a.videos, a.accept_license, a.progress, a.revision)
         print(f"{a.benchmark}: {len(out['lock']['files'])} files in {out['folder']} (lock {out['lock']['digest'][:12]})")
         for vid, why in out["failed"].items(): print(f"  video {vid} not fetched: {why}", file=sys.stderr)
         return 0
     if a.data_command == "prepare":
-        _print_prepared(a.benchmark, prepare(a.benchmark, a.split, a.progress, a.tvqa_clips, a.tvqa_subtitles, a.out, a.videos))
+        _print_prepared(a.benchmark, prepare(a.benchmark, a.split, a.progress, a.tvqa_clips, a.tvqa_subtitles, a.out, a.videos,
+                                             a.accept_license))
         return 0
     bad = verify(release_dir(release(a.benchmark).benchmark))
     for line in bad: print(f"{a.benchmark}: {line}", file=sys.stderr)

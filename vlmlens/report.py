@@ -11,6 +11,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Sequence
 
 from fastcore.basics import patch
@@ -23,11 +24,12 @@ from .models import registry
 from .store import Run, RunSet
 
 # %% auto #0
-__all__ = ['BLANK', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell',
-           'pct', 'num', 'language_name', 'model_name', 'judge_model', 'judge_name', 'as_runset', 'run_settings',
-           'differing_settings', 'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'clean_scores',
-           'grouped_rates', 'Table', 'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'rate_cell',
-           'rate_grid', 'usage_note', 'summary_table', 'run_context', 'run_header', 'rates_table', 'runs_overview']
+__all__ = ['BLANK', 'NOTHING_ANSWERED', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'MACHINE_NAMES',
+           'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell', 'fixed', 'pct', 'num', 'answered_nothing', 'language_name',
+           'model_name', 'judge_model', 'judge_name', 'as_runset', 'run_settings', 'differing_settings', 'setting_text',
+           'run_labels', 'PoolingError', 'check_pooling', 'clean_scores', 'grouped_rates', 'Table', 'digits_for',
+           'latex_caption', 'machine_frame', 'render_table', 'rate_cell', 'rate_grid', 'usage_note', 'summary_table',
+           'run_context', 'run_header', 'rates_table', 'runs_overview']
 
 # %% ../nbs/52_report.ipynb #f7f7bc76
 BLANK = "–"
@@ -46,13 +48,25 @@ class Cell(str):
         c.value, c.n, c.percent = value, n, percent
         return c
 
+def fixed(x, digits: int, scale: int = 1) -> str:
+    "`x` × `scale` with `digits` decimals, rounded half-up on its decimal value (`0.575` → `57.50`, `4.25` → `4.3`), as in the papers."
+    d = Decimal(f"{float(x):.15g}") * scale                                  # the decimal the float stands for, not its binary tail
+    return str(d.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
 def pct(x, digits: int = 1, n=None) -> str:
-    "A fraction as a percentage string (`0.3125` → `31.2`), remembering the fraction (and `n`); '–' when missing."
-    return BLANK if _missing(x) else Cell(f"{100 * float(x):.{digits}f}", float(x), None if _missing(n) else int(n), True)
+    "A fraction as a percentage string (`0.3125` → `31.3`, half-up), remembering the fraction (and `n`); '–' when missing."
+    return BLANK if _missing(x) else Cell(fixed(x, digits, 100), float(x), None if _missing(n) else int(n), True)
 
 def num(x, digits: int = 2) -> str:
-    "A number on its native scale, remembering the number; '–' when missing."
-    return BLANK if _missing(x) else Cell(f"{float(x):.{digits}f}", float(x))
+    "A number on its native scale (half-up), remembering the number; '–' when missing."
+    return BLANK if _missing(x) else Cell(fixed(x, digits), float(x))
+
+NOTHING_ANSWERED = "nothing answered: every item errored"
+
+def answered_nothing(stats: dict) -> bool:
+    "Whether a run's or group's stats (`metrics.rates`) count items none of which was answered: its rates are never shown as numbers."
+    n = stats.get("n") or 0
+    return bool(n) and (stats.get("n_answered") == 0 or (stats.get("n_errors") or 0) >= n)
 
 # %% ../nbs/52_report.ipynb #5b2e1f3a
 def language_name(code) -> str:
@@ -297,18 +311,9 @@ def _script_preamble(found: set) -> list[str]:
 # %% ../nbs/52_report.ipynb #h9c5l007
 COLUMN_PT, TEXT_PT, PROSE_CHARS = 238.0, 498.0, 40            # 3.3 in and 6.9 in; a cell longer than this is prose
 
-def _by_n(v, percent: bool):
-    "A percentage cell that knows its n, else None."
-    c = _as_cell(v, percent)
-    return c if isinstance(c, Cell) and c.percent and c.n is not None and c.value is not None else None
-
 def _tex_cell(v, percent: bool = False) -> str:
-    "A cell for LaTeX; a percentage with its n gets `digits_for(n)` decimals (a shown string only ever loses digits)."
-    c = _by_n(v, percent)
-    if c is None: return _tex(v)
-    shown, d = str(c).split(" ")[0], digits_for(c.n)
-    if not isinstance(v, Cell) and d >= len(shown.partition(".")[2]): return _tex(v)
-    return _tex(f"{100 * c.value:.{d}f}" + str(c)[len(shown):])
+    "A cell for LaTeX: the string the Markdown and text show (one precision per table in every format)."
+    return _tex(v)
 
 def _colspec(df) -> tuple[str, float, list]:
     "The column spec (prose columns as wrapping `p`), the estimated natural width in pt (5 pt a character, 12 pt padding), which are prose."
@@ -325,11 +330,7 @@ def _breakable(tex: str) -> str:
     "Prose with a break allowed after `_ . / = : @ >` inside long identifiers and paths (`benchmark_kwargs.prompt_language=en`)."
     return re.sub(r"(\\_|\\textgreater\{\}|[./=:@])(?=[^\s$])", r"\1\\allowbreak{}", tex)
 
-def _latex_notes(notes: list[str], by_n: bool) -> list[str]:
-    if not by_n: return list(notes)
-    out = [re.sub(r" ?\(\d+ decimals?\)", "", re.sub(r"\(\d+ decimals?; ", "(", n)) for n in notes]
-    return out + ["Percentages carry the decimals their n supports: none below 97 items, 1 below 9,605, 2 beyond "
-                  "(one digit finer than the 95% confidence half-width)."]
+
 
 # %% ../nbs/52_report.ipynb #h9c5l008
 def _latex(df, t: Table, notes: list[str]) -> str:
@@ -339,8 +340,6 @@ def _latex(df, t: Table, notes: list[str]) -> str:
     spec, width, prose = _colspec(df)
     cell = lambda v, p, w: _breakable(_tex_cell(v, p)) if w else _tex_cell(v, p)
     body = [" & ".join(cell(v, p, w) for v, p, w in zip(row, pcts, prose)) + r" \\" for row in df.itertuples(index=False)]
-    by_n = any(_by_n(v, p) is not None for row in df.itertuples(index=False) for v, p in zip(row, pcts))
-    notes = _latex_notes(notes, by_n)
     wide = width > COLUMN_PT
     env = "table*" if wide else "table"
     caption, label = latex_caption(t.title, t.label)
@@ -366,8 +365,14 @@ def _plain(v):
     if isinstance(v, str) and (v == "" or v.startswith(BLANK) and all(ch in _MARKS for ch in v[1:])): return None
     return v.value if isinstance(v, Cell) else v
 
+MACHINE_NAMES = {"answered acc.": "accuracy_answered", "invalid": "invalid_rate", "errors": "n_errors", "error": "error_rate",
+                 "judge invalid": "judge_invalid_rate", "rows not read": "n_rows_not_read"}   # the names metrics.rates and sweep.csv use
+
+def _machine_name(name: str) -> str:
+    return MACHINE_NAMES.get(name) or re.sub(r"^(\w+) /(\d+)$", r"\1_0_\2", name)   # 'score /10' -> score_0_10
+
 def machine_frame(table):
-    "A `Table` as numbers: context columns first, fractions for percentages, `<column> n` for each cell's n, blanks empty."
+    "A `Table` as numbers: context columns first, fractions for percentages, `<column> n` for each cell's n, blanks empty, metric names as in sweep.csv."
     import pandas as pd
     t = table if isinstance(table, Table) else Table(table)
     df = t.frame()
@@ -376,7 +381,7 @@ def machine_frame(table):
         name = _head(c)
         col = [_as_cell(v, name.endswith("%")) for v in df[c]]
         cells = [v for v in col if isinstance(v, Cell)]
-        if all(v.percent for v in cells): name = re.sub(r"\s*%$", "", name)
+        if all(v.percent for v in cells): name = _machine_name(re.sub(r"\s*%$", "", name))
         out[name] = [t.context[name] if name in t.context and _plain(v) is None else _plain(v) for v in col]
         if any(v.n is not None and "(n=" in v for v in cells): out[f"{name} n"] = [v.n if isinstance(v, Cell) else None for v in col]
     return pd.DataFrame(out).convert_dtypes()
@@ -392,8 +397,9 @@ def render_table(table, fmt: str = "text") -> str:
     if fmt == "text":
         body = df.to_string(index=False) if len(df) else "(no rows)"
         return "\n".join(([t.title] if t.title else []) + [body] + notes)
-    head = [_head(c).replace("|", r"\|") for c in df.columns]
-    rows = ["| " + " | ".join(str(v).replace("|", r"\|") for v in r) + " |" for r in df.itertuples(index=False)]
+    md = lambda v: str(v).replace("|", r"\|").replace("\r\n", "<br>").replace("\n", "<br>")      # a newline would end the row
+    head = [md(_head(c)) for c in df.columns]
+    rows = ["| " + " | ".join(md(v) for v in r) + " |" for r in df.itertuples(index=False)]
     md = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|", *rows]
     return "\n".join(([f"**{t.title}**", ""] if t.title else []) + md + ([""] + [n + "  " for n in notes] if notes else []))
 
@@ -461,6 +467,7 @@ def _summary_row(t: Table, g: dict, label: dict, judged: bool, native: list, dig
     on_native = any(c in g for c in native)
     def rate(k):
         if mixed: return t.blank("not pooled: the groups are on different scales (see the paper metrics)")
+        if answered_nothing(g): return t.blank(NOTHING_ANSWERED)
         if on_native: return t.blank("scored on a native scale (see its column)")
         n = g.get("n_answered") if k == "accuracy_answered" else g.get("n")
         return pct(g.get(k), digits, n) if not _missing(g.get(k)) else t.blank("no scored items")
@@ -470,9 +477,9 @@ def _summary_row(t: Table, g: dict, label: dict, judged: bool, native: list, dig
         if g.get("n_judged") else t.blank("no item went to the judge")
     for c in native:
         m = _NATIVE.match(c)
-        v = None if _no_valid(g) else g.get(c)
+        v = None if _no_valid(g) or answered_nothing(g) else g.get(c)
         r[f"{m['name']} /{m['top']}"] = num(v) if not _missing(v) else t.blank(
-            "no valid judgments" if _no_valid(g) else "not pooled: the groups are on different scales (see the paper metrics)"
+            NOTHING_ANSWERED if answered_nothing(g) else "no valid judgments" if _no_valid(g) else "not pooled: the groups are on different scales (see the paper metrics)"
             if mixed else "not on this scale" if c not in g else "not judged")
     return r
 
@@ -523,18 +530,34 @@ def summary_table(summary: dict, digits: int = 1, title: str = "") -> Table:
     keys = [k for k in _GROUP_KEYS if any(k in g for g in groups)]
     t = Table(title=title, notes=[f"Rates in % ({digits} decimal{'s' if digits != 1 else ''}); accuracy counts errored items as "
                                   "wrong; answered acc. is over answered items only."])
-    show = lambda k, v: language_name(v) if k in ("language", "locale") else (BLANK if _missing(v) or v == "" else str(v))
+    show = lambda k, v: (Cell(language_name(v), v) if not _missing(v) else BLANK) if k in ("language", "locale") \
+        else (BLANK if _missing(v) or v == "" else str(v))                  # a language shows its name and keeps its code for a machine
     rows = [_summary_row(t, g, {k: show(k, g.get(k)) for k in keys}, judged, native, digits) for g in groups]
     mixed = (bool(native) and any(not any(c in g for c in native) for g in groups)) or bool(o.get("headline"))
     label = {k: ("all items" if i == 0 else "") for i, k in enumerate(keys)} if keys else {"group": "all items"}
     rows.append(_summary_row(t, {k: v for k, v in o.items() if not _NATIVE.match(k)}, label, judged, native, digits, mixed))
-    for note in (_headline_note(t, bs, groups, digits), usage_note(o)):
+    for note in (None if answered_nothing(o) else _headline_note(t, bs, groups, digits), usage_note(o)):
         if note: t.notes.append(note)
     t.data = _with_unread_rows(t, pd.DataFrame(rows, dtype=object), summary)
     return t
 
 # %% ../nbs/52_report.ipynb #d716cabd
+def _served_id(m) -> str | None:
+    "A model as a code: a served `openai-compatible:<id>@<url>` is its id (no address); else as configured."
+    if _missing(m) or not str(m).strip(): return None
+    served = re.match(r"^openai-compatible:(.+)@https?://\S+$", str(m).strip())
+    return served.group(1) if served else str(m).strip()
+
 def run_context(summary: dict, config: dict | None = None) -> dict:
+    "A run's identifying settings as codes, named as in `RunConfig` and sweep.csv (the CSV columns of `vlmlens report`)."
+    c = config or {}
+    video = (c.get("modality") or "video") in VIDEO_MODALITIES
+    return {"run": c.get("run_name") or os.path.basename(str(summary.get("run_dir") or "").rstrip("/")) or None,
+            "benchmark": summary.get("benchmark") or c.get("benchmark"), "model": _served_id(summary.get("model") or c.get("model")),
+            "language": c.get("language"), "strategy": c.get("strategy") or "standard", "modality": c.get("modality") or "video",
+            "num_frames": c.get("num_frames") if video else None, "fps": c.get("fps") if video else None, "judge": _served_id(c.get("judge"))}
+
+def _reader_context(summary: dict, config: dict | None = None) -> dict:
     "A run's identifying settings for a reader: benchmark, model, language, strategy, input, frames (and judge when set)."
     c = config or {}
     modality = c.get("modality") or "video"
@@ -549,11 +572,11 @@ def run_context(summary: dict, config: dict | None = None) -> dict:
 
 def run_header(summary: dict, config: dict | None = None) -> str:
     "One line naming a run: benchmark, model, language, strategy, modality, frames, judge, n."
-    x = run_context(summary, config)
+    x = _reader_context(summary, config)
     parts = [x["benchmark"], x["model"], f"language {x['language']}", f"strategy {x['strategy']}", f"input {x['input']}", x["frames"]]
     if "judge" in x: parts.append(setting_text("judge", config["judge"]))
     ds = summary.get("dataset") or {}
-    if ds.get("digest"): parts.append(f"data {ds.get('location')} @ {str(ds.get('revision') or '?').strip(chr(34))[:12]} (lock {ds['digest'][:8]})")
+    if ds.get("digest"): parts.append(f"data {ds.get('address') or ds.get('location')} @ {str(ds.get('revision') or '?').strip(chr(34))[:12]} (lock {ds['digest'][:8]})")
     return " · ".join(parts + [f"n {(summary.get('overall') or {}).get('n', BLANK)}"])
 
 # %% ../nbs/52_report.ipynb #e61d7a5e
@@ -584,9 +607,11 @@ def runs_overview(runs, digits: int = 1) -> Table:
         return setting_text(k, s.get(k), named=False)
     heads = list(dict.fromkeys(k for r in runs for k in (r.overall.get("headline") or ()) if k in _HEADLINE))
     def rate(o, k):
+        if answered_nothing(o): return t.blank(NOTHING_ANSWERED)
         return t.blank("not pooled: the benchmark's headline is its own (see its columns)") if o.get("headline") else pct(o.get(k), digits)
     def head(o, k):
         v, unit = o.get(k), _HEADLINE[k][1]
+        if answered_nothing(o): return t.blank(NOTHING_ANSWERED)
         if _missing(v): return t.blank("not this benchmark's number" if k not in (o.get("headline") or ()) else "not scored")
         return pct(v, digits) if unit == "%" else num(v)
     for r in runs:

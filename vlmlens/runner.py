@@ -8,7 +8,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 import shutil
+import tempfile
 import time
 import traceback
 from collections import Counter
@@ -18,7 +20,7 @@ from typing import Any, Callable, Iterable
 from . import data, media, prompts
 from .benchmarks.base import Benchmark, get_benchmark
 from .core import VIDEO_MODALITIES, Generation, Judgment, NothingAnswered, Prediction, RunConfig, Sample, most_common_error
-from .judges import JudgeItem, reference_text
+from .judges import LANG_NAMES, JudgeItem, reference_text
 from .metrics import aggregate, rates
 from .models import registry
 from .models.api import cost_usd
@@ -31,10 +33,11 @@ __all__ = ['log', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_
            'needs_judge', 'finish_prediction', 'prediction_of', 'run_batch', 'latest_judgments', 'make_judge',
            'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize', 'write_summary', 'run_notes', 'reopen',
            'rescore', 'rejudge', 'score_files', 'launch_env', 'apply_launch', 'launch_barrier', 'write_launch_summary',
-           'load_run_samples', 'video_key', 'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams',
-           'stream_pending', 'generate_claimed', 'generate_pending', 'fit_context', 'judge_pending', 'backend_options',
-           'check_output_root', 'check_before_run', 'open_locked', 'discard_unused', 'check_answered', 'run',
-           'price_estimate', 'estimate_run']
+           'encoding_problem', 'nothing_readable', 'load_run_samples', 'video_key', 'video_first',
+           'warms_server_prefix', 'batches', 'stream_parts', 'streams', 'stream_pending', 'generate_claimed',
+           'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'check_device', 'check_languages',
+           'check_output_root', 'check_before_run', 'check_config', 'open_locked', 'discard_unused', 'check_answered',
+           'run', 'price_estimate', 'estimate_run']
 
 # %% ../nbs/40_runner.ipynb #66ec6bad
 def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | None = None) -> tuple[list[Sample], dict]:
@@ -372,6 +375,27 @@ def write_launch_summary(launch: dict, store: RunStore, bench: Benchmark, sample
     if created: dist.destroy_process_group()
     return summary if summary is not None else store.read_summary()
 
+# %% ../nbs/40_runner.ipynb #8f90a1f0
+_BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32", b"\xff\xfe": "UTF-16", b"\xfe\xff": "UTF-16"}
+
+def encoding_problem(path) -> str | None:
+    "'<file> is UTF-16 encoded; save it as UTF-8' for the first data file under `path` whose bytes are not UTF-8 text, else None."
+    p = Path(path).expanduser() if path else None
+    if p is None or not p.exists(): return None
+    files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.suffix in (".jsonl", ".json", ".csv", ".tsv") and f.is_file())
+    for f in files[:200]:
+        with open(f, "rb") as fh: head = fh.read(4096)
+        enc = next((e for bom, e in _BOMS.items() if head.startswith(bom)), "UTF-16" if b"\x00" in head else None)
+        if enc: return f"{f} is {enc} encoded; save it as UTF-8"
+    return None
+
+def nothing_readable(cfg: RunConfig, row_errors: list) -> str:
+    "The one line for a benchmark's data with no readable row."
+    where = cfg.data_path or f"the {cfg.benchmark} data"
+    why = encoding_problem(cfg.data_path) or (f"{len(row_errors)} rows refused, the first: {row_errors[0]}" if row_errors else
+                                               "it is empty or holds no row of this benchmark")
+    return f"{where}: no readable {cfg.benchmark} row ({why}); nothing to run"
+
 # %% ../nbs/40_runner.ipynb #8f90a1fd
 def load_run_samples(bench: Benchmark, cfg: RunConfig, languages: tuple, samples: list[Sample] | None = None):
     "The run's item set (benchmark filters, language gating, limit) and notes for run.json (row errors, skips)."
@@ -381,6 +405,7 @@ def load_run_samples(bench: Benchmark, cfg: RunConfig, languages: tuple, samples
         samples = bench.filter(loaded, cfg)
         if not samples and (cfg.subset or cfg.language):      # say what exists (a benchmark's load may filter already)
             check_selection(bench.load(dataclasses.replace(cfg, subset=None, language=None))[0], samples, cfg)
+        if not loaded: raise ValueError(nothing_readable(cfg, row_errors))   # nothing to do is a mistake: no folder is made
         for e in row_errors: log.warning("row error: %s", e)
     samples, notes = select_samples(samples, cfg, languages)
     notes["row_errors"] = [str(e) for e in row_errors]
@@ -529,6 +554,30 @@ def backend_options(cfg: RunConfig, spec) -> dict:
     if spec is not None and spec.backend in registry.LOCAL_BACKENDS and cfg.batch_size > 1: opts["batch_size"] = cfg.batch_size
     return {**opts, **cfg.model_kwargs}
 
+# %% ../nbs/40_runner.ipynb #e1de52c0
+def check_device(device: str | None):
+    "Refuse (one-line ValueError) a `--device` torch cannot parse or this machine lacks; nothing else is checked for `cpu`/`auto`/none."
+    if device in (None, "", "auto", "cpu"): return
+    import torch
+    try: d = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise ValueError(f"--device {device}: not a device; use cpu, cuda, cuda:N or mps") from None
+    n = _cuda_devices() if d.type == "cuda" else int(torch.backends.mps.is_available()) if d.type == "mps" else None
+    if n == 0: raise ValueError(f"--device {device}: this machine has no {d.type} device (torch sees none); use --device cpu")
+    if n is not None and d.index is not None and d.index >= n:
+        raise ValueError(f"--device {device}: this machine has {n} {d.type} device(s), {d.type}:0 to {d.type}:{n - 1}")
+
+# %% ../nbs/40_runner.ipynb #e1de52c2
+def check_languages(language: str | None):
+    "Refuse (one-line ValueError) a `--language` entry that is not a language code, suggesting the code of a name (`hindi` → `hi`)."
+    import difflib
+    for lang in (l.strip() for l in (language or "").split(",") if l.strip()):
+        if re.fullmatch(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*", lang): continue
+        names = {v.lower(): k for k, v in LANG_NAMES.items()}
+        near = names.get(lang.lower()) or next((names[n] for n in difflib.get_close_matches(lang.lower(), names, n=1)), None)
+        raise ValueError(f"--language {lang}: not a language code" + (f"; did you mean {near}?" if near else
+                         " (use ISO codes such as hi, te or ta-IN)"))
+
 # %% ../nbs/40_runner.ipynb #e1de52d2
 def check_output_root(path) -> Path:
     "`path` made absolute; a one-line ValueError when it cannot be created or written (nothing is created)."
@@ -537,13 +586,28 @@ def check_output_root(path) -> Path:
     while not probe.exists() and probe.parent != probe: probe = probe.parent
     if not probe.is_dir(): raise ValueError(f"--output-root {path}: {probe} is a file, not a folder")
     if not os.access(probe, os.W_OK | os.X_OK): raise ValueError(f"--output-root {path}: no permission to write in {probe}")
+    try: os.rmdir(tempfile.mkdtemp(prefix=".vlmlens-probe-", dir=probe))   # the OS's own answer (EPERM, EROFS: root too)
+    except OSError as e: raise ValueError(f"--output-root {path}: cannot create folders in {probe} ({e.strerror})") from None
     return p
 
 def check_before_run(bench: Benchmark, cfg: RunConfig):
     "The checks that need neither the items nor the model: the benchmark's options, the run folder's place (one line each)."
     bench.check_kwargs(cfg.benchmark_kwargs)
+    check_device(cfg.device)
     check_output_root(cfg.output_root)
 
+def check_config(cfg: RunConfig, spec=None) -> tuple[RunConfig, Benchmark, dict | None]:
+    "What `run` (and a sweep, for each of its runs) checks before creating anything: `(cfg with the model's preset, benchmark, preset)`."
+    preset = None
+    check_languages(cfg.language)
+    if spec is not None:
+        cfg, preset = registry.apply_preset(cfg, spec)    # the paper's frames for this model when none are given
+        spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
+    bench = get_benchmark(cfg.benchmark)
+    check_before_run(bench, cfg)
+    return cfg, bench, preset
+
+# %% ../nbs/40_runner.ipynb #e1de52d3
 def open_locked(cfg: RunConfig, judge=None) -> tuple[RunStore, Path | None]:
     "The run's store, created and locked, and the outermost folder that creating it made (None if the folder was there)."
     made = Path(cfg.output_root, cfg.run_name or cfg.default_run_name()).absolute()
@@ -573,11 +637,7 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     cfg = (config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))).validate()
     spec, preset = None if backend is not None else registry.get_spec(cfg.model), None
     launch, cfg = launch_env(), apply_launch(cfg, spec is not None and spec.backend in registry.LOCAL_BACKENDS)
-    if spec is not None:
-        cfg, preset = registry.apply_preset(cfg, spec)    # the paper's frames for this model when none are given
-        spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
-    bench = get_benchmark(cfg.benchmark)
-    check_before_run(bench, cfg)                          # options, output root: one line, nothing created
+    cfg, bench, preset = check_config(cfg, spec)          # preset, model input, options, device, output root: nothing created
     if samples is None: cfg = data.resolve_data_path(cfg)   # the fetched release when no --data-path; else one line naming `vlmlens data get`
     samples, notes = load_run_samples(bench, cfg, languages_of(backend or spec, cfg.benchmark), samples)
     if cfg.data_path: notes["dataset"] = data.provenance(cfg.data_path)   # source, revision, lock digest: runs on other data never pool
@@ -647,9 +707,7 @@ def estimate_run(config) -> dict:
     cfg = (config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))).validate()
     cfg, spec = data.resolve_data_path(cfg), registry.get_spec(cfg.model)
     if spec.backend in registry.LOCAL_BACKENDS: raise ValueError(f"--dry-run estimates what an API run is billed; {cfg.model} runs locally")
-    cfg, _ = registry.apply_preset(cfg, spec); spec.check(cfg)
-    bench = get_benchmark(cfg.benchmark)
-    check_before_run(bench, cfg)
+    cfg, bench, _ = check_config(cfg, spec)
     samples, _ = load_run_samples(bench, cfg, languages_of(spec, cfg.benchmark), None)
     opts = {**backend_options(cfg, spec), "cache": False, "progress": False}
     registry.preflight(spec, cfg, **opts)

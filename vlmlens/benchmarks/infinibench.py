@@ -22,7 +22,7 @@ from fastcore.basics import patch
 from .. import fidelity
 from .base import Benchmark, Option
 from .demo import srt_time
-from .. import media, prompts
+from .. import data, media, prompts
 from ..core import Judgment, Media, Prediction, Request, RunConfig, Sample, VIDEO_MODALITIES, message, text_part
 from ..fidelity import PaperPrompt
 from ..judges import DEFAULT_JUDGE_MODEL, Judge, JudgeItem, JudgeParseError, JudgeTemplate, render_messages
@@ -41,7 +41,7 @@ __all__ = ['MCQ_SKILLS', 'OPEN_SKILLS', 'SKILLS', 'OFFICIAL_FILES', 'SKILL_TITLE
            'official_format', 'grounding_accuracy', 'reasoning_score', 'overall_score', 'table3_from_cells',
            'frames_preset', 'count_frames', 'check_fits', 'is_idk', 'apply_idk', 'option_text', 'number_prompt',
            'summary_question', 'official_rows', 'metadata_from_path', 'parse_ordinal', 'episode_metadata',
-           'media_roots', 'media_path', 'derived_id', 'release_sample', 'load_release', 'real_text_data',
+           'media_roots', 'media_path', 'derived_id', 'NoOptions', 'release_sample', 'load_release', 'real_text_data',
            'real_text_samples', 'InfiniBenchBenchmark', 'parse_official_reply', 'InfiniBenchJudge', 'skill_stats',
            'aggregates', 'synthetic_rows', 'make_synthetic_episode', 'run_samples', 'official_record',
            'export_official', 'import_official']
@@ -290,8 +290,9 @@ def official_rows(path, errors: list) -> Iterator[tuple[int, dict]]:
     "`(row, record)` pairs of a release, generator or annotation file; bad rows go to `errors` as `RowError`s."
     path = Path(path)
     if path.suffix.lower() != ".json" or path.is_dir():
-        yield from read_records(path, errors); return
-    doc = load_json(path)
+        yield from data.read_rows(path, errors); return
+    try: doc = json.loads(path.read_text(encoding=data.text_encoding(path)))      # UTF-8, or UTF-16 behind its BOM
+    except (OSError, ValueError, RecursionError) as e: raise ValueError(f"{path}: cannot read JSON ({e})") from None
     if isinstance(doc, dict) and doc and all(isinstance(v, list) for v in doc.values()):
         items = [(key, r) for key, rows in doc.items() for r in rows]          # generator output keyed by video
     elif isinstance(doc, dict) and doc and all(isinstance(v, dict) for v in doc.values()):
@@ -351,10 +352,11 @@ def episode_metadata(rec: dict, video: str | None = None) -> dict:
     return meta
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #9bf53d5a
-def media_roots(data_path, kw: dict | None = None) -> tuple[Path, Path]:
-    "The (video, subtitle) folders `load_release` resolves row paths against: `video_root`/`subtitle_root` in `kw`, else the rows file's folder."
+def media_roots(data_path, kw: dict | None = None, split: str | None = None) -> tuple[Path, Path]:
+    "The (video, subtitle) folders `load_release` resolves row paths against: `video_root`/`subtitle_root` in `kw`, else the split folder (`data.split_rows`)."
     path, kw = Path(data_path), kw or {}
-    vroot = Path(kw.get("video_root") or (path if path.is_dir() else path.parent)).expanduser()
+    base = data.split_rows(path, split)[0] if path.is_dir() else path.parent.parent if path.parent.name == "skills_json" else path.parent
+    vroot = Path(kw.get("video_root") or base).expanduser()
     return vroot, Path(kw.get("subtitle_root") or vroot).expanduser()
 
 def media_path(root, value) -> str | None:
@@ -406,8 +408,13 @@ def _movie_title(meta: dict, titles: dict) -> dict:
     if t.get("year") and not meta.get("year"): out["year"] = t["year"]
     return out
 
+class NoOptions(FieldError):
+    "An MCQ row that carries no options: refused (never asked), counted by the loader."
+
 def _mcq_fields(rec: dict, cfg: RunConfig, no_gold: bool) -> dict:
-    opts = parse_literal_list(rec.get("options"), "options")
+    raw = rec.get("options")
+    if raw is None or (isinstance(raw, str) and raw.strip() in ("", "[]")) or raw == []: raise NoOptions("options", "the MCQ row carries no options")
+    opts = parse_literal_list(raw, "options")
     if len(opts) < 2: raise FieldError("options", f"need at least 2 options, got {len(opts)}")
     raw = rec.get("answer_idx")
     gold = None if no_gold or raw in (None, "") else _index(raw, "answer_idx")
@@ -433,7 +440,7 @@ def release_sample(rec: dict, cfg: RunConfig, video_root, subtitle_root, skill: 
     if not q: raise FieldError("question", "is empty")
     qid = rec.get("question_id")
     qid = derived_id(skill, rec) if qid is None or str(qid).strip() == "" else str(qid).strip()
-    split = str(rec.get("split") or "").strip().lower() or None
+    split = data.split_name(rec.get("split"))
     vfield = "video_path_mp4" if rec.get("video_path_mp4") not in (None, "") or "video_path" not in rec else "video_path"
     vpath = _first(rec, vfield)
     video = _media_path(video_root, vpath, vfield, mod in VIDEO_MODALITIES)
@@ -465,29 +472,46 @@ def _by_video(samples: list[Sample]) -> list[Sample]:
         return first.setdefault(v, len(first))
     return sorted(samples, key=key)
 
-def load_release(cfg: RunConfig, progress: bool = False) -> tuple[list[Sample], list[RowError]]:
-    "Samples and row errors from the rows file `cfg.data_path` (split = `cfg.split` when given)."
+def _split_rows(cfg: RunConfig, errors: list, progress: bool):
+    "`(file, row, record)` of the rows `cfg.data_path` names (any form `data.split_rows` reads) in `cfg.split`; `(files, splits seen)` at the end."
+    want = None if cfg.split in (None, "", "all") else {data.split_name(s) for s in str(cfg.split).split(",")}
     path = Path(cfg.data_path)
-    if not path.exists(): raise FileNotFoundError(f"InfiniBench rows file not found: {path}")
-    kw = _kw(cfg)
-    vroot, sroot = media_roots(path, kw)
-    try: file_skill = skill_from_filename(path)
-    except FieldError: file_skill = None
-    want = None if cfg.split in (None, "", "all") else {s.strip().lower() for s in str(cfg.split).split(",")}
-    errors, samples, seen = [], [], {}
-    rows = official_rows(path, errors)
-    if progress:
-        from tqdm.auto import tqdm
-        rows = tqdm(rows, desc=f"reading {path.name}", unit="row")
-    for row, rec in rows:
-        if want is not None and str(rec.get("split") or "").strip().lower() not in want: continue
-        try: s = release_sample(rec, cfg, vroot, sroot, skill=file_skill)
+    files = [path] if path.is_file() else data.split_rows(path, cfg.split if want and len(want) == 1 else None)[1]
+    if not files: raise FileNotFoundError(f"{path}: no InfiniBench rows (a CSV, or skills_json/*.json) there")
+    seen = set()
+    for f in files:
+        rows = official_rows(f, errors)
+        if progress:
+            from tqdm.auto import tqdm
+            rows = tqdm(rows, desc=f"reading {f.name}", unit="row")
+        for row, rec in rows:
+            seen.add(data.split_name(rec.get("split")))
+            if want is None or data.split_name(rec.get("split")) in want: yield f, row, rec
+    if want is not None and not seen & want:
+        raise ValueError(f"{path}: no rows of split {cfg.split!r} (the rows' splits: {', '.join(sorted(map(str, seen))) or 'none'})")
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #c9dc6320
+def load_release(cfg: RunConfig, progress: bool = False) -> tuple[list[Sample], list[RowError]]:
+    "Samples and row errors from the rows `cfg.data_path` names (split = `cfg.split` when given; `dev` is validation); MCQ rows without options refused, counted in one row error."
+    path = Path(cfg.data_path)
+    if not path.exists(): raise FileNotFoundError(f"InfiniBench rows not found: {path}")
+    vroot, sroot = media_roots(path, _kw(cfg), cfg.split)
+    errors, samples, seen, refused, skills = [], [], {}, [], {}
+    for f, row, rec in _split_rows(cfg, errors, progress):
+        if f not in skills:
+            try: skills[f] = skill_from_filename(f)
+            except FieldError: skills[f] = None
+        try: s = release_sample(rec, cfg, vroot, sroot, skill=skills[f])
+        except NoOptions: refused.append(row); continue
         except (FieldError, ValueError, TypeError) as e:
-            errors.append(RowError(str(path), row, getattr(e, "field", None), getattr(e, "message", str(e)))); continue
+            errors.append(RowError(str(f), row, getattr(e, "field", None), getattr(e, "message", str(e)))); continue
         if s.id in seen:
-            errors.append(RowError(str(path), row, "question_id", f"duplicate id {s.id!r} (first at row {seen[s.id]})")); continue
+            errors.append(RowError(str(f), row, "question_id", f"duplicate id {s.id!r} (first at row {seen[s.id]})")); continue
         seen[s.id] = row
         samples.append(s)
+    if refused and not samples:
+        raise ValueError(f"{path}: every row was refused: {len(refused):,} MCQ rows carry no options (nothing to ask)")
+    if refused: errors.append(RowError(str(path), None, "options", f"{len(refused):,} MCQ rows carry no options: refused, not asked"))
     return _by_video(samples), errors
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #abb381f7
@@ -583,6 +607,12 @@ KWARGS_SCHEMA = (
     Option("check_fits", "bool", False, "drop the videos whose frames cannot fit the model's context, recorded as row errors"),
     Option("judge_fence", "bool", False, "fence the answer in the judge prompt (the official prompt does not)"))
 
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #d25e3678
+def _is_real_text(path) -> bool:
+    "Whether `path` is a folder of the real-text files (the spoiler FAQ or the episode summaries), not release rows."
+    p = Path(path)
+    return p.is_dir() and any((p / f).is_file() for f in ("movienet_spoiler_faq.json", "tvqa_imdb_summaries.json"))
+
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #29bde3e1
 class InfiniBenchBenchmark(Benchmark):
     "InfiniBench: 4 grounding MCQ skills + 4 reasoning open-ended skills on long movies and TV episodes."
@@ -593,11 +623,12 @@ class InfiniBenchBenchmark(Benchmark):
     headline = ("acc", "score_0_10", "overall_0_100")      # Table 3; a pooled item accuracy would mix 0/1 and 0–10
 
     def source(self, cfg: RunConfig) -> str:
+        "Where the items come from: the release rows (any file or folder of them), or the real IMDb text (a folder of its files)."
         s = _kw(cfg).get("source")
         if s is None and not cfg.data_path:
             raise ValueError("infinibench needs --data-path (the release rows, or official generator output), or "
                              "--benchmark-kwarg source=real_text for the packaged IMDb spoiler FAQ and episode summaries")
-        if s is None: s = "release" if Path(cfg.data_path).is_file() else "real_text"
+        if s is None: s = "real_text" if _is_real_text(cfg.data_path) else "release"
         if s not in ("release", "real_text"): raise ValueError(f"benchmark_kwargs source must be 'release' or 'real_text', got {s!r}")
         return s
 

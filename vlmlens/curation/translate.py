@@ -510,11 +510,13 @@ class Engine:
 def make_engine(name: str, backend=None, **options) -> Engine:
     "An engine by name: `aws`, `azure`, `google`, `indictrans`, or `llm:<registered model>`; `options` go to its backend."
     name = str(name).strip()
-    if name.startswith("llm:") and len(name) > 4: return Engine(name, backend or load_backend(name[4:], **options), "llm", options=options)
-    if name in ENGINES:
-        if backend is None and (why := _sdk_problem(name)): raise ValueError(why)      # named before any work
-        refuse_secret_options(name, options, ENGINES[name].key_env)
-        return Engine(name, backend or ENGINES[name](**options), "mt", options=options)
+    try:
+        if name.startswith("llm:") and len(name) > 4: return Engine(name, backend or load_backend(name[4:], **options), "llm", options=options)
+        if name in ENGINES:
+            if backend is None and (why := _sdk_problem(name)): raise ValueError(why)      # named before any work
+            refuse_secret_options(name, options, ENGINES[name].key_env)
+            return Engine(name, backend or ENGINES[name](**options), "mt", options=options)
+    except TypeError as e: raise ValueError(f"translation engine {name}: an option it does not take ({e}); check --engine-option") from None
     raise ValueError(f"unknown translation engine {name!r}: use aws, azure, google, indictrans or llm:<model> (any registered model, e.g. llm:gpt-4.1)")
 
 # %% ../../nbs/70_curation_translate.ipynb #d53a6543
