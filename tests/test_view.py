@@ -211,6 +211,17 @@ def browser():
     d.quit()
 
 
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    "Where the page's screenshots go: a temporary folder, or `$VLMLENS_SCREENSHOTS` (tools/view_screenshots.py: docs/figures)."
+    return Path(os.environ.get("VLMLENS_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+
+
+def _screenshot(browser, folder, name):
+    folder.mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(folder / name)) and (folder / name).read_bytes()[:4] == b"\x89PNG"
+
+
 def _open(browser, url):
     from selenium.webdriver.support.ui import WebDriverWait
     browser.get("about:blank"); browser.get_log("browser")
@@ -262,7 +273,7 @@ def test_search_and_flips_between_two_runs(runs, site, browser):
     assert _errors(browser) == []
 
 
-def test_an_item_shows_its_frames_and_a_deep_link_opens_it(site, browser):
+def test_an_item_shows_its_frames_and_a_deep_link_opens_it(site, browser, shots):
     from selenium.webdriver.common.by import By
     key = "demo-video_subtitles-000-hi"
     _open(browser, (site / "index.html").as_uri() + "#item=" + key)
@@ -274,8 +285,7 @@ def test_an_item_shows_its_frames_and_a_deep_link_opens_it(site, browser):
     assert "gold" in browser.find_element(By.CSS_SELECTOR, ".options li.gold").get_attribute("class")
     aligned = browser.find_elements(By.CSS_SELECTOR, "#aligned tr a")
     assert sorted(a.text for a in aligned) == ["en", "hi", "te"]                   # HinTel-style aligned items side by side
-    (REPO / "outputs").mkdir(exist_ok=True)
-    browser.save_screenshot(str(REPO / "outputs" / "view-item.png"))
+    _screenshot(browser, shots, "view_item.png")
     aligned[0].click()
     _wait(browser, lambda d: d.find_element(By.ID, "item-title").text == key.replace("-hi", "-en"))
     # a click in the list opens an item, and its deep link opens it again
@@ -287,18 +297,18 @@ def test_an_item_shows_its_frames_and_a_deep_link_opens_it(site, browser):
     assert _errors(browser) == []
 
 
-def test_moved_media_and_errors_show_in_the_page(runs, site, browser):
+def test_moved_media_and_errors_show_in_the_page(runs, site, browser, shots):
     from selenium.webdriver.common.by import By
     _open(browser, (site / "index.html").as_uri() + "#item=" + runs["err"])
     _wait(browser, lambda d: d.find_elements(By.ID, "item-title"))
     text = browser.find_element(By.ID, "detail").text
     assert "ServerError: 500 from the provider" in text
     _open(browser, (site / "index.html").as_uri() + "#outcome=errored")
-    browser.save_screenshot(str(REPO / "outputs" / "view-list.png"))
+    _screenshot(browser, shots, "view_list.png")
     assert _errors(browser) == []
 
 
-def test_judge_reply_and_evidence_graph_show_beside_the_answer(runs, site, browser):
+def test_judge_reply_and_evidence_graph_show_beside_the_answer(runs, site, browser, shots):
     from selenium.webdriver.common.by import By
     ix = _index(site)
     gold = next(r["key"] for r in ix["runs"] if r["name"] == "gold")
@@ -313,7 +323,7 @@ def test_judge_reply_and_evidence_graph_show_beside_the_answer(runs, site, brows
     assert "The answer matches the reference. Score: 9" in text and "judge-x" in text and "abababab" in text
     assert "isolation (iterative): resolved" in text and "Look at the first scene." in text
     browser.execute_script("arguments[0].scrollIntoView()", col)
-    browser.save_screenshot(str(REPO / "outputs" / "view-evidence.png"))
+    _screenshot(browser, shots, "view_evidence.png")
     assert _errors(browser) == []
 
 
