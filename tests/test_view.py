@@ -72,6 +72,7 @@ def runs(tmp_path_factory):
         "rounds": [{"round": 1, "prompt": "p", "response": "blue", "node": "n1", "label": "perception", "hint": "Look at the first scene."},
                    {"round": 2, "prompt": "p", "response": "red", "node": None, "label": None}], "n_nodes": 3, "n_unevaluated": 0})
     gold_run.close()
+    (root / "runs" / "broken").mkdir(); (root / "runs" / "broken" / "run.json").write_text("{not json")   # a run folder that cannot be read
     return {"root": root, "runs": root / "runs", "judged": judged, "moved": root / "moved-runs", "gold": gold, "err": err, "gone": gone, "data": data}
 
 
@@ -97,7 +98,9 @@ def _details(site, key):
 def test_site_shows_each_runs_answer_and_what_is_missing(runs, site):
     ix = _index(site)
     by = {r["name"]: r for r in ix["runs"]}
-    assert set(by) == {"always-a", "gold", "killed", "moved"}
+    assert set(by) == {"always-a", "gold", "killed", "moved", "broken"}
+    assert by["broken"]["status"] == "broken" and "cannot read the run's config" in " ".join(by["broken"]["problems"])
+    assert by["broken"]["key"] not in ix["res"] or set(ix["res"][by["broken"]["key"]]["o"]) == {0}
     assert by["killed"]["status"] == "partial" and any("no summary.json" in p for p in by["killed"]["problems"])
     k_gold, k_a = by["gold"]["key"], by["always-a"]["key"]
     d = _details(site, runs["err"])
@@ -126,6 +129,16 @@ def test_frames_are_the_ones_the_run_used(runs, site):
         fr = d["runs"][by[name]]["media"]["frames"]
         assert [f["t"] for f in fr] == [round(t, 3) for t in media.sample_frames(path, num_frames=n).timestamps_s]
         assert all((site / f["src"]).is_file() for f in fr)
+
+
+def test_frames_follow_the_count_the_models_context_allowed(runs, tmp_path):
+    "A run whose model could hold fewer frames than configured (run.json `frames_fit`) shows the frames it was actually given."
+    from vlmlens.benchmarks.base import get_benchmark
+    run_ = Run.read(runs["runs"] / "always-a")
+    b = get_benchmark("demo")
+    s = next(s for s in b.load(run_.config)[0] if s.subset == "video_color")
+    got = view.item_media(b, s, run_.config, {**run_.info, "frames_fit": {"requested": 8, "used": 3}}, view.Thumbs(tmp_path))
+    assert [f["t"] for f in got["frames"]] == [round(t, 3) for t in media.sample_frames(s.media_of("video")[0].path, num_frames=3).timestamps_s]
 
 
 def test_moved_media_is_named_per_item_and_the_rest_still_shows(runs, site):
@@ -198,6 +211,17 @@ def browser():
     d.quit()
 
 
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    "Where the page's screenshots go: a temporary folder, or `$VLMLENS_SCREENSHOTS` (tools/view_screenshots.py: docs/figures)."
+    return Path(os.environ.get("VLMLENS_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+
+
+def _screenshot(browser, folder, name):
+    folder.mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(folder / name)) and (folder / name).read_bytes()[:4] == b"\x89PNG"
+
+
 def _open(browser, url):
     from selenium.webdriver.support.ui import WebDriverWait
     browser.get("about:blank"); browser.get_log("browser")
@@ -249,7 +273,7 @@ def test_search_and_flips_between_two_runs(runs, site, browser):
     assert _errors(browser) == []
 
 
-def test_an_item_shows_its_frames_and_a_deep_link_opens_it(site, browser):
+def test_an_item_shows_its_frames_and_a_deep_link_opens_it(site, browser, shots):
     from selenium.webdriver.common.by import By
     key = "demo-video_subtitles-000-hi"
     _open(browser, (site / "index.html").as_uri() + "#item=" + key)
@@ -261,8 +285,7 @@ def test_an_item_shows_its_frames_and_a_deep_link_opens_it(site, browser):
     assert "gold" in browser.find_element(By.CSS_SELECTOR, ".options li.gold").get_attribute("class")
     aligned = browser.find_elements(By.CSS_SELECTOR, "#aligned tr a")
     assert sorted(a.text for a in aligned) == ["en", "hi", "te"]                   # HinTel-style aligned items side by side
-    (REPO / "outputs").mkdir(exist_ok=True)
-    browser.save_screenshot(str(REPO / "outputs" / "view-item.png"))
+    _screenshot(browser, shots, "view_item.png")
     aligned[0].click()
     _wait(browser, lambda d: d.find_element(By.ID, "item-title").text == key.replace("-hi", "-en"))
     # a click in the list opens an item, and its deep link opens it again
@@ -274,18 +297,18 @@ def test_an_item_shows_its_frames_and_a_deep_link_opens_it(site, browser):
     assert _errors(browser) == []
 
 
-def test_moved_media_and_errors_show_in_the_page(runs, site, browser):
+def test_moved_media_and_errors_show_in_the_page(runs, site, browser, shots):
     from selenium.webdriver.common.by import By
     _open(browser, (site / "index.html").as_uri() + "#item=" + runs["err"])
     _wait(browser, lambda d: d.find_elements(By.ID, "item-title"))
     text = browser.find_element(By.ID, "detail").text
     assert "ServerError: 500 from the provider" in text
     _open(browser, (site / "index.html").as_uri() + "#outcome=errored")
-    browser.save_screenshot(str(REPO / "outputs" / "view-list.png"))
+    _screenshot(browser, shots, "view_list.png")
     assert _errors(browser) == []
 
 
-def test_judge_reply_and_evidence_graph_show_beside_the_answer(runs, site, browser):
+def test_judge_reply_and_evidence_graph_show_beside_the_answer(runs, site, browser, shots):
     from selenium.webdriver.common.by import By
     ix = _index(site)
     gold = next(r["key"] for r in ix["runs"] if r["name"] == "gold")
@@ -300,7 +323,7 @@ def test_judge_reply_and_evidence_graph_show_beside_the_answer(runs, site, brows
     assert "The answer matches the reference. Score: 9" in text and "judge-x" in text and "abababab" in text
     assert "isolation (iterative): resolved" in text and "Look at the first scene." in text
     browser.execute_script("arguments[0].scrollIntoView()", col)
-    browser.save_screenshot(str(REPO / "outputs" / "view-evidence.png"))
+    _screenshot(browser, shots, "view_evidence.png")
     assert _errors(browser) == []
 
 
