@@ -501,3 +501,30 @@ def test_runs_on_every_split_without_data_path(tmp_path, env, server, ib_hub):
         assert info["config"]["data_path"].endswith(f"infinibench/{split_name}")
         assert info["dataset"]["split"] == split_name and info["dataset"]["revision"] == IB_PINNED
         assert info["dataset"]["address"] == f"{ib_hub.url}/datasets/{REPO}/tree/{IB_PINNED}"
+
+
+def test_a_test_split_run_is_prediction_only_and_writes_the_official_files(tmp_path, env, server, ib_hub):
+    server.reset(); server.default_text = "Sheldon makes tea."
+    assert _cli(["get", "infinibench", "--no-progress"], {**env, "HF_ENDPOINT": ib_hub.url}).returncode == 0   # the default split: test
+    out = _ib_run(tmp_path, env, server, "--modality", "metadata")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "2 MCQ rows carry no options: refused, not asked" in out.stderr                 # loud, with the count
+    assert "no ground truth" in out.stdout, out.stdout
+    run = tmp_path / "out" / "ib"
+    summary = json.loads((run / "summary.json").read_text())
+    bs = summary["benchmark_summary"]
+    assert summary["overall"]["n"] == 2 and summary["overall"]["n_answered"] == 2
+    assert bs["prediction_only"] is True and bs["acc"] is None and bs["score_0_10"] is None and bs["overall_0_100"] is None
+    assert all(v["score_0_10"] is None for v in bs["skills"].values())                      # not 0: nothing to score against
+    files = {Path(p).name: json.loads(Path(p).read_text()) for p in summary["files"].values()}
+    assert sorted(files) == ["spoiler_questions.json", "summarization.json"]
+    rec = files["summarization.json"][0]
+    assert rec == {"question_id": "3", "question": "Please provide a very detailed summary of the video.", "pred": "Sheldon makes tea."}
+
+    only_mcq = tmp_path / "mcq.csv"                                                         # every row refused: a failure, before anything exists
+    lines = (tmp_path / "data" / "infinibench" / "test" / "test.csv").read_text().splitlines()
+    only_mcq.write_text("\n".join(lines[:3]) + "\n")
+    out = _ib_run(tmp_path, env, server, "--modality", "metadata", "--data-path", str(only_mcq), name="refused")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "every row was refused: 2 MCQ rows carry no options" in out.stderr
+    assert not (tmp_path / "out" / "refused").exists()
