@@ -500,7 +500,7 @@ def _headline_note(t: Table, bs: dict, groups: list, digits: int) -> str | None:
     def val(k, unit):
         if k in ("score_0_10", "overall_0_100") and none_valid:
             return t.blank(f"no valid judgments (the official rule counts 0: {num(bs.get(k))})")
-        if _missing(bs.get(k)): return t.blank("not scored")
+        if _missing(bs.get(k)): return t.blank(bs.get("not_scored") or "not scored")     # a benchmark may say why
         return (pct(bs[k], digits) + " %") if unit == "%" else f"{num(bs[k])} {unit}"
     parts = [f"{name} {val(k, unit)}" for k, (name, unit) in _HEADLINE.items() if k in bs]
     return ("Paper metrics: " + " · ".join(parts)) if parts else None

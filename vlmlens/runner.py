@@ -280,6 +280,8 @@ def write_summary(store: RunStore, bench: Benchmark, samples: list[Sample], cfg:
                        judge_id=judge_id)
         kept = {**run_notes(store, summary), **(notes or {})}
         summary.update({k: v for k, v in kept.items() if k not in summary})
+        files = bench.run_files(store, samples, summary)            # e.g. InfiniBench's official prediction files
+        if files: summary["files"] = {k: str(v) for k, v in files.items()}
         store.write_scores_csv(rows)
         store.write_summary(summary)
     return summary
