@@ -351,3 +351,30 @@ def test_markdown_cells_keep_their_row_when_the_text_has_newlines():
     t = R.Table(pd.DataFrame({"round": [1, 2], "reply": ["first line\nsecond line", "one | two"]}))
     lines = R.render_table(t, "md").splitlines()
     assert len(lines) == 4 and lines[2] == "| 1 | first line<br>second line |" and lines[3] == r"| 2 | one \| two |"
+
+
+def test_a_finished_run_is_never_silently_rewritten_by_a_smaller_or_differently_judged_rerun(tmp_path, capsys, monkeypatch):
+    "Rerunning a finished configuration with --limit 3 or --judge none is refused in one line; its own --run-name makes a view."
+    import json
+    from vlmlens.benchmarks import hintel as H
+    from vlmlens.cli import main
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    data = H.build_synthetic_hintel(tmp_path / "data", n_per_subset=2)
+    with LoopbackServer() as server:
+        base = ["run", "--benchmark", "hintel", "--data-path", str(data), "--model", f"openai-compatible:gpt-4.1@{server.openai_base_url}",
+                "--language", "hi", "--output-root", str(tmp_path / "runs"), "--run-name", "full", "--no-progress",
+                "--model-kwarg", "cache=false", "--judge", f"openai-compatible:judge@{server.openai_base_url}"]
+        assert main(base) == 0
+        first = json.loads((tmp_path / "runs" / "full" / "summary.json").read_text())
+        assert first["judge_id"] and first["limit"] is None and first["n_items"] == first["overall"]["n"] > 3   # what it covers
+        capsys.readouterr()
+        assert main(base + ["--limit", "3"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "its summary covers" in err and "this run 3 (--limit 3)" in err and "--run-name" in err
+        assert main(base[:-2] + ["--judge", "none"]) == 2
+        assert "is not judged" in capsys.readouterr().err
+        assert json.loads((tmp_path / "runs" / "full" / "summary.json").read_text()) == first           # untouched
+        view = base[:base.index("--run-name") + 1] + ["first3"] + base[base.index("--run-name") + 2:] + ["--limit", "3"]
+        assert main(view) == 0
+        mine = json.loads((tmp_path / "runs" / "first3" / "summary.json").read_text())
+        assert (mine["limit"], mine["n_items"], mine["overall"]["n"]) == (3, 3, 3)
