@@ -345,6 +345,7 @@ def _breakable(tex: str) -> str:
     "Prose with a break allowed after `_ . / = : @ >` inside long identifiers and paths (`benchmark_kwargs.prompt_language=en`)."
     return re.sub(r"(\\_|\\textgreater\{\}|[./=:@])(?=[^\s$])", r"\1\\allowbreak{}", tex)
 
+# %% ../nbs/52_report.ipynb #h9c5l00c
 def _column_groups(df) -> tuple[str, list[list[int]]]:
     "The font size (small, else footnotesize: never below 8 pt) and column groups that each fit the text width (the first column in each)."
     fits = lambda d, size: _colspec(d, size)[1] <= 0.95 * TEXT_PT                # 5% for the estimate's error
