@@ -38,7 +38,7 @@ __all__ = ['log', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_
            'warms_server_prefix', 'batches', 'stream_parts', 'streams', 'stream_pending', 'generate_claimed',
            'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'check_device', 'check_languages',
            'check_output_root', 'check_before_run', 'check_config', 'open_locked', 'discard_unused', 'check_answered',
-           'run', 'price_estimate', 'estimate_run']
+           'check_rerun', 'run', 'price_estimate', 'estimate_run']
 
 # %% ../nbs/40_runner.ipynb #66ec6bad
 def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | None = None) -> tuple[list[Sample], dict]:
@@ -277,7 +277,7 @@ def write_summary(store: RunStore, bench: Benchmark, samples: list[Sample], cfg:
         rows = score_rows(bench, samples, preds, latest_judgments(store.load_judgments(), judge_id))
         summary = summarize(bench, rows, cfg, n_expected=len(samples))
         summary.update(benchmark=cfg.benchmark, model=cfg.model, config_hash=cfg.hash(), run_dir=str(store.run_dir),
-                       judge_id=judge_id)
+                       judge_id=judge_id, n_items=len(samples), limit=cfg.limit)      # what the numbers cover
         kept = {**run_notes(store, summary), **(notes or {})}
         summary.update({k: v for k, v in kept.items() if k not in summary})
         files = bench.run_files(store, samples, summary)            # e.g. InfiniBench's official prediction files
@@ -637,6 +637,22 @@ def check_answered(summary: dict, store: RunStore | None = None) -> dict:
     errors = [p.error for p in store.load_predictions().values() if p.error]
     raise NothingAnswered(Path(summary.get("run_dir") or "run").name, int(o["n"]), most_common_error(errors), result=summary)
 
+# %% ../nbs/40_runner.ipynb #c8e1f0a2
+def check_rerun(cfg: RunConfig, judge, n_items: int):
+    "ValueError (one line) when `cfg` would rewrite a finished run's summary over fewer items or with another judge."
+    import json
+    path = Path(cfg.output_root) / (cfg.run_name or cfg.default_run_name()) / "summary.json"
+    try: old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError): return
+    if cfg.overwrite or not isinstance(old, dict) or old.get("config_hash") != cfg.hash(): return   # another configuration: the store says so
+    o, new_id = old.get("overall") or {}, getattr(judge, "judge_id", None)
+    had = old.get("n_items") or (o.get("n") or 0) + (o.get("n_missing") or 0)
+    why = (f"its summary covers {had} items, this run {n_items} (--limit {cfg.limit})" if n_items < had else
+           f"its summary was judged by {old['judge_id']}, this run {'by ' + new_id if new_id else 'is not judged'}"
+           if old.get("judge_id") and old["judge_id"] != new_id else None)
+    if why: raise ValueError(f"{path.parent} holds a finished run of this configuration: {why}; rerunning would rewrite its numbers. "
+                             "Give this view its own --run-name (or --overwrite to rewrite them)")
+
 # %% ../nbs/40_runner.ipynb #db0975e2
 def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     "Run one configuration end to end; return its summary (also written to `summary.json`); NothingAnswered after it if no item was answered."
@@ -650,6 +666,7 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     if preset: notes["preset"] = preset
     if spec is not None: registry.preflight(spec, cfg, **backend_options(cfg, spec))   # keys, model options, checkpoint
     judge = make_judge(bench, cfg, shard_filter(samples, cfg))   # before anything exists: a missing judge key fails here
+    check_rerun(cfg, judge, len(samples))                 # a finished run's numbers are never silently rewritten
     store, made = open_locked(cfg, judge)
     try:
         mine = shard_filter(samples, cfg)
