@@ -575,14 +575,14 @@ def check_device(device: str | None):
         raise ValueError(f"--device {device}: this machine has {n} {d.type} device(s), {d.type}:0 to {d.type}:{n - 1}")
 
 # %% ../nbs/40_runner.ipynb #e1de52c2
-def check_languages(language: str | None):
-    "Refuse (one-line ValueError) a `--language` entry that is not a language code, suggesting the code of a name (`hindi` → `hi`)."
+def check_languages(language: str | None, flag: str = "--language"):
+    "Refuse (one-line ValueError) a `flag` entry that is not a language code, suggesting the code of a name (`hindi` → `hi`)."
     import difflib
     for lang in (l.strip() for l in (language or "").split(",") if l.strip()):
         if re.fullmatch(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*", lang): continue
         names = {v.lower(): k for k, v in LANG_NAMES.items()}
         near = names.get(lang.lower()) or next((names[n] for n in difflib.get_close_matches(lang.lower(), names, n=1)), None)
-        raise ValueError(f"--language {lang}: not a language code" + (f"; did you mean {near}?" if near else
+        raise ValueError(f"{flag} {lang}: not a language code" + (f"; did you mean {near}?" if near else
                          " (use ISO codes such as hi, te or ta-IN)"))
 
 # %% ../nbs/40_runner.ipynb #e1de52d2

@@ -71,6 +71,7 @@ def to_openai_messages(messages: list, detail: str = "auto", frame_detail: str |
 class OpenAIBackend(APIBackend):
     "OpenAI chat completions (OpenAI, or any OpenAI-compatible server via `base_url`)."
     kind = "openai"
+    default_url, base_url_env = "https://api.openai.com/v1", "OPENAI_BASE_URL"     # the SDK's default and its variable
 
     def __init__(self, model_id: str, name: str | None = None, *, base_url: str | None = None, api_key_env: str | None = None,
                  compatible: bool = False, token_param: str | None = None, reasoning: bool | None = None,
@@ -138,7 +139,7 @@ def billed_visual_tokens(self: OpenAIBackend, width: int, height: int, num_frame
 @patch
 def info(self: OpenAIBackend) -> dict:
     "`APIBackend.info` plus the URL (redacted) and the request options."
-    return self.scrub({**APIBackend.info(self), "base_url": self.base_url_shown, "max_tokens_param": self.token_param,
+    return self.scrub({**APIBackend.info(self), "base_url": self.endpoint(), "max_tokens_param": self.token_param,
                        "reasoning_effort": self.reasoning_effort, "detail": self.detail, "frame_detail": self.frame_detail,
                        "frame_timestamps": self.frame_timestamps})
 
@@ -234,8 +235,6 @@ def _classify(self: OpenAIBackend, exc: BaseException) -> CallError:
     "Map an `openai` exception to a `CallError`."
     import openai
     if isinstance(exc, CallError): return exc
-    refused = refused_connection(exc, self.base_url_shown or "https://api.openai.com/v1")   # the aiohttp transport calls it a timeout
-    if refused: return CallError("connection", refused)
     if isinstance(exc, openai.APITimeoutError): return CallError("timeout", f"no answer within {self.retry.timeout_s:g} s")
     if isinstance(exc, openai.APIConnectionError): return CallError("connection", self._scrub(str(exc)))
     if isinstance(exc, openai.APIStatusError):
