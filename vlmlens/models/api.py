@@ -547,20 +547,6 @@ async def _call(self: APIBackend, payload: dict) -> Reply:
     raise NotImplementedError
 
 @patch
-def endpoint(self: APIBackend) -> str | None:
-    "The URL requests go to (secrets redacted): the configured base URL, else the SDK's base-URL variable, else the provider's default."
-    if getattr(self, "base_url_shown", None): return self.base_url_shown
-    env = os.environ.get(self.base_url_env) if self.base_url_env else None
-    return redact_url(env)[0] if env else self.default_url
-
-@patch
-def classify(self: APIBackend, exc: BaseException) -> CallError:
-    "Map an exception to a `CallError`: a refused connection or a failed name lookup first (naming the endpoint used), then `_classify`."
-    if isinstance(exc, CallError): return exc
-    unreachable = refused_connection(exc, self.endpoint() or self.name)
-    return CallError("connection", unreachable) if unreachable else self._classify(exc)
-
-@patch
 def _classify(self: APIBackend, exc: BaseException) -> CallError:
     "Map an exception to a `CallError` (a backend extends this for its client library)."
     if isinstance(exc, CallError): return exc
@@ -573,6 +559,21 @@ def _classify(self: APIBackend, exc: BaseException) -> CallError:
 @patch
 async def _aclose(self: APIBackend):
     "Release clients and uploads (default: nothing to release)."
+
+# %% ../../nbs/12_models_api.ipynb #92a3b4c6
+@patch
+def endpoint(self: APIBackend) -> str | None:
+    "The URL requests go to (secrets redacted): the configured base URL, else the SDK's base-URL variable, else the provider's default."
+    if getattr(self, "base_url_shown", None): return self.base_url_shown
+    env = os.environ.get(self.base_url_env) if self.base_url_env else None
+    return redact_url(env)[0] if env else self.default_url
+
+@patch
+def classify(self: APIBackend, exc: BaseException) -> CallError:
+    "Map an exception to a `CallError`: a refused connection or a failed name lookup first (naming the endpoint used), then `_classify`."
+    if isinstance(exc, CallError): return exc
+    unreachable = refused_connection(exc, self.endpoint() or self.name)
+    return CallError("connection", unreachable) if unreachable else self._classify(exc)
 
 # %% ../../nbs/12_models_api.ipynb #e26b0c05
 @patch
