@@ -28,8 +28,8 @@ from .sweep import compact_table, run_sweep
 from .vs_paper import vs_paper_report
 
 # %% auto #0
-__all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'print_summary', 'report',
-           'print_estimate', 'mistake_line', 'main']
+__all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'partial_note', 'print_summary',
+           'report', 'print_estimate', 'mistake_line', 'main']
 
 # %% ../nbs/42_cli.ipynb #6d2e3f40
 def _kind(f) -> str:
@@ -118,20 +118,35 @@ def _run_table(summary: dict, config: dict | None = None, run_dir=None):
     t.context = {**run_context(summary, config), "run_dir": str(run_dir or summary.get("run_dir") or "")}
     return t
 
+def partial_note(n: int, missing: int) -> str | None:
+    "'2 of 6 items (4 not run: rerun to finish)' for a run with items not run yet, else None."
+    return f"{n} of {n + missing} items ({missing} not run: rerun to finish)" if missing and missing > 0 else None
+
 def print_summary(summary: dict, config: dict | None = None, fmt: str = "text"):
-    "Print a run's table under a header line naming the run (in CSV the run's settings are columns)."
+    "Print a run's table under a header line naming the run (in CSV the run's settings are columns); a partial run says so."
     print(render_table(_run_table(summary, config), fmt))
+    o = summary.get("overall") or {}
+    note = partial_note(int(o.get("n") or 0), int(o.get("n_missing") or 0))
+    if note: print(f"{Path(summary.get('run_dir') or 'run').name}: {note}", file=sys.stdout if fmt == "text" else sys.stderr)
     if summary.get("run_dir") and fmt == "text": print(f"results in {summary['run_dir']}")
 
+# %% ../nbs/42_cli.ipynb #ba03c69a
+def _unsummarised(r) -> str:
+    "The line for a run folder without a summary: its problem, or how far it got."
+    if r.problem: return f"{r.dir}: {r.problem}"
+    n, total = len(r.predictions()), (r.info or {}).get("n_items")
+    got = partial_note(n, total - n) if total else f"{n} items answered"
+    return f"{r.dir}: no summary.json yet, {got or f'{n} of {total} items answered'}; vlmlens score {r.dir} summarises what is there"
+
 def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: bool = False) -> int:
-    "Print the table of every run below `run_dirs` (CSV: one table, a header row, one block of rows per run), then with `vs_paper` ours beside the papers' numbers (CSV: only that); 1 if some run could not be read."
+    "Print the table of every run below `run_dirs` (CSV: one table, a header row, one block of rows per run), then with `vs_paper` ours beside the papers' numbers (CSV: only that); 1 if some run could not be read (an unfinished one is said, not an error)."
     import pandas as pd
     runs = RunSet.discover(*run_dirs)
     if not len(runs): raise FileNotFoundError(f"no runs (folders with a run.json) below {', '.join(map(str, run_dirs))}")
     bad, frames = 0, []
     for r in runs:
-        if r.summary is None:
-            print(f"{r.dir}: {r.problem or 'no summary.json yet (run it, or vlmlens score it)'}", file=sys.stderr); bad += 1
+        if r.summary is None:                      # a run stopped before its summary is unfinished, not an error
+            print(_unsummarised(r), file=sys.stderr); bad += r.problem is not None
             continue
         cfg = r.config.to_dict() if r.config else None
         if fmt == "csv": frames.append(machine_frame(_run_table(r.summary, cfg, r.dir)))
