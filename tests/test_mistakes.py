@@ -194,3 +194,16 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     lines = [l for l in err.splitlines() if l.strip() and not l.startswith("WARNING")]
     assert lines[-1] == "vlmlens: interrupted; finished items are saved, rerun the same command to resume", err[-3000:]
     assert "Traceback" not in err, err[-3000:]
+
+
+def test_isolate_on_a_hintel_run_says_isolation_needs_curve_or_minerva(tmp_path):
+    import json
+    from vlmlens.core import RunConfig
+    run = tmp_path / "h"
+    run.mkdir()
+    cfg = RunConfig("hintel", "tiny-qwen2.5-vl")
+    (run / "run.json").write_text(json.dumps({"config": cfg.to_dict(), "config_hash": cfg.hash()}))
+    before = sorted(p.name for p in run.iterdir())
+    out = _cli("isolate", run, "--compiler", "tiny-qwen2.5-vl", "--labeller", "tiny-qwen2.5-vl", cwd=tmp_path)
+    _one_line(out, 2, "isolate needs a CURVE or MINERVA run", "is a hintel run")
+    assert sorted(p.name for p in run.iterdir()) == before

@@ -23,13 +23,13 @@ from .curation import cli as curation_cli
 from .evidence import isolate_run
 from .report import machine_frame, model_name, rates_table, render_table, run_context, run_header, summary_table
 from .runner import check_answered, estimate_run, launch_env, rescore, run
-from .store import RunSet
+from .store import RunSet, open_run
 from .sweep import compact_table, run_sweep
 from .vs_paper import vs_paper_report
 
 # %% auto #0
 __all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'partial_note', 'print_summary',
-           'report', 'print_estimate', 'mistake_line', 'main']
+           'report', 'print_estimate', 'check_isolatable', 'mistake_line', 'main']
 
 # %% ../nbs/42_cli.ipynb #6d2e3f40
 def _kind(f) -> str:
@@ -193,6 +193,14 @@ def _sweep(a) -> int:
     if not failed["error"].astype(str).str.startswith(NothingAnswered.__name__).all(): return 1
     return 0 if a.allow_failures else NothingAnswered.exit_code        # only runs that answered nothing failed
 
+# %% ../nbs/42_cli.ipynb #db0cd62f
+def check_isolatable(run_dir):
+    "Refuse (one-line ValueError) a run `isolate` cannot work on: error isolation reads CURVE/MINERVA reasoning chains."
+    cfg, _, _ = open_run(run_dir)
+    if cfg.benchmark not in ("curve", "minerva"):
+        raise ValueError(f"isolate needs a CURVE or MINERVA run (it compiles their reasoning chains into evidence graphs); "
+                         f"{run_dir} is a {cfg.benchmark} run")
+
 # %% ../nbs/42_cli.ipynb #db0cd630
 def _dispatch(a) -> int:
     if a.command == "run" and a.help_kwargs: print(get_benchmark(a.benchmark).kwargs_help())
@@ -209,6 +217,7 @@ def _dispatch(a) -> int:
     elif a.command == "score":
         _printed(lambda: check_answered(rescore(a.run_dir)), lambda s: print_summary(s, RunSet.discover(a.run_dir)[0].info.get("config")))
     elif a.command == "isolate":
+        check_isolatable(a.run_dir)                               # before any compiler or labeller model is loaded
         _printed(lambda: isolate_run(a.run_dir, compiler=a.compiler, labeller=a.labeller, model=a.model, max_rounds=a.max_rounds,
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),
                  lambda out: print(json.dumps(out, indent=1, default=str)))
