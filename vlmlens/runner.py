@@ -32,13 +32,13 @@ log = logging.getLogger("vlmlens")
 # %% auto #0
 __all__ = ['log', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_selection', 'frame_fit', 'prepare', 'gold_text',
            'needs_judge', 'finish_prediction', 'prediction_of', 'run_batch', 'latest_judgments', 'make_judge',
-           'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize', 'write_summary', 'run_notes', 'reopen',
-           'rescore', 'rejudge', 'score_files', 'launch_env', 'apply_launch', 'launch_barrier', 'write_launch_summary',
-           'encoding_problem', 'nothing_readable', 'load_run_samples', 'video_key', 'video_first',
-           'warms_server_prefix', 'batches', 'stream_parts', 'streams', 'stream_pending', 'generate_claimed',
-           'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'check_device', 'check_languages',
-           'check_output_root', 'check_before_run', 'check_config', 'open_locked', 'discard_unused', 'check_answered',
-           'check_rerun', 'run', 'price_estimate', 'estimate_run']
+           'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize', 'scored_summary', 'write_summary',
+           'run_notes', 'reopen', 'rescore', 'rejudge', 'score_files', 'launch_env', 'apply_launch', 'launch_barrier',
+           'write_launch_summary', 'encoding_problem', 'nothing_readable', 'load_run_samples', 'video_key',
+           'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams', 'stream_pending',
+           'generate_claimed', 'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'check_device',
+           'check_languages', 'check_output_root', 'check_before_run', 'check_config', 'open_locked', 'discard_unused',
+           'check_answered', 'check_rerun', 'run', 'price_estimate', 'estimate_run']
 
 # %% ../nbs/40_runner.ipynb #66ec6bad
 def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | None = None) -> tuple[list[Sample], dict]:
@@ -269,22 +269,30 @@ def summarize(bench: Benchmark, rows: list[dict], cfg: RunConfig, n_expected: in
     return out
 
 # %% ../nbs/40_runner.ipynb #9dfc37a8
+def scored_summary(store: RunStore, bench: Benchmark, samples: list[Sample], cfg: RunConfig, notes: dict | None = None,
+                   judge_id: str | None = None) -> tuple[list[dict], dict]:
+    "(score rows, summary) of every stored prediction for `samples` (with `judge_id`'s judgments, else the latest); nothing written."
+    rows = score_rows(bench, samples, store.load_predictions(), latest_judgments(store.load_judgments(), judge_id))
+    summary = summarize(bench, rows, cfg, n_expected=len(samples))
+    summary.update(benchmark=cfg.benchmark, model=cfg.model, config_hash=cfg.hash(), run_dir=str(store.run_dir),
+                   judge_id=judge_id, n_items=len(samples), limit=cfg.limit)          # what the numbers cover
+    kept = {**run_notes(store, summary), **(notes or {})}
+    summary.update({k: v for k, v in kept.items() if k not in summary})
+    return rows, summary
+
 def write_summary(store: RunStore, bench: Benchmark, samples: list[Sample], cfg: RunConfig, notes: dict | None = None,
                   judge_id: str | None = None) -> dict:
-    "Score every stored prediction for `samples` (with `judge_id`'s judgments, else the latest), write scores.csv and summary.json."
-    with store.summary_lock():                    # read every file and write under one lock: a later writer saw more
-        preds = store.load_predictions()
-        rows = score_rows(bench, samples, preds, latest_judgments(store.load_judgments(), judge_id))
-        summary = summarize(bench, rows, cfg, n_expected=len(samples))
-        summary.update(benchmark=cfg.benchmark, model=cfg.model, config_hash=cfg.hash(), run_dir=str(store.run_dir),
-                       judge_id=judge_id, n_items=len(samples), limit=cfg.limit)      # what the numbers cover
-        kept = {**run_notes(store, summary), **(notes or {})}
-        summary.update({k: v for k, v in kept.items() if k not in summary})
-        files = bench.run_files(store, samples, summary)            # e.g. InfiniBench's official prediction files
-        if files: summary["files"] = {k: str(v) for k, v in files.items()}
-        store.write_scores_csv(rows)
-        store.write_summary(summary)
-    return summary
+    "Write scores.csv and summary.json from every stored result, never waiting on a peer: while one writes, it writes again if results came after its read."
+    while True:
+        with store.summary_lock(wait=False) as held:
+            if held is None: return scored_summary(store, bench, samples, cfg, notes, judge_id)[1]   # the holder covers ours
+            state = store.results_state()                 # read under the lock: what this summary covers
+            rows, summary = scored_summary(store, bench, samples, cfg, notes, judge_id)
+            files = bench.run_files(store, samples, summary)        # e.g. InfiniBench's official prediction files
+            if files: summary["files"] = {k: str(v) for k, v in files.items()}
+            store.write_scores_csv(rows)
+            store.write_summary(summary)
+        if store.results_state() == state: return summary   # else a peer recorded results (and found us holding it): again
 
 def run_notes(store: RunStore, scored: dict) -> dict:
     "The run's notes so far: the previous summary's keys that `scored` does not hold (else the notes run.json lists)."
@@ -574,14 +582,14 @@ def check_device(device: str | None):
         raise ValueError(f"--device {device}: this machine has {n} {d.type} device(s), {d.type}:0 to {d.type}:{n - 1}")
 
 # %% ../nbs/40_runner.ipynb #e1de52c2
-def check_languages(language: str | None):
-    "Refuse (one-line ValueError) a `--language` entry that is not a language code, suggesting the code of a name (`hindi` → `hi`)."
+def check_languages(language: str | None, flag: str = "--language"):
+    "Refuse (one-line ValueError) a `flag` entry that is not a language code, suggesting the code of a name (`hindi` → `hi`)."
     import difflib
     for lang in (l.strip() for l in (language or "").split(",") if l.strip()):
         if re.fullmatch(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*", lang): continue
         names = {v.lower(): k for k, v in LANG_NAMES.items()}
         near = names.get(lang.lower()) or next((names[n] for n in difflib.get_close_matches(lang.lower(), names, n=1)), None)
-        raise ValueError(f"--language {lang}: not a language code" + (f"; did you mean {near}?" if near else
+        raise ValueError(f"{flag} {lang}: not a language code" + (f"; did you mean {near}?" if near else
                          " (use ISO codes such as hi, te or ta-IN)"))
 
 # %% ../nbs/40_runner.ipynb #e1de52d2

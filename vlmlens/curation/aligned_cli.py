@@ -13,6 +13,7 @@ from pathlib import Path
 from ..readers import read_records
 from . import align, calibration, captions, ocr, translate
 from ..core import NothingAnswered, most_common_error, parse_kv
+from ..runner import check_languages
 from .cli import command, judge_kwargs, model_kwargs, report_step
 from .review import VerdictLog
 from .store import Step, decisions_line, list_steps, open_step, step_folder, undecided
@@ -102,6 +103,7 @@ def _table(rows: list[dict]) -> None:
     with pd.option_context("display.width", 200, "display.max_columns", 30): print(pd.DataFrame(rows).to_string(index=False))
 
 def _translate(a) -> int:
+    check_languages(a.target, "--target")                  # `telugu` is refused before any model is called
     recs = [dict(r, subset=a.subset) if a.subset else r for r in _records(a.records)]
     return report_step(translate.translate(recs, a.out, a.engine, a.target, source=a.source, fields=_list(a.fields),
                                        protect_spans=not a.no_protect, engine_options=_engine_options(a.engine_option, a.engine), where=str(a.records)))

@@ -439,6 +439,8 @@ class APIBackend(Backend):
     "Shared machinery for API backends: concurrency, deadline, rpm limit, retries, cache, secrets, accounting, progress."
     kind = "api"
     key_env: tuple = ()          # env vars naming the API key (for messages and `info`)
+    default_url: str | None = None    # the provider's endpoint when no base URL is configured
+    base_url_env: str | None = None   # the variable the provider's SDK reads a base URL from
     transport_kwargs = ("cache", "concurrency", "rpm", "progress", "timeout_s", "max_attempts", "retry", "max_retry_after_s",
                         "prices", "jitter_seed", "window", "device", "prompt_cache", "cache_ttl")
 
@@ -512,13 +514,13 @@ def cache_key(self: APIBackend, payload: dict, params: dict) -> str:
 
 # %% ../../nbs/12_models_api.ipynb #e26b0c02
 def refused_connection(exc: BaseException, where: str | None) -> str | None:
-    "`'connection refused by <host>'` when `exc` or one of its causes is a refused TCP connection to `where` (a URL or a name), else None."
-    seen = set()
+    "`'connection refused by <host>'` (or `'cannot resolve <host>: …'`) when `exc` or a cause is a refused TCP connection to (or a failed name lookup of) `where`, else None."
+    import socket
+    seen, host = set(), (urlsplit(where or "").netloc.rsplit("@", 1)[-1] if "//" in (where or "") else where) or "the server"
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, ConnectionRefusedError):
-            host = urlsplit(where or "").netloc.rsplit("@", 1)[-1] if "//" in (where or "") else where
-            return f"connection refused by {host or 'the server'}"
+        if isinstance(exc, ConnectionRefusedError): return f"connection refused by {host}"
+        if isinstance(exc, socket.gaierror): return f"cannot resolve {host.rsplit(':', 1)[0]}: no network here (offline?), or a misspelt host"
         exc = exc.__cause__ or exc.__context__
     return None
 
@@ -552,8 +554,6 @@ async def _call(self: APIBackend, payload: dict) -> Reply:
 def _classify(self: APIBackend, exc: BaseException) -> CallError:
     "Map an exception to a `CallError` (a backend extends this for its client library)."
     if isinstance(exc, CallError): return exc
-    refused = refused_connection(exc, getattr(self, "base_url_shown", None) or self.name)
-    if refused: return CallError("connection", refused)
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return CallError("timeout", f"no complete answer within {self.retry.timeout_s:g} s")
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)): return CallError("malformed", f"response body is not valid JSON ({exc})")
@@ -563,6 +563,21 @@ def _classify(self: APIBackend, exc: BaseException) -> CallError:
 @patch
 async def _aclose(self: APIBackend):
     "Release clients and uploads (default: nothing to release)."
+
+# %% ../../nbs/12_models_api.ipynb #92a3b4c6
+@patch
+def endpoint(self: APIBackend) -> str | None:
+    "The URL requests go to (secrets redacted): the configured base URL, else the SDK's base-URL variable, else the provider's default."
+    if getattr(self, "base_url_shown", None): return self.base_url_shown
+    env = os.environ.get(self.base_url_env) if self.base_url_env else None
+    return redact_url(env)[0] if env else self.default_url
+
+@patch
+def classify(self: APIBackend, exc: BaseException) -> CallError:
+    "Map an exception to a `CallError`: a refused connection or a failed name lookup first (naming the endpoint used), then `_classify`."
+    if isinstance(exc, CallError): return exc
+    unreachable = refused_connection(exc, self.endpoint() or self.name)
+    return CallError("connection", unreachable) if unreachable else self._classify(exc)
 
 # %% ../../nbs/12_models_api.ipynb #e26b0c05
 @patch
@@ -661,7 +676,7 @@ async def _attempt(self: APIBackend, payload: dict, limiter) -> tuple[Reply | No
             if _timeout is None: return await asyncio.wait_for(self._call(prepared), self.retry.timeout_s), None
             async with _timeout(self.retry.timeout_s): return await self._call(prepared), None   # (no extra task per call)
         except asyncio.CancelledError: raise
-        except Exception as e: return None, self._classify(e)
+        except Exception as e: return None, self.classify(e)
 
 @patch
 async def _one(self: APIBackend, payload: dict, key: str | None, bar: CallProgress, scale: float = 1.0) -> Generation:
