@@ -350,3 +350,19 @@ def test_a_translation_that_changes_the_gold_or_the_labels_is_flagged(mt, tmp_pa
     (it,) = [r["item"] for r in st.items()]
     assert "question: option labels changed (A, B -> A)" in it["flags"] and flag_kind(it["flags"][-1]) == "gold label"
     assert st.summary()["n_items"] == 1 and st.store.read_summary()["flags_by_kind"]["option labels changed"] == 1
+
+
+def test_an_llm_engine_answering_prose_decided_nothing(mt, tmp_path, capsys):
+    "Every translation unparseable (3 of 4: above the stated half): `curate translate` exits 3 with the count and the cause, one line."
+    from vlmlens.cli import main
+    recs = [{"align_id": f"q{k}", "question": f"Is item {k} blue?", "answer": "no"} for k in range(4)]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    mt.responder = lambda call: json.dumps(["क्या यह नीला है?", "नहीं"]) if "item 0" in call.text else "Sure, here is the translation: it is blue."
+    argv = ["curate", "translate", "--records", str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "b"), "--engine", "llm:gpt-4o", "--target", "hi",
+            "--engine-option", f"base_url={mt.openai_base_url}", "--engine-option", "max_attempts=1", "--engine-option", "cache=false",
+            "--engine-option", "progress=false"]
+    assert main(argv) == 3
+    out, err = capsys.readouterr()
+    err = err.strip().splitlines()
+    assert len(err) == 1 and "decided nothing: 1 of 4 engine llm:gpt-4o translations valid (75% invalid, above the 50% allowed)" in err[0], err
+    assert "parse: engine llm:gpt-4o: no JSON list" in err[0]

@@ -16,8 +16,8 @@ from .review import ReviewWidget, Verdict, VerdictLog, agreement, consensus, str
 from .store import Step, balance_change
 
 # %% auto #0
-__all__ = ['SEQUENCE_SKILLS', 'temporal_certificate', 'certificate_stats', 'review_items', 'review_sample', 'cross_check',
-           'verification', 'verify_step']
+__all__ = ['SOURCE_VERIFIED', 'SEQUENCE_SKILLS', 'temporal_certificate', 'certificate_stats', 'review_items', 'review_sample',
+           'cross_check', 'verification', 'verify_step']
 
 # %% ../../nbs/66_curation_verify.ipynb #3ddbad81
 def temporal_certificate(spans: Iterable, merge_gap_s: float = 5.0, min_len_s: float = 0.1) -> list[tuple[float, float]]:
@@ -80,6 +80,11 @@ fidelity.record("infinibench", "human verification sample", "rule", "InfiniBench
                 "20% of each skill's items, drawn deterministically (hash of seed and id); summarization is not reviewed, as in B.6 "
                 "('Summarization questions do not require human verification, as they are sourced from the official IMDb website'); "
                 "`vlmlens curate verify --include-summarization` (Python: skip_skills=()) samples it too")
+SOURCE_VERIFIED = "IMDb plot summary: no human verification needed (InfiniBench App. B.6)"
+fidelity.record("infinibench", "summarization in the verified splits", "rule", "InfiniBench App. B.6, §3.3, Table 3", "reading",
+                "summarization is not reviewed (B.6) but is scored on test (Table 3): the verify step marks the same stratified share "
+                "of summarization items verified by their own rule (status verified, by 'source'), so they reach test/validation; "
+                "--include-summarization has reviewers verify them instead")
 
 # %% ../../nbs/66_curation_verify.ipynb #e39b4171
 SEQUENCE_SKILLS = ("chronological_understanding", "scene_transitions")
@@ -123,6 +128,7 @@ def verify_step(root, upstream: Step, log: VerdictLog, frac: float = 0.2, seed: 
                 skip_skills: Sequence[str] = ("summarization",)) -> Step:
     "Apply the reviewers' verdicts to `upstream`'s items (the step `verify`)."
     sample = {it["id"] for it in review_sample(upstream, frac, seed, skip_skills)}
+    by_source = {it["id"] for it in review_sample(upstream, frac, seed, ())} - sample   # the same share of the skills B.6 does not review
     verdicts = [v.__dict__ for v in log.read()]
     st = Step(root, "verify", {"items": upstream.digest(), "verdicts": verdicts, "frac": frac, "seed": seed, "skip": list(skip_skills)})
     recs = upstream.items()
@@ -131,6 +137,7 @@ def verify_step(root, upstream: Step, log: VerdictLog, frac: float = 0.2, seed: 
     def run(_, w):
         for r in recs:
             i, item = r["id"], dict(r["item"])
+            if i in by_source: w.accept(i, {**item, "verification": {"status": "verified", "by": "source", "rule": SOURCE_VERIFIED}}, r["provenance"]); continue
             if i not in sample: w.accept(i, {**item, "verification": {"status": "unverified"}}, r["provenance"]); continue
             c = res["consensus"].get(i)
             if c is None: w.accept(i, {**item, "verification": {"status": "pending"}}, r["provenance"]); continue
@@ -145,6 +152,6 @@ def verify_step(root, upstream: Step, log: VerdictLog, frac: float = 0.2, seed: 
                                                   "certificate": cert}}, r["provenance"])
     st.process([("all", None)], run)
     st.finish({"validity": res["validity"], "agreement": res["agreement"], "certificates": {k: v for k, v in res["certificates"].items() if k != "items"},
-               "n_sampled": len(sample), "n_pending": len(sample) - len(res["consensus"]), "cross_check": res["cross_check"],
+               "n_sampled": len(sample), "n_verified_by_source": len(by_source), "n_pending": len(sample) - len(res["consensus"]), "cross_check": res["cross_check"],
                "answer_balance": balance_change(recs, st.items())})
     return st

@@ -230,6 +230,7 @@ def _calibrate(a) -> int:
                                               judge_kwargs=jkw, min_auditors=a.min_auditors)
     hb = rep["human_baseline"]
     print(f"status: {rep['status']}; human baseline {hb['overall']} over {hb['n_answers']} answers (paper {hb['paper_overall']})")
+    if line := decisions_line(rep.get("judge_decisions") or {}): print(f"  {line} (their questions are undecided)")
     for loc, r in hb["by_locale"].items(): print(f"  {loc}: {r['accuracy']:.4f} ({r['n_answers']} answers)")
     for r in rep["revise"]: print(f"revise {r['key']} (gold {r['gold']!r}): " + "; ".join(f"{x['auditor']}: {x['answer'] or x['label']}" for x in r["audits"]))
     return 0

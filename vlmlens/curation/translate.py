@@ -651,7 +651,8 @@ def translate(records: Sequence[dict], root, engine: str | Engine, target: str, 
         if not isinstance(engine, Engine): eng.close()
     items = st.items()
     flags = Counter(flag_kind(f) for r in items for f in r["item"].get("flags", []))
-    st.finish({"engine": eng.name, "n_flagged": sum(bool(r["item"].get("flags")) for r in items), "flags_by_kind": dict(flags)})
+    st.finish({"engine": eng.name, "n_flagged": sum(bool(r["item"].get("flags")) for r in items), "flags_by_kind": dict(flags),
+               "decisions": {"engine": st.call_decisions(f"engine {eng.name} translations", ("parse",), ("input",))}})
     return st
 
 # %% ../../nbs/70_curation_translate.ipynb #2afc4399
