@@ -17,7 +17,7 @@ import numpy as np
 # %% auto #0
 __all__ = ['SCRIPT_FONTS', 'FONT_PACKAGES', 'COLUMN_IN', 'TEXT_IN', 'MIN_PT', 'use_script_fonts', 'scripts_in', 'check_fonts',
            'fit_title', 'outside_legend', 'plain_ticks', 'value_bounds', 'clamp_axis', 'bar_chart', 'line_chart',
-           'figure_problems', 'FigureWarning', 'save_figure']
+           'figure_problems', 'FigureWarning', 'fit_width', 'save_figure']
 
 # %% ../nbs/50_analysis.ipynb #2b1c3d4e
 SCRIPT_FONTS = {  # script: (its characters, the Noto family that covers it)
@@ -303,9 +303,24 @@ def figure_problems(fig) -> list[str]:
 class FigureWarning(UserWarning):
     "A saved figure has a defect `figure_problems` found."
 
+def fit_width(fig, width: float | None = None) -> float:
+    "Narrow `fig`'s canvas until its content, cropped, is at most `width` in (the column or text width it was made for): text keeps its size; the cropped width."
+    width = width or (COLUMN_IN if fig.get_size_inches()[0] <= COLUMN_IN + 0.01 else TEXT_IN)
+    for _ in range(8):
+        fig.canvas.draw()
+        got = fig.get_tightbbox(fig.canvas.get_renderer()).width + 0.1                # savefig's pad on both sides
+        if got <= width: return got
+        w, h = fig.get_size_inches()
+        fig.set_size_inches(max(1.0, w - (got - width) - 0.02), h)                    # the axes give way; legends and labels do not
+        fig.canvas.draw()
+        for ax in fig.axes:                                                            # a title wraps to its narrower axes
+            if ax.get_title(): fit_title(ax, ax.get_title().replace("\n", " "), ax.title.get_fontsize())
+    return got
+
 def save_figure(fig, folder, name: str, formats: Sequence[str] = ("png", "pdf"), dpi: int = 200, check: bool = True) -> list[Path]:
-    "Save `fig` as `<folder>/<name>.png` and `.pdf` (cropped to its content), warning about each defect found; the paths."
+    "Save `fig` as `<folder>/<name>.png` and `.pdf` (cropped to its content, at most the width it was made for), warning about each defect found; the paths."
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
+    fit_width(fig)
     for p in (figure_problems(fig) if check else check_fonts(fig)): warnings.warn(f"figure {name!r}: {p}", FigureWarning, stacklevel=2)
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "figure"
     paths = [folder / f"{stem}.{ext}" for ext in formats]
