@@ -383,3 +383,25 @@ def test_a_finished_run_is_never_silently_rewritten_by_a_smaller_or_differently_
         assert main(view) == 0
         mine = json.loads((tmp_path / "runs" / "first3" / "summary.json").read_text())
         assert (mine["limit"], mine["n_items"], mine["overall"]["n"]) == (3, 3, 3)
+
+
+def test_paper_check_tool_lists_each_problem_with_its_file(tmp_path):
+    "tools/paper_check.py: exit 0 on tables and figures that fit; a resized table and a too-wide figure are named, exit 1."
+    import subprocess
+    import sys
+    import matplotlib.pyplot as plt
+    from texcheck import ENGINES
+    if not ENGINES["pdflatex"]: pytest.skip("pdflatex is not installed (make tex)")
+    good = tmp_path / "good"
+    R.Table(pd.DataFrame({"model": ["GPT-4.1"], "accuracy %": ["41.3"]}), "Accuracy").save(good / "tables", "acc")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ok = subprocess.run([sys.executable, "tools/paper_check.py", str(good)], cwd=repo, capture_output=True, text=True, timeout=600)
+    assert ok.returncode == 0 and "0 problems" in ok.stderr, ok.stdout + ok.stderr
+    bad = tmp_path / "bad"; (bad / "tables").mkdir(parents=True)
+    (bad / "tables" / "shrunk.tex").write_text("\\begin{table}\\resizebox{\\linewidth}{!}{\\begin{tabular}{l}x\\\\\\end{tabular}}\\end{table}\n")
+    fig, _ = plt.subplots(figsize=(9, 2)); fig.savefig(bad / "wide.pdf"); plt.close(fig)          # saved without save_figure
+    out = subprocess.run([sys.executable, "tools/paper_check.py", str(bad)], cwd=repo, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 1 and "shrunk: " in out.stdout and "text set below 8 pt (\\resizebox)" in out.stdout
+    assert "wide.pdf: 9.00 in wide" in out.stdout
+    none = subprocess.run([sys.executable, "tools/paper_check.py", str(tmp_path / "nope")], cwd=repo, capture_output=True, text=True)
+    assert none.returncode == 2 and len(none.stderr.strip().splitlines()) == 1
