@@ -65,6 +65,24 @@ def test_an_output_folder_the_os_refuses_is_one_line_naming_it(tmp_path, args):
 
 
 @pytest.mark.skipif(not SYSFS.is_dir(), reason="needs /sys/fs")
+def test_a_curate_build_folder_the_os_refuses_is_one_line_and_calls_no_model(tmp_path):
+    records = _write(tmp_path / "recs.jsonl", '{"id": "1", "question": "What colour is the car?"}\n')
+    out = _cli("curate", "translate", "--out", SYSFS / "x", "--records", records, "--engine", "llm:gpt-4o", "--target", "te",
+               cwd=tmp_path, env={"OPENAI_API_KEY": "sk-test-000000000000000000000", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    _one_line(out, 2, "/sys/fs/x", "Operation not permitted")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["recs.jsonl"]
+
+
+def test_curate_translate_to_a_language_name_is_refused_before_any_model_call(tmp_path):
+    records = _write(tmp_path / "recs.jsonl", '{"id": "1", "question": "What colour is the car?"}\n')
+    out = _cli("curate", "translate", "--out", tmp_path / "build", "--records", records, "--engine", "llm:gpt-4o",
+               "--target", "telugu", cwd=tmp_path,
+               env={"OPENAI_API_KEY": "sk-test-000000000000000000000", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+    _one_line(out, 2, "--target telugu: not a language code; did you mean te?")
+    assert not (tmp_path / "build").exists()
+
+
+@pytest.mark.skipif(not SYSFS.is_dir(), reason="needs /sys/fs")
 def test_a_data_folder_the_os_refuses_is_one_line(tmp_path):
     out = _cli("data", "get", "minerva", cwd=tmp_path, env={"VLMLENS_DATA": str(SYSFS / "x"), "HF_HUB_OFFLINE": "0"})
     _one_line(out, 2, "/sys/fs/x")
@@ -149,10 +167,11 @@ def test_papermill_with_a_misnamed_parameter_is_refused(repo_root, tmp_path):
 
 # -- pipes and interrupts -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args", [["data", "list"], ["report", "RUNS"]], ids=["data-list", "report"])
+@pytest.mark.parametrize("args", [["data", "list"], ["report", "RUNS"], [*RUN, "--output-root", "RUNS"]],
+                         ids=["data-list", "report", "run"])
 def test_output_into_a_closed_pipe_ends_quietly(tmp_path, args):
     runs = tmp_path / "runs"
-    if "RUNS" in args:
+    if "report" in args:
         assert _cli("demo", "--limit", "2", "--no-progress", "--output-root", runs, cwd=tmp_path).returncode == 0
     args = [runs if a == "RUNS" else a for a in args]
     p = subprocess.Popen([*CLI, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
@@ -207,3 +226,14 @@ def test_isolate_on_a_hintel_run_says_isolation_needs_curve_or_minerva(tmp_path)
     out = _cli("isolate", run, "--compiler", "tiny-qwen2.5-vl", "--labeller", "tiny-qwen2.5-vl", cwd=tmp_path)
     _one_line(out, 2, "isolate needs a CURVE or MINERVA run", "is a hintel run")
     assert sorted(p.name for p in run.iterdir()) == before
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["score", "NOWHERE"], "not a run folder (no run.json)"),
+    (["report", "NOWHERE"], "no such folder"),
+    (["isolate", "NOWHERE", "--compiler", "m", "--labeller", "m"], "not a run folder (no run.json)"),
+], ids=["score", "report", "isolate"])
+def test_a_folder_that_is_not_a_run_is_one_line(tmp_path, args, needle):
+    out = _cli(*[tmp_path / "nowhere" if a == "NOWHERE" else a for a in args], cwd=tmp_path)
+    _one_line(out, 2, needle)
+    _empty(tmp_path)

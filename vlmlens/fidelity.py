@@ -118,9 +118,9 @@ PAPER_NUMBERS = "paper_numbers.json"
 def _paper_file() -> dict:
     return json.loads(resources.files("vlmlens").joinpath("data", PAPER_NUMBERS).read_text(encoding="utf-8"))
 
-def paper_file() -> dict:
-    "The whole file: `version`, `papers` (title, id, benchmark), `aliases`, `tables`, `cells`, `not_in_text`."
-    return json.loads(json.dumps(_paper_file()))
+def paper_file(part: str | None = None):
+    "A copy of the whole file (`version`, `papers`, `aliases`, `tables`, `cells`, `not_in_text`), or of one `part` of it only."
+    return json.loads(json.dumps(_paper_file() if part is None else _paper_file()[part]))
 
 def paper_numbers(paper: str | None = None, table: str | int | None = None) -> list[dict]:
     "The published cells (dicts) of every paper, or of one paper and table, in the file's order."

@@ -77,9 +77,9 @@ def _model_ids(name: str) -> set: return {name.lower(), model_id_of(name)}
 def paper_models(paper: str, model: str) -> list[str]:
     "The printed names under which `paper` reports `model` (a registry name, hub id or `openai-compatible:<id>@<url>`)."
     m = str(model or "").strip()
-    if m.startswith("openai-compatible:"): m = m.split(":", 1)[1].rsplit("@", 1)[0]
-    m = m.lower()
-    return [printed for printed, names in fidelity.paper_file()["aliases"].get(paper, {}).items()
+    served = registry.parse_api_name(m)                         # the served model's id, not its address
+    m = (served.model_id if served else m).lower()
+    return [printed for printed, names in fidelity.paper_file("aliases").get(paper, {}).items()
             if any(m in _model_ids(n) for n in names)]
 
 # %% ../nbs/56_vs_paper.ipynb #3c1e5a70
@@ -391,7 +391,7 @@ def vs_paper_table(cmp, ci: float = 0.95) -> Table:
                 "ours − paper: the difference of the two numbers shown (rounded half-up at the paper's precision)",
                 "a mean of other columns (Ours-H/T, Avg.) is our mean of the same columns, without an interval",
                 "setting differs: the run departs from the paper's protocol in these settings (shown only with --include-departures)",
-                f"papers' numbers: vlmlens/data/{fidelity.PAPER_NUMBERS} version {fidelity.paper_file()['version']}"]
+                f"papers' numbers: vlmlens/data/{fidelity.PAPER_NUMBERS} version {fidelity.paper_file('version')}"]
     return t
 
 # %% ../nbs/56_vs_paper.ipynb #98d046fe

@@ -35,7 +35,7 @@ from ..store import Run, open_run
 
 # %% auto #0
 __all__ = ['MCQ_SKILLS', 'OPEN_SKILLS', 'SKILLS', 'OFFICIAL_FILES', 'SKILL_TITLES', 'TABLE3_SOURCE', 'TABLE3_PUBLISHED',
-           'QWEN_VIDEO_PIXELS', 'IDK_TEXT', 'MCQ_NUMBER_PROMPT', 'SUMMARY_QUESTIONS', 'SHOW_NAMES',
+           'QWEN_VIDEO_PIXELS', 'IDK_TEXT', 'IDK_OPTION', 'MCQ_NUMBER_PROMPT', 'SUMMARY_QUESTIONS', 'SHOW_NAMES',
            'SUBTITLE_MODALITIES', 'KWARGS_SCHEMA', 'OFFICIAL_JUDGE_SYSTEM', 'OFFICIAL_JUDGE_USER', 'OFFICIAL_JUDGE',
            'OFFICIAL_JUDGE_FENCED', 'SYN_SCENES', 'SYN_TITLE', 'LMMS_EVAL_SOURCE', 'LMMS_PRE', 'LMMS_POST_MCQ',
            'LMMS_POST_OPEN', 'LMMS_FRAMES', 'LMMS_SUBTITLES', 'LMMS_SKILL_NAMES', 'LMMS_OPEN', 'LMMS_MCQ',
@@ -218,6 +218,7 @@ def check_fits(cfg: RunConfig, spec, video_size: tuple, text_chars: int = 0, mar
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #44803ffe
 IDK_TEXT = "I don't know"
+IDK_OPTION = True          # the official default (`idk_option`): the option is offered on every grounding question
 _IDK_RE = re.compile(r"^\s*i\s*(do\s*n[o']?t|dont|don't)\s*know\.?\s*$", re.I)
 fidelity.record("infinibench", "I don't know option", "rule", "official question generators (options.append(\"I don't know\")); "
                 "paper App. A.3 / Table 9", "official", "kept on every grounding question; idk_option=false removes it", "")
@@ -421,7 +422,7 @@ def _mcq_fields(rec: dict, cfg: RunConfig, no_gold: bool) -> dict:
     raw = rec.get("answer_idx")
     gold = None if no_gold or raw in (None, "") else _index(raw, "answer_idx")
     if gold is not None and not 0 <= gold < len(opts): raise FieldError("answer_idx", f"{gold} is out of range for {len(opts)} options")
-    opts, gold, idk = apply_idk(opts, gold, keep=bool(_kw(cfg).get("idk_option", True)))
+    opts, gold, idk = apply_idk(opts, gold, keep=bool(_kw(cfg).get("idk_option", IDK_OPTION)))
     return {"options": opts, "answer": gold, "answer_type": "mcq", "meta": {"idk_index": idk, "n_options": len(opts)}}
 
 def _index(v, field: str) -> int:
@@ -602,7 +603,7 @@ KWARGS_SCHEMA = (
     Option("subtitle_root", "path", None, "folder of the subtitles (<key>.srt; default: video_root)"),
     Option("titles", "any", None, "movie titles: a JSON file or an object {imdb id: title or {title, year}}"),
     Option("subtitle_mode", "str", "per_frame", "subtitles of the sampled frames, or the whole subtitle text", ("per_frame", "full")),
-    Option("idk_option", "bool", True, "keep the official 'I don't know' option in the MCQ choices"),
+    Option("idk_option", "bool", IDK_OPTION, "keep the official 'I don't know' option in the MCQ choices"),
     Option("answer_format", "str", "number", "MCQ options numbered (the official prompt) or lettered", ("number", "letter")),
     Option("scoring", "str", "official", "the official script's rules, or strict (invalid judge replies scored 0, accuracy over rows with a gold index)", ("official", "strict")),
     Option("frames", "str", None, "'preset': the paper's frames for the model (App. B.7)", ("preset",)),
@@ -924,7 +925,7 @@ def summarize(self: InfiniBenchBenchmark, rows: list[dict], cfg: RunConfig | Non
     o = _options(cfg) if cfg is not None else _options(RunConfig(benchmark="infinibench", model=""))
     judging = cfg is None or (cfg.judge or "").lower() != "none"
     st = skill_stats(rows, o["scoring"], judging)
-    return {"skills": st, **aggregates(st, o["scoring"]), "idk_option": bool(o.get("idk_option", True)),
+    return {"skills": st, **aggregates(st, o["scoring"]), "idk_option": bool(o.get("idk_option", IDK_OPTION)),
             "subtitle_mode": o["subtitle_mode"], "answer_format": o["answer_format"], "source": o.get("source")}
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #cc26fb72
