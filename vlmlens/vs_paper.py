@@ -307,7 +307,7 @@ LABEL_CHARS = 48                   # a longer run label gives way to the run's f
 
 def paper_label(paper: str, tables) -> str:
     "'HinTel Table 4', 'HinTel Tables 4, 5', 'MINERVA-Cultural main results, key findings'."
-    short = fidelity.paper_file()["papers"][paper].get("short", paper)
+    short = fidelity.paper_file("papers")[paper].get("short", paper)
     tables = list(dict.fromkeys(str(t) for t in _one_of(tables)))
     nums, names = [t for t in tables if t.isdigit()], [{"main": "main results"}.get(t, t) for t in tables if not t.isdigit()]
     parts = ([("Table " if len(nums) == 1 else "Tables ") + ", ".join(nums)] if nums else []) + names
