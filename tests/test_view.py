@@ -339,6 +339,24 @@ def test_served_view_has_no_console_errors(site, browser):
         srv.shutdown(); srv.server_close()
 
 
+def test_serve_builds_each_page_of_details_when_the_browser_asks(runs, browser, tmp_path):
+    "`vlmlens view --serve`: only the index is written; an item's page (frames included) is built when the browser opens it."
+    from selenium.webdriver.common.by import By
+    page, pages = view.build_site([runs["runs"], runs["moved"]], tmp_path / "lazy", progress=False, pages=False)
+    assert list((page.parent / "details").iterdir()) == []
+    srv = view.server(page.parent, 0, pages)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        _open(browser, f"http://127.0.0.1:{srv.server_address[1]}/index.html#item=demo-video_subtitles-000-hi")
+        imgs = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .col[data-run='r0'] figure.frame img"))
+        assert len(imgs) == 8
+        _wait(browser, lambda d: all(d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", i) for i in imgs))
+        assert [p.name for p in (page.parent / "details").iterdir()] == ["00000.js"]
+        assert _errors(browser) == []
+    finally:
+        srv.shutdown(); srv.server_close()
+
+
 # ---------------------------------------------------------------- W&B export, offline, read back
 
 def _wandb_records(path):
