@@ -357,6 +357,48 @@ def test_serve_builds_each_page_of_details_when_the_browser_asks(runs, browser, 
         srv.shutdown(); srv.server_close()
 
 
+def _scored_run(root, name, rows, **cfg):
+    "A HinTel run as its scores.csv and summary (the way tests/test_vs_paper.py makes runs the papers report)."
+    from vlmlens.metrics import rates
+    c = RunConfig(**{"benchmark": "hintel", "model": "gpt-4.1", "judge": "gpt-4.1-2025-04-14", **cfg}, run_name=name, output_root=str(root))
+    st = RunStore(root / name, c.hash(), config=c.to_dict()).prepare()
+    st.write_run_json({"config": c.to_dict(), "config_hash": c.hash(), "model": {"model_id": c.model}})
+    st.write_scores_csv(rows); st.write_summary({"overall": rates(rows), "groups": [{"subset": "vqav2", "language": cfg["language"], **rates(rows)}]})
+    st.close()
+
+
+def test_report_rows_and_vs_paper_rows_link_to_their_items_in_the_view(tmp_path, browser):
+    "`vlmlens report RUNS --format md --vs-paper --view DIR`: each row links to the view's list of its items; the links open them."
+    item = lambda i, lang, score, error=None: {"sample_id": f"vqav2-{lang}-{i}", "subset": "vqav2", "language": lang, "valid": error is None,
+                                               "error": error, "score": None if error else score}
+    _scored_run(tmp_path / "runs", "hi", [item(i, "hi", float(i < 680)) for i in range(1000)], language="hi")
+    _scored_run(tmp_path / "runs", "te", [item(i, "te", float(i < 200), "timeout" if i >= 950 else None) for i in range(1000)], language="te")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(tmp_path / "runs"), "--format", "md", "--vs-paper", "--view", str(tmp_path / "view")],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    links = re.findall(r"\[(items|wrong|invalid|errored)\]\((file://[^)]+)\)", p.stdout)
+    vs = p.stdout[p.stdout.index("Ours beside the papers"):]
+    vs_links = re.findall(r"\[items\]\((file://[^)]+)\)", vs)
+    assert len(vs_links) == 2 and all("subset=vqav2" in u for u in vs_links), vs        # 'VQAv2 Hi': the view's subset and language
+    assert sum("language=hi" in u for u in vs_links) == 1                                # ('VQAv2 Tel': the run's items, all Telugu)
+    errored = [u for k, u in links if k == "errored" and "language=te" in u]
+    assert errored
+    _open(browser, errored[0])
+    rows = _rows(browser)
+    assert len(rows) == 50 and all(r.startswith("vqav2-te-") and int(r.rsplit("-", 1)[1]) >= 950 for r in rows)
+    _open(browser, next(u for u in vs_links if "language=hi" in u))
+    assert browser.execute_script("return document.getElementById('count').textContent").startswith("1000")
+    assert _errors(browser) == []
+    # a CSV gets each row's address; a text report is refused with one line, before anything is written
+    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(tmp_path / "runs" / "hi"), "--format", "csv", "--view", str(tmp_path / "view")],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0 and p.stdout.splitlines()[0].endswith("view_url") and "#run=r0" in p.stdout, p.stderr
+    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(tmp_path / "runs"), "--view", str(tmp_path / "other")],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 2 and "--format md or csv" in p.stderr and not (tmp_path / "other").exists()
+
+
 # ---------------------------------------------------------------- W&B export, offline, read back
 
 def _wandb_records(path):

@@ -125,22 +125,27 @@ def print_summary(summary: dict, config: dict | None = None, fmt: str = "text"):
     print(render_table(_run_table(summary, config), fmt))
     if summary.get("run_dir") and fmt == "text": print(f"results in {summary['run_dir']}")
 
-def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False) -> int:
+def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False,
+           view_dir=None) -> int:
     "Print the table of every run below `run_dirs` (CSV: one table, a header row, one block of rows per run), then with `vs_paper` ours beside the papers' numbers (CSV: only that); 1 if some run could not be read."
     import pandas as pd
     runs = RunSet.discover(*run_dirs)
     if not len(runs): raise FileNotFoundError(f"no runs (folders with a run.json) below {', '.join(map(str, run_dirs))}")
     bad, frames = 0, []
+    view_dir = view.report_view(runs, view_dir, fmt) if view_dir else None        # rows link to their items in the view
+    link = (lambda t, r: view.link_rows(t, view_dir, r.dir, fmt)) if view_dir else (lambda t, r: t)
     for r in runs:
         if r.summary is None:
             print(f"{r.dir}: {r.problem or 'no summary.json yet (run it, or vlmlens score it)'}", file=sys.stderr); bad += 1
             continue
         cfg = r.config.to_dict() if r.config else None
-        if fmt == "csv": frames.append(machine_frame(_run_table(r.summary, cfg, r.dir)))
+        if fmt == "csv": frames.append(machine_frame(link(_run_table(r.summary, cfg, r.dir), r)))
+        elif view_dir: print(render_table(link(_run_table(r.summary, cfg, r.dir), r), fmt)); print()
         else: print_summary(r.summary, cfg, fmt); print()
     if frames and not vs_paper: print(pd.concat(frames, ignore_index=True).to_csv(index=False).rstrip("\n"))
     if vs_paper:
-        text, unmatched = vs_paper_report(runs, fmt, judge_reading=judge_reading, include_departures=include_departures)
+        text, unmatched = (view.vs_paper_links(runs, fmt, view_dir, judge_reading, include_departures) if view_dir else
+                           vs_paper_report(runs, fmt, judge_reading=judge_reading, include_departures=include_departures))
         for m in unmatched: print(f"vs paper: {m}", file=sys.stderr)
         if text: print(text)
         else: print("vs paper: no run matches a cell of the papers' tables", file=sys.stderr)
@@ -200,7 +205,7 @@ def _dispatch(a) -> int:
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),
                  lambda out: print(json.dumps(out, indent=1, default=str)))
     elif a.command == "report" and a.to == "wandb": return view.report_to_wandb(a.run_dirs)
-    elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures)
+    elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view)
     elif a.command == "data": return data.main(a)
     elif a.command == "view": return view.main(a)
     elif a.command == "curate": return curation_cli.main(a, extensions=CURATE_EXTENSIONS)

@@ -21,15 +21,17 @@ from .core import Prediction
 from .evidence import GRAPH_DIR, ISOLATION_FILE, safe_name
 from .media import shared_frame_cache
 from .metrics import OUTCOMES, outcome, outcome_codes
-from .report import as_runset, model_name, run_labels
+from .report import BLANK, Table, as_runset, language_name, model_name, render_table, run_labels
 from .store import Run, RunSet, iter_jsonl
+from .vs_paper import compare, vs_paper_report, vs_paper_table
 
 # %% auto #0
-__all__ = ['THUMB_SIDE', 'INDEX_COLUMNS', 'ITEM_COLUMNS', 'CHUNK', 'MARKER', 'WANDB_COLUMNS', 'Thumbs', 'item_media',
-           'prediction_offsets', 'read_prediction', 'RunDetails', 'evidence_of', 'isolation_records', 'item_fields',
-           'result_fields', 'index_rows', 'site_index', 'Pages', 'site_data', 'check_out', 'write_page', 'build_site',
-           'write_site', 'ViewHandler', 'server', 'show', 'add_parser', 'main', 'strip_of', 'wandb_row', 'to_wandb',
-           'report_to_wandb']
+__all__ = ['THUMB_SIDE', 'INDEX_COLUMNS', 'ITEM_COLUMNS', 'CHUNK', 'MARKER', 'GROUP_FILTERS', 'ROW_LINKS', 'WANDB_COLUMNS',
+           'Thumbs', 'item_media', 'prediction_offsets', 'read_prediction', 'RunDetails', 'evidence_of',
+           'isolation_records', 'item_fields', 'result_fields', 'index_rows', 'site_index', 'Pages', 'site_data',
+           'check_out', 'write_page', 'build_site', 'write_site', 'ViewHandler', 'server', 'show', 'view_index',
+           'deep_link', 'link_rows', 'report_view', 'vs_paper_links', 'add_parser', 'main', 'strip_of', 'wandb_row',
+           'to_wandb', 'report_to_wandb']
 
 # %% ../nbs/57_view.ipynb #ce018d62
 THUMB_SIDE = 160
@@ -467,12 +469,104 @@ def show(runs, out="vlmlens-view", height: int = 720, frames: bool = True, progr
     except ValueError: src = page.as_uri()           # another drive (Windows)
     return IFrame(src.replace(os.sep, "/"), width="100%", height=height)
 
+# %% ../nbs/57_view.ipynb #2e8a671b
+GROUP_FILTERS = {"benchmark": "benchmark", "subset": "subset", "skill": "subset", "language": "language", "locale": "locale"}
+ROW_LINKS = (("items", None), ("wrong", "wrong"), ("invalid", "invalid"), ("errored", "errored"))
+
+@functools.lru_cache(maxsize=8)
+def _view_index(page: str, mtime: float) -> dict:
+    text = Path(page).read_text(encoding="utf-8")
+    return json.loads(text[len("window.VLMLENS_INDEX="):].rstrip().rstrip(";"))
+
+def view_index(view_dir) -> dict:
+    "The index (`data.js`) of the view in `view_dir`."
+    p = Path(view_dir) / "data.js"
+    if not (Path(view_dir) / MARKER).exists() or not p.is_file(): raise ValueError(f"{view_dir}: not a vlmlens view folder (make one with `vlmlens view`)")
+    return _view_index(str(p.resolve()), p.stat().st_mtime)
+
+def deep_link(view_dir, run=None, outcome: str | None = None, **where) -> str:
+    "The address of the view's list of the items of `run` (a run folder or name) in the group `where` (`GROUP_FILTERS`), with `outcome`."
+    from urllib.parse import urlencode
+    ix, params = view_index(view_dir), {}
+    if run is not None:
+        want = str(Path(run).resolve()) if Path(str(run)).exists() else None
+        key = next((m["key"] for m in ix["runs"] if want is not None and str(Path(m["dir"]).resolve()) == want), None) or \
+            next((m["key"] for m in ix["runs"] if m["name"] == str(run)), None)
+        if key is None: raise ValueError(f"{run}: not a run of the view in {view_dir}")
+        params["run"] = key
+    for k, v in where.items():
+        if k not in GROUP_FILTERS: raise ValueError(f"{k}: the view filters by {', '.join(GROUP_FILTERS)}")
+        if v is not None and v != "": params[GROUP_FILTERS[k]] = str(v)
+    if outcome is not None:
+        if outcome not in OUTCOMES: raise ValueError(f"outcome {outcome!r}: one of {', '.join(OUTCOMES)}")
+        params["outcome"] = outcome
+    return (Path(view_dir).resolve() / "index.html").as_uri() + "#" + urlencode(params)
+
+# %% ../nbs/57_view.ipynb #a57d6e3e
+def _group_of(row: dict) -> dict:
+    "The group filters of one report row (its group columns; 'all items' and blanks filter nothing)."
+    out = {}
+    for k in GROUP_FILTERS:
+        v = row.get(k)
+        v = getattr(v, "value", v)
+        if v is None or (isinstance(v, str) and (v in ("", "all items") or v.startswith(BLANK))): continue
+        out[k] = v
+    return out
+
+def link_rows(table: Table, view_dir, runs, fmt: str = "md", groups: list | None = None) -> Table:
+    "A copy of `table` with links to the items behind each row: `runs` (one per row, or one for all) its run, `groups` its filters (else its group columns)."
+    import copy
+    t, df = copy.copy(table), table.data.reset_index(drop=True)
+    runs = list(runs) if isinstance(runs, (list, tuple)) else [runs] * len(df)
+    groups = groups or [_group_of(r) for r in df.to_dict("records")]
+    if fmt == "csv":
+        t.data = df.assign(view_url=[deep_link(view_dir, r, **g) for r, g in zip(runs, groups)])
+        return t
+    md = lambda r, g: " · ".join(f"[{name}]({deep_link(view_dir, r, o, **g)})" for name, o in ROW_LINKS)
+    t.data = df.assign(**{"items in the view": [md(r, g) for r, g in zip(runs, groups)]})
+    return t
+
+# %% ../nbs/57_view.ipynb #bd6eefb2
+def report_view(runs, view_dir, fmt: str) -> Path:
+    "The view `vlmlens report --view DIR` links to: `view_dir`, written first when it holds no view; refused when it lacks some of `runs`."
+    if fmt not in ("md", "csv"): raise ValueError(f"--view links a report's rows to their items in --format md or csv, not {fmt}")
+    rs, out = _runs_of(runs), check_out(view_dir)
+    if not (out / "data.js").is_file(): write_site(rs, out, progress=False)
+    have = {str(Path(m["dir"]).resolve()) for m in view_index(out)["runs"]}
+    gone = [r.name for r in rs if str(r.dir.resolve()) not in have]
+    if gone: raise ValueError(f"{out}: the view lacks {', '.join(gone[:3])}{' …' if len(gone) > 3 else ''} (rebuild it: vlmlens view RUNS --out {out})")
+    return out
+
+def _column_group(ix: dict, column) -> dict:
+    "The view's filters a paper's table column names: its words that are a subset, locale or language of the view ('VQAv2 Hi')."
+    import re
+    words = {w.lower() for w in re.split(r"[\s,/()]+", str(column)) if w} | {str(column).lower()}
+    out = {}
+    for cat in ("subset", "locale", "language"):
+        for v in ix["cats"][cat]["v"]:
+            names = {str(v).lower()} | ({language_name(v).lower()} if cat != "subset" else set())
+            if v is not None and names & words: out[cat] = v; break
+    return out
+
+def vs_paper_links(runs, fmt: str, view_dir, judge_reading: bool = False, include_departures: bool = False) -> tuple[str, list]:
+    "`vs_paper.vs_paper_report` with each row linked to its items in the view (Markdown; CSV stays as `vs_paper_report` writes it)."
+    if fmt != "md": return vs_paper_report(runs, fmt, judge_reading=judge_reading, include_departures=include_departures)
+    rs = as_runset(runs)
+    cmp = compare(rs, judge_reading=judge_reading, include_departures=include_departures)
+    if not len(cmp): return "", cmp.attrs["unmatched"]
+    by_name, ix = {r.name: r.dir for r in rs}, view_index(view_dir)
+    t = link_rows(vs_paper_table(cmp), view_dir, [by_name.get(n, n) for n in cmp["run_name"]], fmt,
+                  [_column_group(ix, c) for c in cmp["column"]])
+    return render_table(t, fmt), cmp.attrs["unmatched"]
+
 # %% ../nbs/57_view.ipynb #e9f9e5d4
 def add_parser(sub):
     "Add `vlmlens view` to the CLI's subcommands (and `--to wandb` to `vlmlens report`, when it is there)."
     if "report" in sub.choices:
         sub.choices["report"].add_argument("--to", choices=("wandb",), help="instead of printing, log each run's summary and items "
                                            "(frames, answers, judge replies, scores) to Weights & Biases (key from WANDB_API_KEY or wandb login)")
+        sub.choices["report"].add_argument("--view", metavar="DIR", help="link each table row (and --vs-paper row) to its items in the view "
+                                           "in DIR, written first when DIR holds none (with --format md or csv)")
     s = sub.add_parser("view", help="write a browsable view of runs (item by item: frames, answers, judge replies, scores)")
     s.add_argument("runs", nargs="+", help="run folders, or folders holding runs (any depth)")
     s.add_argument("--out", default="vlmlens-view", help="folder to write the site to (replaced if it is a view) (default: vlmlens-view)")
