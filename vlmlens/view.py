@@ -124,10 +124,14 @@ def prediction_offsets(run: Run) -> dict:
                 out[sid], ok[sid] = (path, pos), d.get("error") is None
     return out
 
-def read_prediction(path, offset: int) -> dict | None:
-    "The prediction record at `offset` of `path` (as `Prediction.to_dict`), None when it cannot be read."
+def read_prediction(path, offset: int, handles: dict | None = None) -> dict | None:
+    "The prediction record at `offset` of `path` (as `Prediction.to_dict`), None when it cannot be read; `handles`: open files to reuse."
     try:
-        with open(path, "rb") as f: f.seek(offset); raw = f.readline()
+        if handles is None:
+            with open(path, "rb") as f: f.seek(offset); raw = f.readline()
+        else:
+            f = handles.get(path) or handles.setdefault(path, open(path, "rb"))
+            f.seek(offset); raw = f.readline()
         return Prediction.from_dict(json.loads(raw.lstrip(b"\xef\xbb\xbf")), strict=False).to_dict()
     except (OSError, ValueError, TypeError): return None
 
@@ -135,17 +139,15 @@ def read_prediction(path, offset: int) -> dict | None:
 class RunDetails:
     "One run's details, each read when first asked for (`preds`, `rows`, `judgments`, `data`, `isolation`, `graphs`)."
     def __init__(self, run: Run):
-        self.run, self.problems = run, [run.problem] if run.problem else []
+        self.run, self.problems, self._handles = run, [run.problem] if run.problem else [], {}
         if run.config is not None and run.summary is None and not run.problem:
             self.problems.append("no summary.json: the run stopped before it finished (items show the scores its predictions carry)")
-
     def _try(self, what, fn, empty):
         try: return fn()
         except (OSError, ValueError) as e: self.problems.append(f"{what}: {e}"); return empty
-
     @functools.cached_property
     def offsets(self) -> dict: return self._try("predictions", lambda: prediction_offsets(self.run), {}) if self.run.config else {}
-    def pred(self, sid: str) -> dict | None: return read_prediction(*self.offsets[sid]) if sid in self.offsets else None
+    def pred(self, sid: str) -> dict | None: return read_prediction(*self.offsets[sid], self._handles) if sid in self.offsets else None
 
     @functools.cached_property
     def rows(self) -> dict:
@@ -153,13 +155,11 @@ class RunDetails:
         rows, prob = _score_rows(self.run)
         if prob: self.problems.append(prob)
         return rows
-
     @functools.cached_property
     def judgments(self) -> dict:
         if self.run.config is None: return {}
         js = self._try("judgments", lambda: runner.latest_judgments(self.run.judgments(), (self.run.summary or {}).get("judge_id")), {})
         return {k: j.to_dict() for k, j in js.items()}
-
     @functools.cached_property
     def data(self) -> tuple:
         "`(benchmark, {sample_id: Sample})` (empty when the run's data cannot be loaded: said in `problems`)."
@@ -167,7 +167,9 @@ class RunDetails:
         bench, samples, prob = _samples_of(self.run)
         if prob: self.problems.append(prob)
         return bench, samples
-
+    def close(self):
+        "Close the prediction files `pred` keeps open."
+        while self._handles: self._handles.popitem()[1].close()
     @functools.cached_property
     def isolation(self) -> dict: return isolation_records(self.run)
     @functools.cached_property
@@ -344,8 +346,7 @@ class Pages:
         self.cache = shared_frame_cache() if self.thumbs is not None else None
         self.lock = threading.Lock()
 
-    def _result(self, rk, run, d, sid):
-        p, row = d.pred(sid), d.rows.get(sid)
+    def _result(self, rk, run, d, sid, p, row):
         if p is None and row is None: return None
         res = result_fields(p, row, d.judgments.get(sid))
         bench, samples = d.data if self.thumbs is not None else (None, {})
@@ -362,10 +363,10 @@ class Pages:
         out = {}
         with self.lock:
             for k, (b, sid) in zip(self.keys[i * CHUNK:(i + 1) * CHUNK], self.ids[i * CHUNK:(i + 1) * CHUNK]):
-                mine = [(rk, r, d) for rk, r, d in self.runs if r.config.benchmark == b]
-                got = {rk: res for rk, r, d in mine if (res := self._result(rk, r, d, sid)) is not None}
-                sample = next((d.data[1][sid] for _, _, d in mine if sid in d.data[1]), None)
-                first = next(((d.pred(sid), d.rows.get(sid)) for _, _, d in mine if sid in d.offsets or sid in d.rows), (None, None))
+                mine = [(rk, r, d, d.pred(sid), d.rows.get(sid)) for rk, r, d in self.runs if r.config.benchmark == b]
+                got = {rk: res for rk, r, d, p, row in mine if (res := self._result(rk, r, d, sid, p, row)) is not None}
+                sample = next((d.data[1][sid] for _, _, d, _, _ in mine if sid in d.data[1]), None)
+                first = next(((p, row) for *_, p, row in mine if p is not None or row is not None), (None, None))
                 out[k] = {"item": item_fields(sid, sample, *first, b), "runs": got}
         return out
 
@@ -379,6 +380,7 @@ def site_data(runs, frames: bool = True, progress: bool = True, out=None) -> dic
     P, items, results = Pages(rs, details, index, ids, out, frames), {}, {}
     for i in tqdm(range(P.n), desc="view pages", disable=not progress, unit="page"):
         for k, v in P.page(i).items(): items[k], results[k] = v["item"], v["runs"]
+    for d in details: d.close()
     return {"runs": [{**m, "problems": d.problems} for m, d in zip(index["runs"], details)], "items": items, "results": results}
 
 # %% ../nbs/57_view.ipynb #91cf80a0
@@ -426,6 +428,7 @@ def build_site(runs, out="vlmlens-view", frames: bool = True, progress: bool = T
         if pages:
             P = Pages(rs, details, index, ids, tmp, frames)
             for i in tqdm(range(P.n), desc="view pages", disable=not progress, unit="page"): write_page(P, tmp, i)
+            for d in details: d.close()
             index["runs"] = [{**m, "problems": d.problems} for m, d in zip(index["runs"], details)]   # met while reading the pages
         _js(tmp / "data.js", "window.VLMLENS_INDEX=", index)
         for f in _assets().iterdir(): shutil.copy(f, tmp / f.name)
