@@ -152,6 +152,19 @@ def test_moved_media_is_named_per_item_and_the_rest_still_shows(runs, site):
     assert shown, "items whose media did not move still show their frames"
 
 
+def test_a_run_whose_scores_cannot_be_read_is_named_and_the_others_still_show(runs, tmp_path):
+    root = tmp_path / "runs"
+    for name in ("gold", "always-a"): shutil.copytree(runs["runs"] / name, root / name)
+    (root / "gold" / "scores.csv").write_bytes(b"sample_id,score\n\xff\xfe\x00broken,\x00\n")       # not UTF-8: pandas refuses it
+    out = view.write_site(root, tmp_path / "site", frames=False, progress=False).parent
+    ix = _index(out)
+    by = {r["name"]: r for r in ix["runs"]}
+    assert any("scores.csv" in p and "cannot read" in p for p in by["gold"]["problems"]), by["gold"]["problems"]
+    assert len(ix["keys"]) == 45 and set(ix["res"][by["always-a"]["key"]]["o"]) <= {1, 2}
+    d = _details(out, runs["err"])
+    assert d["runs"][by["gold"]["key"]]["outcome"] == "errored"          # its predictions still show
+
+
 def test_view_cli_bad_input_is_one_line_and_creates_nothing(tmp_path):
     empty = tmp_path / "empty"; empty.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
