@@ -208,7 +208,7 @@ def ib_media() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         for video, srt in (IB_EPISODE, IB_MOVIE):
             p = Path(tmp) / Path(video).name
-            media.write_video(p, [media.frame_code_image(i) for i in range(4)], fps=1)
+            media.write_video(p, [media.frame_code_image(i) for i in range(16)], fps=2)
             out[video], out[srt] = p.read_bytes(), _srt_text(["Sheldon: Hello.", "Penny: Hi."]).encode()
     return out
 

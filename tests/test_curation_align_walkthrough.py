@@ -191,7 +191,7 @@ def test_walkthrough(svc, tmp_path, monkeypatch, capsys):
         for r in rows: w.fields["answer"].value = r["answer"] if (who, r["key"]) != ("aud-2", "te-1") else "మృదంగం"; w.buttons["answered"].click()
     assert curate("calibrate-correctness", "--data", data, "--verdicts", tmp_path / "cal" / "audit.jsonl", "--out", tmp_path / "cal") == 0
     out = capsys.readouterr().out
-    assert "'consensus': 4, 'revise': 1" in out and "human baseline 0.9 over 10 answers (paper 0.9522)" in out
+    assert "'consensus': 4, 'revise': 1, 'incomplete': 0, 'undecided': 0" in out and "human baseline 0.9 over 10 answers (paper 0.9522)" in out
     assert "revise te-1 (gold 'నాదస్వరం'): aud-1: నాదస్వరం; aud-2: మృదంగం" in out
 
 

@@ -89,6 +89,8 @@ def test_bad_describer_output_is_rejected(crops, server, monkeypatch):
     ost = describe_outfits(st, tmp / "build_bad", "gpt-4o", describer_kwargs={"base_url": server.openai_base_url, "cache": str(tmp / "api2.sqlite")})
     rej = ost.rejected()
     assert len(rej) == 2 and all("3 outfits but 1 transition indices" in r["reason"] for r in rej) and not ost.items()
+    d = ost.store.read_summary()["decisions"]["describer"]
+    assert (d["n"], d["n_valid"]) == (2, 0) and "3 outfits but 1 transition indices" in d["top_cause"]      # counted, so the command says so
 
 
 def test_the_released_outfit_file_is_the_outfit_stage_output(tmp_path):

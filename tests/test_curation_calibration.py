@@ -138,7 +138,7 @@ def test_correctness_calibration_blind_audit_consensus_and_human_baseline(server
             else: w.fields["answer"].value = a; w.buttons["answered"].click()
         assert "review finished" in w.header.value
     rep = correctness_calibration(rows, log, tmp_path / "build")
-    assert rep["status"] == {"consensus": 3, "revise": 2, "incomplete": 0}
+    assert rep["status"] == {"consensus": 3, "revise": 2, "incomplete": 0, "undecided": 0}
     rev = {r["key"]: r for r in rep["revise"]}
     assert set(rev) == {"hi-2", "it-2"} and rev["hi-2"]["gold"] == "जलेबी"
     assert [(a["auditor"], a["answer"], a["agrees"]) for a in rev["hi-2"]["audits"]] == [("aud-1", "जलेबी", True), ("aud-2", "समोसा", False)]
@@ -162,7 +162,7 @@ def test_correctness_with_the_curve_judge(server, curve, tmp_path, monkeypatch):
     for r in rows: log.append(r["key"], "aud-1", "answered", edits={"answer": r["answer"] if r["key"] != "te-1" else "మృదంగం"})
     rep = correctness_calibration(rows, log, tmp_path / "b", judge=f"openai-compatible:judge@{server.openai_base_url}",
                                   judge_kwargs={"cache": False, "model_kwargs": {"cache": False}}, min_auditors=1)
-    assert rep["status"] == {"consensus": 4, "revise": 1, "incomplete": 0} and rep["revise"][0]["key"] == "te-1"
+    assert rep["status"] == {"consensus": 4, "revise": 1, "incomplete": 0, "undecided": 0} and rep["revise"][0]["key"] == "te-1"
     assert len(server.requests("openai")) == 5
 
 
@@ -272,3 +272,25 @@ def test_a_judge_failing_on_some_answers_is_counted_beside_the_result(server, cu
     out = capsys.readouterr().out
     assert "text_only: solved 0 of 5 (1 of 5 text_only answers invalid (20%; most common: judge reply unparseable (1 item)))" in out
     assert "flagged for revision: hi-2 (single_frame)" in out
+
+
+def test_an_answer_the_judge_could_not_judge_is_undecided_not_a_disagreement(server, curve, tmp_path, monkeypatch):
+    "The judge answers prose for one auditor answer in five: that question is `undecided` (not sent to revision) and out of the human"
+    " baseline; prose for most answers: the calibration decided nothing (exit 3); a working judge later makes a new step."
+    from vlmlens.curation.store import Undecided
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    rows, _ = load_curve_rows(curve)
+    log = VerdictLog(tmp_path / "v.jsonl", AUDIT_LABELS)
+    for r in rows: log.append(r["key"], "aud-1", "answered", edits={"answer": r["answer"]})
+    kw = {"judge": f"openai-compatible:judge@{server.openai_base_url}", "judge_kwargs": {"cache": False, "retries": 0, "model_kwargs": {"cache": False}},
+          "min_auditors": 1}
+    server.responder = lambda call: "looks fine to me" if "calcio" in call.text else responder(call)
+    rep = correctness_calibration(rows, log, tmp_path / "b", **kw)
+    assert rep["status"] == {"consensus": 4, "revise": 0, "incomplete": 0, "undecided": 1} and rep["human_baseline"]["overall"] == 1.0
+    assert rep["human_baseline"]["n_answers"] == 4 and rep["judge_decisions"]["n_invalid"] == 1
+    server.responder = lambda call: "looks fine to me" if "calcio" not in call.text else responder(call)
+    with pytest.raises(Undecided, match=r"decided nothing: 1 of 5 judge replies valid .*judge reply unparseable \(4 items\)"):
+        correctness_calibration(rows, log, tmp_path / "b", **kw)
+    server.responder = responder
+    again = correctness_calibration(rows, log, tmp_path / "b", **kw)
+    assert again["status"]["consensus"] == 5 and again["step"] != rep["step"]          # other judgments: not the stale step

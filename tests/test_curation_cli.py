@@ -133,7 +133,7 @@ def test_dedup_command_flags_and_prints_the_answer_balance(tmp_path, capsys):
     assert "answers chronological_understanding: No 1, Yes 1 -> No 1, Yes 1" in out
     assert run("dedup", "--from", "generate", "--out", str(tmp_path), "--threshold", "0.9", "--drop", "--device", "cpu") == 0
     out = capsys.readouterr().out
-    assert "dedup: 1 items, 1 rejected" in out and "answers chronological_understanding: No 1, Yes 1 -> Yes 1  (changed)" in out
+    assert "dedup: 2 items, 0 rejected" in out and "answers chronological_understanding: No 1, Yes 1 -> No 1, Yes 1" in out   # opposite answers: both kept
     from vlmlens.curation.dedup import PAIR_LABELS
     from vlmlens.curation.review import VerdictLog
     VerdictLog(tmp_path / "pairs.jsonl", PAIR_LABELS).append("q0~q1", "alice", "distinct", note="before vs after")

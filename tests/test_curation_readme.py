@@ -170,6 +170,11 @@ def _check(tmp_path, server):
     src = tmp_path / "demo_build" / "src"
     assert all((src / r["video_path_mp4"].lstrip("/")).is_file() and (src / r["video_subtitles"].lstrip("/")).is_file() for r in rows)
     assert any(r["video_path_mp4"].startswith("/bbt/") for r in rows)               # the outfit file's TVQA episodes, found
+    ep = lambda r: (r.get("show"), r.get("season"), r.get("episode"))
+    summ_bbt = [r for r in rows if r["skill_name"] == "summarization" and r.get("show") == "The Big Bang Theory"]
+    assert summ_bbt and all(r["video_path_mp4"] == f"/bbt/season_{r['season']}/episode_{r['episode']}.mp4" for r in summ_bbt)
+    for r in summ_bbt:                                                              # one episode, one path, whatever the skill
+        assert {x["video_path_mp4"] for x in rows if ep(x) == ep(r)} == {r["video_path_mp4"]}
     assert summ["overall"]["n"] == len(rows) and summ["overall"]["n_errors"] == 0
     off = list((tmp_path / "demo_outputs" / "demo_release" / "official").glob("*.json"))
     assert off and all(isinstance(json.loads(p.read_text()), list) for p in off)

@@ -48,30 +48,35 @@ def test_verify_then_release_round_trips_through_the_loader(tmp_path):
     for k, it in enumerate(sample):
         log.append(it["id"], "alice", "absent" if k == 0 else "valid", note="not in the video" if k == 0 else "",
                    edits={"answer": "a corrected answer"} if k == 1 else None,
-                   spans=[[10 * k, 10 * k + 4]], event_spans=[[[1, 2]], [[60, 61]]] if it["events"] else [])
+                   spans=[[10 * k, 10 * k + 4]], event_spans=[[[60, 61]], [[1, 2]]] if it["events"] else [])   # b, then a: the gold order
     vs = curation.verify_step(tmp_path / "b", st, log)
     assert [r["id"] for r in vs.rejected()] == [sample[0]["id"]] and "absent" in vs.rejected()[0]["reason"]
     ok = {r["id"]: r["item"] for r in vs.items() if r["item"]["verification"]["status"] == "verified"}
     assert sample[1]["stratum"] == "deep_context_understanding"
-    assert len(ok) == 3 and ok[sample[1]["id"]]["answer"] == "a corrected answer"
+    by_source = {i for i, it in ok.items() if it["verification"].get("by") == "source"}
+    assert len(ok) == 5 and {ok[i]["skill_name"] for i in by_source} == {"summarization"} and len(by_source) == 2   # B.6: verified by its source
+    assert ok[sample[1]["id"]]["answer"] == "a corrected answer"
     assert ok[sample[1]["id"]]["verification"]["edits"] == {"answer": "a corrected answer"}
     summ = vs.store.read_summary()
     assert summ["validity"][-1]["validity"] == pytest.approx(3 / 4) and summ["n_pending"] == 0
     assert summ["certificates"]["overall"]["n_items"] == 3
     paths = write_release(vs, tmp_path / "rel", {"verify": vs})
     rows = [json.loads(l) for l in paths["rows"].read_text().splitlines()]
-    assert len(rows) == 29 and Counter(r["split"] for r in rows)["train"] == 26
+    assert len(rows) == 29 and Counter(r["split"] for r in rows)["train"] == 24
+    assert {r["skill_name"] for r in rows if r["split"] in ("test", "validation")} == {"scene_transitions", "deep_context_understanding", "summarization"}
     assert {r["split"] for r in rows if r["verified"]} <= {"test", "validation"}
-    assert all(r["certificate"]["n"] >= 1 for r in rows if r["verified"])
+    assert all(r["certificate"]["n"] >= 1 for r in rows if r["verified"] and r["skill_name"] != "summarization")
+    assert not any("certificate" in r for r in rows if r["skill_name"] == "summarization")      # no reviewer timed them
     samples, errs = ib.load_release(RunConfig("infinibench", "x", data_path=str(paths["rows"]), split="train", modality="metadata"))
-    assert errs == [] and len(samples) == 26
+    assert errs == [] and len(samples) == 24
     mcq = next(s for s in samples if s.answer_type == "mcq")
     assert mcq.options[mcq.answer] == ["b", "a"] and ib.is_idk(mcq.options[-1])
     off = json.loads((tmp_path / "rel" / "official" / "scene_transitions.json").read_text())
     assert len(off) == 10 and off[0]["options"][off[0]["answer_idx"]] == ["b", "a"]
     assert (tmp_path / "rel" / "figures" / "figure3_question_lengths.png").stat().st_size > 0
     card = paths["card"].read_text()
-    assert "| scene_transitions | train |" in card and "75.00%" in card
+    assert "| skill | train | validation | test | all |" in card and "75.00%" in card
+    assert "| summarization | 8 |" in card and "No test or validation item" not in card
 
 
 def test_release_refuses_malformed_items(tmp_path):
@@ -116,7 +121,7 @@ def test_a_release_naming_videos_that_are_not_there_is_refused_until_a_media_roo
 
 
 def test_verify_leaves_summarization_unsampled_as_in_b6_unless_asked(tmp_path, capsys):
-    "App. B.6: summarization is not human-verified; `--include-summarization` samples it, and an invalid one is removed."
+    "App. B.6: summarization is not human-verified but verified by its source; `--include-summarization` samples it, and an invalid one is removed."
     import argparse
     from vlmlens.curation import cli as ccli
     st = _step(tmp_path)
@@ -132,7 +137,9 @@ def test_verify_leaves_summarization_unsampled_as_in_b6_unless_asked(tmp_path, c
     verify = lambda skip: next(st for st in (open_step(r["dir"]) for r in list_steps(tmp_path / "b") if r.get("step") == "verify")
                                if st.inputs["skip"] == skip)
     vs = verify(["summarization"])
-    assert status(vs)[summ[0]["id"]] == "unverified" and vs.rejected() == []           # the paper's rule: not sampled
+    assert vs.rejected() == []                                                          # the paper's rule: not reviewed,
+    assert {i: r["item"]["verification"].get("by") for r in vs.items() if (i := r["id"]) in {x["id"] for x in summ}} == \
+        {summ[0]["id"]: "source", summ[1]["id"]: "source"}                              # verified by its source (B.6), so in test/validation
     assert run("--include-summarization") == 0
     vs = verify([])
     assert [r["id"] for r in vs.rejected()] == [summ[0]["id"]] and status(vs)[summ[1]["id"]] == "verified"
@@ -202,3 +209,29 @@ def test_allow_missing_media_releases_metadata_only_rows_and_the_card_counts_the
     assert errs == [] and len(samples) == 2
     samples, errs = ib.load_release(RunConfig("infinibench", "x", data_path=rows, modality="video"))
     assert samples == [] and len(errs) == 2 and errs[0].field == "video_path_mp4"
+
+
+def test_verification_cross_checks_what_b6_cross_checks(tmp_path):
+    "A `valid` verdict whose event timestamps run against the answer's order, or with every event absent, is a disagreement; items without"
+    " spans stay out of the certificate means, and two reviewers' spans are not merged into one certificate."
+    st = _step(tmp_path)
+    sample = curation.review_sample(st)
+    scene = [it for it in sample if it["stratum"] == "scene_transitions"]
+    deep = [it for it in sample if it["stratum"] == "deep_context_understanding"]
+    log = VerdictLog(tmp_path / "v.jsonl")
+    log.append(scene[0]["id"], "alice", "valid", event_spans=[[[1, 2]], [[60, 61]]])          # a before b, but the gold says b, then a
+    log.append(scene[1]["id"], "alice", "valid", event_spans=[None, None])                    # valid, yet no event seen
+    log.append(deep[0]["id"], "alice", "valid", spans=[[0, 20]])                              # 1 segment, 20 s
+    log.append(deep[0]["id"], "bob", "valid", spans=[[30, 40]])                               # 1 segment, 10 s (merged: 2 / 30 s)
+    log.append(deep[1]["id"], "alice", "valid")                                              # no span at all
+    vs = curation.verify_step(tmp_path / "b", st, log)
+    rej = {r["id"]: r["reason"] for r in vs.rejected()}
+    assert set(rej) == {scene[0]["id"], scene[1]["id"]}
+    assert "marked valid, but event timestamps out of the answer's order (event 0 at 1 s comes before event 1 at 60 s)" in rej[scene[0]["id"]]
+    assert "marked valid, but every event (2) marked absent" in rej[scene[1]["id"]]
+    summ = vs.store.read_summary()
+    assert summ["cross_check"] == {scene[0]["id"]: {"alice": "event timestamps out of the answer's order (event 0 at 1 s comes before event 1 at 60 s)"},
+                                   scene[1]["id"]: {"alice": "every event (2) marked absent"}}
+    cert = summ["certificates"]
+    assert cert["overall"] == {"n_items": 1, "mean_count": 1.0, "mean_length_s": 15.0} and cert["n_without_spans"] == 1
+    assert next(r for r in summ["validity"] if r["stratum"] == "scene_transitions")["validity"] == 0.0

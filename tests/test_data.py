@@ -501,3 +501,79 @@ def test_runs_on_every_split_without_data_path(tmp_path, env, server, ib_hub):
         assert info["config"]["data_path"].endswith(f"infinibench/{split_name}")
         assert info["dataset"]["split"] == split_name and info["dataset"]["revision"] == IB_PINNED
         assert info["dataset"]["address"] == f"{ib_hub.url}/datasets/{REPO}/tree/{IB_PINNED}"
+
+
+def test_a_test_split_run_is_prediction_only_and_writes_the_official_files(tmp_path, env, server, ib_hub):
+    server.reset(); server.default_text = "Sheldon makes tea."
+    assert _cli(["get", "infinibench", "--no-progress"], {**env, "HF_ENDPOINT": ib_hub.url}).returncode == 0   # the default split: test
+    out = _ib_run(tmp_path, env, server, "--modality", "metadata")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "2 MCQ rows carry no options: refused, not asked" in out.stderr                 # loud, with the count
+    assert "no ground truth" in out.stdout, out.stdout
+    run = tmp_path / "out" / "ib"
+    summary = json.loads((run / "summary.json").read_text())
+    bs = summary["benchmark_summary"]
+    assert summary["overall"]["n"] == 2 and summary["overall"]["n_answered"] == 2
+    assert bs["prediction_only"] is True and bs["acc"] is None and bs["score_0_10"] is None and bs["overall_0_100"] is None
+    assert all(v["score_0_10"] is None for v in bs["skills"].values())                      # not 0: nothing to score against
+    files = {Path(p).name: json.loads(Path(p).read_text()) for p in summary["files"].values()}
+    assert sorted(files) == ["spoiler_questions.json", "summarization.json"]
+    rec = files["summarization.json"][0]
+    assert rec == {"question_id": "3", "question": "Please provide a very detailed summary of the video.", "pred": "Sheldon makes tea."}
+
+    only_mcq = tmp_path / "mcq.csv"                                                         # every row refused: a failure, before anything exists
+    lines = (tmp_path / "data" / "infinibench" / "test" / "test.csv").read_text().splitlines()
+    only_mcq.write_text("\n".join(lines[:3]) + "\n")
+    out = _ib_run(tmp_path, env, server, "--modality", "metadata", "--data-path", str(only_mcq), name="refused")
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "every row was refused: 2 MCQ rows carry no options" in out.stderr
+    assert not (tmp_path / "out" / "refused").exists()
+
+
+def test_tvqa_episodes_are_joined_where_the_hub_rows_name_them_and_only_those(tmp_path, env, ib_hub):
+    tv = _tvqa_copy(tmp_path / "tvqa")                                   # bbt s01e01 (named by the rows), friends s02e03/e04 (not)
+    assert _cli(["get", "infinibench", "--no-progress"], {**env, "HF_ENDPOINT": ib_hub.url}).returncode == 0
+    out = _cli(["prepare", "infinibench", "--tvqa-clips", str(tv["frames"]), "--tvqa-subtitles", str(tv["subs"]), "--no-progress"], env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "1 episodes written, 0 kept" in out.stdout and "friends" not in out.stdout + out.stderr     # the rows' filter matched
+    split = tmp_path / "data" / "infinibench" / "test"
+    assert (split / IB_EPISODE[0]).is_file() and (split / IB_EPISODE[1]).is_file()                    # TV_shows/videos/…, TV_shows/subtitles/…
+    assert not (split / "bbt").exists() and not list(split.rglob("friends*"))
+    samples, errors = _ib_load(split, modality="video+subtitles")
+    ep = [s for s in samples if s.metadata["video_path_mp4"] == IB_EPISODE[0]]
+    assert [s.id for s in ep] == ["summarization/3"] and ep[0].media[0].path == str(split / IB_EPISODE[0])
+    assert [e.field for e in errors if IB_MOVIE[0] in e.message] == ["video_path_mp4"]               # the movie is not TVQA's
+
+
+def _readme_infinibench_walkthrough() -> list[str]:
+    "The README's InfiniBench split-by-split commands, as printed (comments dropped)."
+    import re
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = next(m.group(1) for m in re.finditer(r"```bash\n(.*?)```", text, re.S)
+                 if m.group(1).startswith("vlmlens data get infinibench --split validation"))
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("split", ["validation", "test", "train"])
+def test_the_readme_infinibench_walkthrough_runs_as_printed_for_every_split(tmp_path, env, server, ib_hub, split):
+    import shlex
+    def reply(call):                                                     # the judge's JSON, else the model's option number
+        return '{"score": 7, "justification": "close"}' if "Please evaluate" in call.text else "Answer: 0"
+    server.reset(); server.responder = reply
+    e = {**env, "HF_ENDPOINT": ib_hub.url, "OPENAI_BASE_URL": server.openai_base_url,
+         "OPENAI_API_KEY": "test-openai-key.not-real.000000000000"}
+    commands = _readme_infinibench_walkthrough()
+    assert len(commands) == 4 and commands[-1].startswith("vlmlens run")
+    for cmd in commands:
+        argv = [a if a != "validation" else split for a in shlex.split(cmd)]          # the same commands for each split
+        out = subprocess.run([sys.executable, "-m", "vlmlens", *argv[1:], *(["--no-progress"] if argv[1] != "data" or argv[2] != "verify" else [])],
+                             env=e, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert out.returncode == 0, (cmd, out.stderr[-3000:])
+    summary = json.loads(next((tmp_path / "outputs").rglob("summary.json")).read_text())
+    bs, n = summary["benchmark_summary"], {"validation": 8, "test": 2, "train": 4}[split]
+    assert summary["overall"]["n"] == n and summary["overall"]["n_errors"] == 0, summary["overall"]
+    if split == "test":
+        assert bs["prediction_only"] and bs["acc"] is None and len(summary["files"]) == 2
+    else:
+        assert bs["acc"] == pytest.approx({"validation": 3 / 4, "train": 2 / 3}[split])   # "0" is right but for character_actions
+        assert bs["score_0_10"] == 7.0 and "files" not in summary

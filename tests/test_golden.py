@@ -169,3 +169,62 @@ def test_infinibench_official_files_equal_official(tmp_path):
         d.mkdir()
         return _compare(r, _score_case(r, d))
     agree(rows, check)
+
+
+# --- InfiniBench, the authors' lmms-eval task ---------------------------------------------------------------------
+def _lmms_skill(name: str) -> str:
+    return "chronological_understanding" if name == "choronological_understanding" else name
+
+
+def test_infinibench_lmms_golden_provenance():
+    head, rows = golden("infinibench_lmms")
+    assert head["repository"] == "KerolosAtef/lmms-eval" and head["file"] == "lmms_eval/tasks/infinibench/utils.py"
+    assert head["commit"].startswith("887fbb5") and head["test_yaml_commit"].startswith("c0cb65e")
+    assert {r["kind"] for r in rows} == {"prompt", "answer", "aggregate"}
+
+
+def test_infinibench_lmms_prompts_equal_the_task():
+    "The text the model is given: prompts, lettered options, 768-frame sampling, the subtitles at the sampled frames."
+    from vlmlens.benchmarks.infinibench import lmms_prompt
+    from vlmlens.media import parse_srt
+    from vlmlens.readers import parse_literal_list
+    _, rows = golden("infinibench_lmms")
+    def check(r):
+        d = r["doc"]
+        opts = parse_literal_list(d["options"], "options") if d["skill_name"] in MCQ_LMMS else None
+        cues = parse_srt(r["srt"]) if r["srt"] is not None and r["use_subtitle"] else None
+        got = lmms_prompt(d["question"], opts, r["frames"], r["fps"], cues, r["n_frames"])
+        return None if got == r["official"]["text"] else f"{d['skill_name']}: official {r['official']['text'][:200]!r}, vlmlens {got[:200]!r}"
+    agree([r for r in rows if r["kind"] == "prompt"], check)
+
+
+def test_infinibench_lmms_answers_equal_the_task():
+    "The answer read from a reply (first parenthesised token, or the whole reply) and the gold it is compared with."
+    from vlmlens.benchmarks.infinibench import lmms_answer
+    _, rows = golden("infinibench_lmms")
+    def check(r):
+        d, mcq = r["doc"], r["doc"]["skill_name"] in MCQ_LMMS
+        got = (lmms_answer(r["reply"], mcq), chr(65 + int(d["answer_idx"])) if mcq else d["answer"])
+        want = (r["official"]["pred"], r["official"]["answer"])
+        return None if got == tuple(want) else f"{r['reply']!r}: official {want}, vlmlens {got}"
+    agree([r for r in rows if r["kind"] == "answer"], check)
+
+
+def test_infinibench_lmms_numbers_equal_the_task():
+    "Per-skill Acc/Score over the split's rows, their averages over all four skills, overall: to the last bit."
+    from vlmlens.benchmarks.infinibench import lmms_aggregate
+    _, rows = golden("infinibench_lmms")
+    def check(r):
+        correct, scores = {}, {}
+        for x in r["results"]:
+            s = _lmms_skill(x["task_type"])
+            if s in MCQ_SKILLS: correct.setdefault(s, []).append(str(x["pred"]) == str(x["answer"]))
+            else: scores.setdefault(s, []).append(x["gpt_score"])
+        got = lmms_aggregate(correct, scores, {_lmms_skill(k): v for k, v in r["counts"].items()})
+        printed = {k: f"{got['skills'][_lmms_skill(k)]:.2f}" + ("%" if _lmms_skill(k) in MCQ_SKILLS else "/10") for k in r["official"]["printed"]}
+        if got["overall_0_100"] != r["official"]["value"]: return f"overall: official {r['official']['value']!r}, vlmlens {got['overall_0_100']!r}"
+        return None if printed == r["official"]["printed"] else f"per skill: official {r['official']['printed']}, vlmlens {printed}"
+    agree([r for r in rows if r["kind"] == "aggregate"], check)
+
+
+MCQ_LMMS = ("character_actions", "scene_transitions", "choronological_understanding", "global_appearance")

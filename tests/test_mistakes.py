@@ -160,3 +160,50 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path, args):
     err = p.stderr.read().decode()
     assert p.wait(timeout=300) == 141, err
     assert "Traceback" not in err and "BrokenPipe" not in err and "Exception ignored" not in err, err
+
+
+# -- unfinished runs: said, not errors ------------------------------------------------------------------------------
+
+def test_a_partial_run_reads_how_far_it_got_and_report_over_a_run_without_summary_is_not_an_error(tmp_path):
+    out = _cli(*RUN[:-3], "--limit", "4", "--shard", "0/2", "--no-progress", "--output-root", tmp_path, "--run-name", "half",
+               cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = next(l for l in out.stdout.splitlines() if l.startswith("half: "))
+    n = int(line.split()[1])
+    assert line == f"half: {n} of 4 items ({4 - n} not run: rerun to finish)", line
+    out = _cli(*RUN[:-3], "--limit", "4", "--no-progress", "--output-root", tmp_path / "all", "--run-name", "cut", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    run = tmp_path / "all" / "cut"
+    (run / "summary.json").unlink()                                # killed after 3 of its 4 items, before its summary
+    preds = (run / "predictions.jsonl").read_text().splitlines(keepends=True)
+    (run / "predictions.jsonl").write_text("".join(preds[:3]))
+    rep = _cli("report", tmp_path / "all", cwd=tmp_path)
+    _one_line(rep, 0, f"{run}: no summary.json yet, 3 of 4 items (1 not run: rerun to finish)", f"vlmlens score {run}")
+
+
+def test_ctrl_c_exits_130_with_one_line(tmp_path):
+    import signal, time
+    p = subprocess.Popen([*CLI, "demo", "--no-progress", "--output-root", str(tmp_path / "out")], stderr=subprocess.PIPE,
+                         stdout=subprocess.DEVNULL, text=True, cwd=tmp_path)
+    t0 = time.time()
+    while not (tmp_path / "out").exists() and time.time() - t0 < 240 and p.poll() is None: time.sleep(0.05)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    err = p.stderr.read()
+    assert p.wait(timeout=120) == 130, err[-3000:]
+    lines = [l for l in err.splitlines() if l.strip() and not l.startswith("WARNING")]
+    assert lines[-1] == "vlmlens: interrupted; finished items are saved, rerun the same command to resume", err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+
+
+def test_isolate_on_a_hintel_run_says_isolation_needs_curve_or_minerva(tmp_path):
+    import json
+    from vlmlens.core import RunConfig
+    run = tmp_path / "h"
+    run.mkdir()
+    cfg = RunConfig("hintel", "tiny-qwen2.5-vl")
+    (run / "run.json").write_text(json.dumps({"config": cfg.to_dict(), "config_hash": cfg.hash()}))
+    before = sorted(p.name for p in run.iterdir())
+    out = _cli("isolate", run, "--compiler", "tiny-qwen2.5-vl", "--labeller", "tiny-qwen2.5-vl", cwd=tmp_path)
+    _one_line(out, 2, "isolate needs a CURVE or MINERVA run", "is a hintel run")
+    assert sorted(p.name for p in run.iterdir()) == before

@@ -44,7 +44,7 @@ def test_cli_report_names_each_run_and_writes_each_format(hintel_runs, capsys, f
     assert not re.search(r"\b(None|NaN|nan)\b", out)
     if fmt == "csv": return _check_machine_csv(out)
     for lang in ("Hindi", "Telugu"):                                    # one header per run: benchmark, model, language, …, n
-        assert len(re.findall(rf"hintel · Served-VLM-7B · language {lang} · strategy standard · input video · .* · n \d+", out)) == 1
+        assert len(re.findall(rf"[hH]intel · Served-VLM-7B · language {lang} · strategy standard · input video · .* · n \d+", out)) == 1
     assert not re.search(r"\d\.\d{4,}", out)
     if fmt == "md": assert "|---|" in out and "| all items |" in out
     if fmt == "latex": assert out.count(r"\begin{tabular}") == 2 and r"accuracy \%" in out
@@ -208,7 +208,9 @@ def _paper_tables(runs):
                                     "question": ["இது என்ன?", "यह क्या है?", "ఇది ఏమిటి?", "这是什么？"], "accuracy %": ["50.0", "25.0", "0.0", "100.0"]}),
                       "CURVE rounds by locale")
     out = {"summary": R.summary_table(runs[0].summary, title=R.run_header(runs[0].summary)), "overview": R.runs_overview(runs),
-           "wide": wide, "scripts": scripts}
+           "wide": wide, "scripts": scripts,
+           "summary-2": R.summary_table(runs[1].summary, title=R.run_header(runs[1].summary)),          # a second run: its own label
+           "long": R.Table(pd.DataFrame({"run": [f"run {i}" for i in range(150)], "accuracy %": ["41.3"] * 150}), "Accuracy of 150 runs")}
     for b in ("hintel", "infinibench", "curve"):
         out[f"ledger-{b}"] = R.Table(fidelity.ledger_table(b), f"Fidelity ledger ({b})")
     return out
@@ -219,7 +221,7 @@ def test_latex_reads_like_a_paper_table(hintel_runs):
     tables = _paper_tables(RunSet.discover(hintel_runs))
     wide = R.render_table(tables["wide"], "latex")
     assert r"\caption{Accuracy per subset and language (paper Table 3)}" in wide and "Table 3:" not in wide.split(r"\caption")[1][:20]
-    assert r"\label{tab:accuracy-per-subset-and-language-paper}" in wide and r"\begin{table*}" in wide
+    assert r"\label{tab:accuracy-per-subset-and-language-paper-" in wide and r"\begin{table*}" in wide and r"\resizebox" not in wide
     md = R.render_table(tables["wide"], "md")
     shown = set(re.findall(r"\d+\.\d+ \(n=\d+\)", md))                                      # one precision in every format
     assert shown and shown == set(re.findall(r"\d+\.\d+ \(n=\d+\)", wide))
@@ -241,6 +243,9 @@ def test_every_emitted_table_compiles_inside_the_text_width(hintel_runs, tmp_pat
     assert mine, f"no table for {engine}"
     problems = [p for k, v in mine.items() for p in compile_table(v, tmp_path, k)]
     assert not problems, "\n".join(problems[:20])
+    from texcheck import compile_tables
+    together = compile_tables(mine, tmp_path / "all", "report")                # one output in one paper: labels unique, no float lost
+    assert not together, "\n".join(together[:20])
 
 
 def test_saved_figures_are_paper_ready(tmp_path):
@@ -351,3 +356,52 @@ def test_markdown_cells_keep_their_row_when_the_text_has_newlines():
     t = R.Table(pd.DataFrame({"round": [1, 2], "reply": ["first line\nsecond line", "one | two"]}))
     lines = R.render_table(t, "md").splitlines()
     assert len(lines) == 4 and lines[2] == "| 1 | first line<br>second line |" and lines[3] == r"| 2 | one \| two |"
+
+
+def test_a_finished_run_is_never_silently_rewritten_by_a_smaller_or_differently_judged_rerun(tmp_path, capsys, monkeypatch):
+    "Rerunning a finished configuration with --limit 3 or --judge none is refused in one line; its own --run-name makes a view."
+    import json
+    from vlmlens.benchmarks import hintel as H
+    from vlmlens.cli import main
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    data = H.build_synthetic_hintel(tmp_path / "data", n_per_subset=2)
+    with LoopbackServer() as server:
+        base = ["run", "--benchmark", "hintel", "--data-path", str(data), "--model", f"openai-compatible:gpt-4.1@{server.openai_base_url}",
+                "--language", "hi", "--output-root", str(tmp_path / "runs"), "--run-name", "full", "--no-progress",
+                "--model-kwarg", "cache=false", "--judge", f"openai-compatible:judge@{server.openai_base_url}"]
+        assert main(base) == 0
+        first = json.loads((tmp_path / "runs" / "full" / "summary.json").read_text())
+        assert first["judge_id"] and first["limit"] is None and first["n_items"] == first["overall"]["n"] > 3   # what it covers
+        capsys.readouterr()
+        assert main(base + ["--limit", "3"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "its summary covers" in err and "this run 3 (--limit 3)" in err and "--run-name" in err
+        assert main(base[:-2] + ["--judge", "none"]) == 2
+        assert "is not judged" in capsys.readouterr().err
+        assert json.loads((tmp_path / "runs" / "full" / "summary.json").read_text()) == first           # untouched
+        view = base[:base.index("--run-name") + 1] + ["first3"] + base[base.index("--run-name") + 2:] + ["--limit", "3"]
+        assert main(view) == 0
+        mine = json.loads((tmp_path / "runs" / "first3" / "summary.json").read_text())
+        assert (mine["limit"], mine["n_items"], mine["overall"]["n"]) == (3, 3, 3)
+
+
+def test_paper_check_tool_lists_each_problem_with_its_file(tmp_path):
+    "tools/paper_check.py: exit 0 on tables and figures that fit; a resized table and a too-wide figure are named, exit 1."
+    import subprocess
+    import sys
+    import matplotlib.pyplot as plt
+    from texcheck import ENGINES
+    if not ENGINES["pdflatex"]: pytest.skip("pdflatex is not installed (make tex)")
+    good = tmp_path / "good"
+    R.Table(pd.DataFrame({"model": ["GPT-4.1"], "accuracy %": ["41.3"]}), "Accuracy").save(good / "tables", "acc")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ok = subprocess.run([sys.executable, "tools/paper_check.py", str(good)], cwd=repo, capture_output=True, text=True, timeout=600)
+    assert ok.returncode == 0 and "0 problems" in ok.stderr, ok.stdout + ok.stderr
+    bad = tmp_path / "bad"; (bad / "tables").mkdir(parents=True)
+    (bad / "tables" / "shrunk.tex").write_text("\\begin{table}\\resizebox{\\linewidth}{!}{\\begin{tabular}{l}x\\\\\\end{tabular}}\\end{table}\n")
+    fig, _ = plt.subplots(figsize=(9, 2)); fig.savefig(bad / "wide.pdf"); plt.close(fig)          # saved without save_figure
+    out = subprocess.run([sys.executable, "tools/paper_check.py", str(bad)], cwd=repo, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 1 and "shrunk: " in out.stdout and "text set below 8 pt (\\resizebox)" in out.stdout
+    assert "wide.pdf: 9.00 in wide" in out.stdout
+    none = subprocess.run([sys.executable, "tools/paper_check.py", str(tmp_path / "nope")], cwd=repo, capture_output=True, text=True)
+    assert none.returncode == 2 and len(none.stderr.strip().splitlines()) == 1

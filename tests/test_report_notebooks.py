@@ -252,14 +252,13 @@ def _outputs(nb_path):
     return [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
 
 
-def check_tex_compiles(folder: Path):
-    "Every emitted .tex typesets in a paper-like page without error or overfull box (where its TeX engine is installed)."
-    from texcheck import ENGINES, compile_table, engine_for
-    problems = []
-    for p in sorted(folder.glob("*.tex")):
-        tex = p.read_text(encoding="utf-8")
-        if ENGINES[engine_for(tex)]: problems += compile_table(tex, folder.parent / "tex-check", p.stem)
+def check_paper(report_dir: Path, tmp: Path):
+    "tools/paper_check.py on the report: every table typesets in a two-column paper alone and together (no error, overfull box,\n    text below 8 pt, float too tall or label twice), every figure fits the text width; labels name benchmark and table."
+    from texcheck import check
+    problems = check([report_dir], tmp)
     assert not problems, "\n".join(problems[:20])
+    labels = re.findall(r"\\label\{([^}]+)\}", "\n".join(p.read_text(encoding="utf-8") for p in (report_dir / "tables").glob("*.tex")))
+    assert labels and all(re.match(r"tab:(hintel|infinibench|minerva|curve)-", l) for l in labels), labels   # benchmark + table
 
 
 def check_report(nb_path, report_dir, min_figures: int):
@@ -279,7 +278,7 @@ def check_report(nb_path, report_dir, min_figures: int):
     for kind in ("md", "tex", "csv"): assert list((Path(report_dir) / "tables").glob(f"*.{kind}"))
     tex = "\n".join(p.read_text(encoding="utf-8") for p in (Path(report_dir) / "tables").glob("*.tex"))
     assert not re.search(r"(^|&)\s*(None|NaN|nan|<NA>)\s*(&|\\\\)", tex, re.M)
-    check_tex_compiles(Path(report_dir) / "tables")
+    check_paper(Path(report_dir), Path(report_dir).parent / "paper-check")
     assert (Path(report_dir) / "view" / "index.html").is_file() and any('src="' in h and "view/index.html" in h for h in html)  # ends with the viewer
     return "\n".join(text for o in outs for text in [o.get("text", "") or o.get("data", {}).get("text/plain", "")])
 

@@ -97,7 +97,9 @@ def test_bad_executor_options_are_refused_before_anything_runs(tmp_path, executo
 
 
 def test_a_local_ray_instance_without_the_gpus_a_run_needs_is_refused(tmp_path):
-    spec = {"name": "gpu", "base": {"benchmark": "demo"}, "grid": {"model": ["qwen2.5-vl-7b"]}, "executor": {"ray": {"num_cpus": 1}}}
+    # a model this machine has (the sweep checks every run's model first, as `run` does), given a GPU per run
+    spec = {"name": "gpu", "base": {"benchmark": "demo"}, "grid": {"model": ["tiny-qwen2.5-vl"]},
+            "executor": {"gpus": 1, "ray": {"num_cpus": 1}}}
     with pytest.raises(ValueError, match="asks for 1 GPU"):
         run_sweep(spec, output_root=tmp_path, executor="ray", progress=False)
     import ray

@@ -1,35 +1,12 @@
-"""Compile emitted LaTeX tables the way a paper would: a two-column page with a 6.9 in text width and 3.3 in columns,
-booktabs and graphicx; pdfLaTeX, or XeLaTeX with fontspec for a table that says it needs it. A table that fails to
-compile, or runs past its column or the text width (an overfull box), is reported."""
-import re
-import shutil
-import subprocess
+"""The paper check for tests: `tools/paper_check.py` (one implementation for users and tests) — compile emitted LaTeX
+tables inside a two-column paper, alone and together, and measure saved figures."""
+import importlib.util
 from pathlib import Path
 
-ENGINES = {"pdflatex": shutil.which("pdflatex"), "xelatex": shutil.which("xelatex")}
-PREAMBLE = r"""\documentclass[twocolumn,10pt]{article}
-\usepackage[letterpaper,textwidth=6.9in,columnsep=0.3in,textheight=9in]{geometry}
-\usepackage{booktabs}
-\usepackage{graphicx}
-"""
+_spec = importlib.util.spec_from_file_location("paper_check", Path(__file__).resolve().parents[1] / "tools" / "paper_check.py")
+paper_check = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(paper_check)
 
-
-def engine_for(tex: str) -> str:
-    "xelatex for a table that names XeLaTeX in its comments, else pdflatex."
-    return "xelatex" if re.search(r"^%.*XeLaTeX", tex, re.M) else "pdflatex"
-
-
-def compile_table(tex: str, folder: Path, name: str = "table") -> list[str]:
-    "Problems compiling `tex` inside a paper-like page: errors and overfull boxes (empty when it typesets cleanly)."
-    engine = engine_for(tex)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{name}-body.tex").write_text(tex, encoding="utf-8")
-    doc = PREAMBLE + (r"\usepackage{fontspec}" + "\n" if engine == "xelatex" else "") + \
-        rf"\begin{{document}}\input{{{name}-body.tex}}\end{{document}}" + "\n"
-    (folder / f"{name}.tex").write_text(doc, encoding="utf-8")
-    p = subprocess.run([ENGINES[engine], "-interaction=nonstopmode", "-halt-on-error", f"{name}.tex"], cwd=folder,
-                       capture_output=True, text=True, errors="replace", timeout=300)
-    log = (folder / f"{name}.log").read_text(encoding="utf-8", errors="replace") if (folder / f"{name}.log").exists() else p.stdout
-    problems = [l for l in log.splitlines() if l.startswith("!") or "Overfull \\hbox" in l or "Missing character" in l]
-    if p.returncode and not problems: problems = [f"{engine} exited {p.returncode}"]
-    return [f"{name} ({engine}): {l}" for l in problems]
+ENGINES, engine_for, compile_table, compile_tables, figure_problems, check = (
+    paper_check.ENGINES, paper_check.engine_for, paper_check.compile_table, paper_check.compile_tables, paper_check.figure_problems,
+    paper_check.check)

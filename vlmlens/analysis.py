@@ -17,7 +17,7 @@ import numpy as np
 # %% auto #0
 __all__ = ['SCRIPT_FONTS', 'FONT_PACKAGES', 'COLUMN_IN', 'TEXT_IN', 'MIN_PT', 'use_script_fonts', 'scripts_in', 'check_fonts',
            'fit_title', 'outside_legend', 'plain_ticks', 'value_bounds', 'clamp_axis', 'bar_chart', 'line_chart',
-           'figure_problems', 'FigureWarning', 'save_figure']
+           'figure_problems', 'FigureWarning', 'fit_width', 'save_figure']
 
 # %% ../nbs/50_analysis.ipynb #2b1c3d4e
 SCRIPT_FONTS = {  # script: (its characters, the Noto family that covers it)
@@ -130,11 +130,13 @@ def _n_labels(df, n) -> tuple[list, list, str]:
         return ticks, [f"{b} (n={show(np.nanmax(a[:, j]))})" for j, b in enumerate(bars)], ""
     return [f"{t}\n(n={'/'.join(show(v) for v in a[i])})" for i, t in enumerate(ticks)], bars, ""
 
-def _bar_label(ax, x, v, lo, hi, fmt: str, fontsize: float):
-    if not np.isfinite(v): return
+def _bar_label(ax, x, v, lo, hi, fmt: str, fontsize: float, rotation: int = 0):
+    "The value above (below) its bar and error bar; a missing value (nothing answered, not run) is marked '–' at the base, never drawn as 0."
+    if not np.isfinite(v):
+        ax.annotate("–", (x, 0), xytext=(0, 2), textcoords="offset points", ha="center", va="bottom", fontsize=fontsize, color="0.35"); return
     top = np.nanmax([v, hi]) if v >= 0 else np.nanmin([v, lo])
     ax.annotate(fmt.format(v).replace("-", "−"), (x, top), xytext=(0, 2 if v >= 0 else -2), textcoords="offset points", ha="center",
-                va="bottom" if v >= 0 else "top", fontsize=fontsize)
+                va="bottom" if v >= 0 else "top", fontsize=fontsize, rotation=rotation)
 
 # %% ../nbs/50_analysis.ipynb #h9f10002
 COLUMN_IN, TEXT_IN, MIN_PT = 3.3, 6.9, 8.0
@@ -180,7 +182,7 @@ def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str 
         ax.bar(xs, vals, width * 0.95, yerr=yerr, capsize=3 if yerr is not None else 0, label=series[j] if n_bars > 1 else None,
                error_kw={"elinewidth": 0.8, "capthick": 0.8})
         if annotate:
-            for xx, v, l, h in zip(xs, vals, lo, hi): _bar_label(ax, xx, v, l, h, fmt, size)
+            for xx, v, l, h in zip(xs, vals, lo, hi): _bar_label(ax, xx, v, l, h, fmt, size, 90 if n_bars > 3 else 0)   # many bars: upright labels never run together
     r = _rotation(df.index, n_groups) if rot is None else rot
     ax.set_xticks(x); ax.set_xticklabels(ticks, rotation=r, ha="right" if r else "center")
     if np.nanmin(np.r_[df.to_numpy(dtype=float).ravel(), 0]) < 0: ax.axhline(0, color="black", linewidth=0.6)
@@ -215,6 +217,7 @@ def line_chart(df, x: str, y: str, by: str | None = None, n: str | None = None, 
                 ax.annotate(f"n={int(nn)}", (float(xx), float(yy)), xytext=(0, 5), textcoords="offset points", ha="center", fontsize=MIN_PT, color="0.35")
     plain_ticks(ax, df[x], log2=log2)
     ax.margins(y=0.15); ax.spines[["top", "right"]].set_visible(False)
+    ax.spines["bottom"].set_position(("outward", 4))                  # a line at the lowest value never lies on the axis
     clamp_axis(ax, df[[c for c in (y, lo, hi) if c]].to_numpy(dtype=float), value_bounds(ylabel) if bounds == "auto" else bounds)
     ax.set_xlabel(xlabel or x); ax.set_ylabel(ylabel or y)
     if by: outside_legend(ax, legend_title or by)
@@ -303,9 +306,24 @@ def figure_problems(fig) -> list[str]:
 class FigureWarning(UserWarning):
     "A saved figure has a defect `figure_problems` found."
 
+def fit_width(fig, width: float | None = None) -> float:
+    "Narrow `fig`'s canvas until its content, cropped, is at most `width` in (the column or text width it was made for): text keeps its size; the cropped width."
+    width = width or (COLUMN_IN if fig.get_size_inches()[0] <= COLUMN_IN + 0.01 else TEXT_IN)
+    for _ in range(8):
+        fig.canvas.draw()
+        got = fig.get_tightbbox(fig.canvas.get_renderer()).width + 0.1                # savefig's pad on both sides
+        if got <= width: return got
+        w, h = fig.get_size_inches()
+        fig.set_size_inches(max(1.0, w - (got - width) - 0.02), h)                    # the axes give way; legends and labels do not
+        fig.canvas.draw()
+        for ax in fig.axes:                                                            # a title wraps to its narrower axes
+            if ax.get_title(): fit_title(ax, ax.get_title().replace("\n", " "), ax.title.get_fontsize())
+    return got
+
 def save_figure(fig, folder, name: str, formats: Sequence[str] = ("png", "pdf"), dpi: int = 200, check: bool = True) -> list[Path]:
-    "Save `fig` as `<folder>/<name>.png` and `.pdf` (cropped to its content), warning about each defect found; the paths."
+    "Save `fig` as `<folder>/<name>.png` and `.pdf` (cropped to its content, at most the width it was made for), warning about each defect found; the paths."
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
+    fit_width(fig)
     for p in (figure_problems(fig) if check else check_fonts(fig)): warnings.warn(f"figure {name!r}: {p}", FigureWarning, stacklevel=2)
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "figure"
     paths = [folder / f"{stem}.{ext}" for ext in formats]

@@ -23,14 +23,14 @@ from .curation import cli as curation_cli
 from .evidence import isolate_run
 from .report import machine_frame, model_name, rates_table, render_table, run_context, run_header, summary_table
 from .runner import check_answered, estimate_run, launch_env, rescore, run
-from .store import RunSet
+from .store import RunSet, open_run
 from .sweep import compact_table, run_sweep
 from . import view
 from .vs_paper import vs_paper_report
 
 # %% auto #0
-__all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'print_summary', 'report',
-           'print_estimate', 'mistake_line', 'main']
+__all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'partial_note', 'print_summary',
+           'report', 'print_estimate', 'check_isolatable', 'mistake_line', 'main']
 
 # %% ../nbs/42_cli.ipynb #6d2e3f40
 def _kind(f) -> str:
@@ -120,14 +120,29 @@ def _run_table(summary: dict, config: dict | None = None, run_dir=None):
     t.context = {**run_context(summary, config), "run_dir": str(run_dir or summary.get("run_dir") or "")}
     return t
 
-def print_summary(summary: dict, config: dict | None = None, fmt: str = "text"):
-    "Print a run's table under a header line naming the run (in CSV the run's settings are columns)."
-    print(render_table(_run_table(summary, config), fmt))
+def partial_note(n: int, missing: int) -> str | None:
+    "'2 of 6 items (4 not run: rerun to finish)' for a run with items not run yet, else None."
+    return f"{n} of {n + missing} items ({missing} not run: rerun to finish)" if missing and missing > 0 else None
+
+def print_summary(summary: dict, config: dict | None = None, fmt: str = "text", link=None):
+    "Print a run's table under a header line naming the run (in CSV the run's settings are columns; `link`: adds links to its rows); a partial run says so."
+    print(render_table(link(_run_table(summary, config)) if link else _run_table(summary, config), fmt))
+    o = summary.get("overall") or {}
+    note = partial_note(int(o.get("n") or 0), int(o.get("n_missing") or 0))
+    if note: print(f"{Path(summary.get('run_dir') or 'run').name}: {note}", file=sys.stdout if fmt == "text" else sys.stderr)
     if summary.get("run_dir") and fmt == "text": print(f"results in {summary['run_dir']}")
+
+# %% ../nbs/42_cli.ipynb #ba03c69a
+def _unsummarised(r) -> str:
+    "The line for a run folder without a summary: its problem, or how far it got."
+    if r.problem: return f"{r.dir}: {r.problem}"
+    n, total = len(r.predictions()), (r.info or {}).get("n_items")
+    got = partial_note(n, total - n) if total else f"{n} items answered"
+    return f"{r.dir}: no summary.json yet, {got or f'{n} of {total} items answered'}; vlmlens score {r.dir} summarises what is there"
 
 def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False,
            view_dir=None) -> int:
-    "Print the table of every run below `run_dirs` (CSV: one table, a header row, one block of rows per run), then with `vs_paper` ours beside the papers' numbers (CSV: only that); 1 if some run could not be read."
+    "Print the table of every run below `run_dirs` (CSV: one table, a header row, one block of rows per run), then with `vs_paper` ours beside the papers' numbers (CSV: only that); 1 if some run could not be read (an unfinished one is said, not an error)."
     import pandas as pd
     runs = RunSet.discover(*run_dirs)
     if not len(runs): raise FileNotFoundError(f"no runs (folders with a run.json) below {', '.join(map(str, run_dirs))}")
@@ -135,13 +150,12 @@ def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: b
     view_dir = view.report_view(runs, view_dir, fmt) if view_dir else None        # rows link to their items in the view
     link = (lambda t, r: view.link_rows(t, view_dir, r.dir, fmt)) if view_dir else (lambda t, r: t)
     for r in runs:
-        if r.summary is None:
-            print(f"{r.dir}: {r.problem or 'no summary.json yet (run it, or vlmlens score it)'}", file=sys.stderr); bad += 1
+        if r.summary is None:                      # a run stopped before its summary is unfinished, not an error
+            print(_unsummarised(r), file=sys.stderr); bad += r.problem is not None
             continue
         cfg = r.config.to_dict() if r.config else None
         if fmt == "csv": frames.append(machine_frame(link(_run_table(r.summary, cfg, r.dir), r)))
-        elif view_dir: print(render_table(link(_run_table(r.summary, cfg, r.dir), r), fmt)); print()
-        else: print_summary(r.summary, cfg, fmt); print()
+        else: print_summary(r.summary, cfg, fmt, (lambda t, r=r: link(t, r)) if view_dir else None); print()
     if frames and not vs_paper: print(pd.concat(frames, ignore_index=True).to_csv(index=False).rstrip("\n"))
     if vs_paper:
         text, unmatched = (view.vs_paper_links(runs, fmt, view_dir, judge_reading, include_departures) if view_dir else
@@ -185,6 +199,14 @@ def _sweep(a) -> int:
     if not failed["error"].astype(str).str.startswith(NothingAnswered.__name__).all(): return 1
     return 0 if a.allow_failures else NothingAnswered.exit_code        # only runs that answered nothing failed
 
+# %% ../nbs/42_cli.ipynb #db0cd62f
+def check_isolatable(run_dir):
+    "Refuse (one-line ValueError) a run `isolate` cannot work on: error isolation reads CURVE/MINERVA reasoning chains."
+    cfg, _, _ = open_run(run_dir)
+    if cfg.benchmark not in ("curve", "minerva"):
+        raise ValueError(f"isolate needs a CURVE or MINERVA run (it compiles their reasoning chains into evidence graphs); "
+                         f"{run_dir} is a {cfg.benchmark} run")
+
 # %% ../nbs/42_cli.ipynb #db0cd630
 def _dispatch(a) -> int:
     if a.command == "run" and a.help_kwargs: print(get_benchmark(a.benchmark).kwargs_help())
@@ -201,6 +223,7 @@ def _dispatch(a) -> int:
     elif a.command == "score":
         _printed(lambda: check_answered(rescore(a.run_dir)), lambda s: print_summary(s, RunSet.discover(a.run_dir)[0].info.get("config")))
     elif a.command == "isolate":
+        check_isolatable(a.run_dir)                               # before any compiler or labeller model is loaded
         _printed(lambda: isolate_run(a.run_dir, compiler=a.compiler, labeller=a.labeller, model=a.model, max_rounds=a.max_rounds,
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),
                  lambda out: print(json.dumps(out, indent=1, default=str)))

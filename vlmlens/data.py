@@ -325,10 +325,10 @@ def get(benchmark: str, split: str | None = None, videos: bool = False, accept_l
     if rel.source == "none": raise ValueError(f"{benchmark} has no fetchable release ({rel.location}); pass --data-path to your copy")
     if revision and rel.source != "hub": raise ValueError(f"--revision: only for releases on the hub, not {benchmark}")
     split, folder = _split(rel, split), release_dir(benchmark)
-    if is_offline(): raise Offline(f"offline mode (HF_HUB_OFFLINE): cannot fetch {benchmark}; unset it, or pass --data-path")
     if videos and rel.videos == ("hd-epic",):
         raise ValueError(f"{benchmark}: vlmlens does not fetch HD-EPIC's videos: download them with HD-EPIC's downloader "
                          f"(--videos), then run `vlmlens data prepare {benchmark} --videos DIR --accept-license`")
+    if is_offline(): raise Offline(f"offline mode (HF_HUB_OFFLINE): cannot fetch {benchmark}; unset it, or pass --data-path")
     if videos: check_consent(rel, folder, accept_license)
     where = {}
     if rel.source == "hub": where = fetch_hub(rel, split, videos, folder, progress, revision=revision); revision = where.pop("revision")

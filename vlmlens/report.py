@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_HALF_UP, Decimal
@@ -24,12 +25,12 @@ from .models import registry
 from .store import Run, RunSet
 
 # %% auto #0
-__all__ = ['BLANK', 'NOTHING_ANSWERED', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'MACHINE_NAMES',
-           'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell', 'fixed', 'pct', 'num', 'answered_nothing', 'language_name',
-           'model_name', 'judge_model', 'judge_name', 'as_runset', 'run_settings', 'differing_settings', 'setting_text',
-           'run_labels', 'PoolingError', 'check_pooling', 'clean_scores', 'grouped_rates', 'Table', 'digits_for',
-           'latex_caption', 'machine_frame', 'render_table', 'rate_cell', 'rate_grid', 'usage_note', 'summary_table',
-           'run_context', 'run_header', 'rates_table', 'runs_overview']
+__all__ = ['BLANK', 'NOTHING_ANSWERED', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'TEXT_HEIGHT_PT',
+           'FONT_PT', 'MACHINE_NAMES', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell', 'fixed', 'pct', 'num',
+           'answered_nothing', 'language_name', 'model_name', 'judge_model', 'judge_name', 'as_runset', 'run_settings',
+           'differing_settings', 'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'clean_scores',
+           'grouped_rates', 'Table', 'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'rate_cell',
+           'rate_grid', 'usage_note', 'summary_table', 'run_context', 'run_header', 'rates_table', 'runs_overview']
 
 # %% ../nbs/52_report.ipynb #f7f7bc76
 BLANK = "–"
@@ -252,6 +253,8 @@ _LATEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{"
 def _tex(s) -> str:
     out = re.sub(r"(?<![\w.])-(?=\d)", "−", str(s))                      # a negative number's minus sign
     out = "".join(_LATEX.get(ch, ch) for ch in out)
+    out = re.sub(r'"([^"]*)"', r"``\1''", out)                           # typographic quotes
+    out = re.sub(r"(^|[\s(\[{])'(?=\S)", r"\1`", out)
     return re.sub(f"([{_MARKS}])", lambda m: r"\textsuperscript{" + "abcdefghij"[_MARKS.index(m.group(1))] + "}", out)
 
 def _head(c) -> str: return " ".join(str(x) for x in c if str(x) != "") if isinstance(c, tuple) else str(c)
@@ -286,7 +289,9 @@ def latex_caption(title: str, label: str = "") -> tuple[str, str]:
     title = str(title or "")
     m = _PAPER_REF.match(title)
     text = f"{title[m.end():].strip()} (paper {m['ref']})" if m else title
+    text = text[:1].upper() + text[1:]                                       # sentence case
     slug = "-".join(re.findall(r"[a-z0-9]+", (label or text).lower())[:6]) or "table"
+    if not label: slug += f"-{zlib.crc32(text.encode('utf-8')) % 65536:04x}"   # two captions that share their first words stay apart
     return text, f"tab:{slug}"
 
 # %% ../nbs/52_report.ipynb #h9c5l005
@@ -310,46 +315,87 @@ def _script_preamble(found: set) -> list[str]:
 
 # %% ../nbs/52_report.ipynb #h9c5l007
 COLUMN_PT, TEXT_PT, PROSE_CHARS = 238.0, 498.0, 40            # 3.3 in and 6.9 in; a cell longer than this is prose
+TEXT_HEIGHT_PT, FONT_PT = 648.0, {"small": 9.0, "footnotesize": 8.0}   # a 9 in page; a 10 pt paper's sizes, never below 8 pt
+_NUMERIC = re.compile(r"^[−+-]?\d[\d,]*(?:\.\d+)?(?:\s|%|$)")
 
 def _tex_cell(v, percent: bool = False) -> str:
     "A cell for LaTeX: the string the Markdown and text show (one precision per table in every format)."
     return _tex(v)
 
-def _colspec(df) -> tuple[str, float, list]:
-    "The column spec (prose columns as wrapping `p`), the estimated natural width in pt (5 pt a character, 12 pt padding), which are prose."
-    widths = [max([len(_head(c)) if df.columns.nlevels == 1 else len(str(c[-1]))] +
-                  [len(str(v)) for v in df[c]]) for c in df.columns]
+def _numeric(col) -> bool:
+    "Whether a column shows numbers (set right-aligned); a text column is set left-aligned."
+    vals = [v for v in col if not _missing(v) and str(v) and not str(v).startswith(BLANK)]
+    return all(isinstance(v, (int, float, Cell)) or _NUMERIC.match(str(v)) for v in vals)
+
+def _colspec(df, size: str = "small") -> tuple[str, float, list]:
+    "The column spec (text left, numbers right, prose as wrapping `p`), the natural width in pt at `size` (5 pt a character at 9 pt), which are prose."
+    k = FONT_PT[size] / 9
+    span = Counter(c[0] for c in df.columns) if df.columns.nlevels > 1 else {}
+    head = lambda c: len(_head(c)) if df.columns.nlevels == 1 else max(len(str(c[-1])), -(-len(str(c[0])) // span[c[0]]))  # a spanning head widens its columns
+    widths = [max([head(c)] + [len(str(v)) for v in df.iloc[:, i]]) for i, c in enumerate(df.columns)]
     prose = [w > PROSE_CHARS for w in widths]
-    fixed = sum(5 * w + 12 for w, p in zip(widths, prose) if not p)
-    if not any(prose): return "l" + "r" * (len(widths) - 1), fixed, prose
-    share = max(0.15, (1 - fixed / TEXT_PT) / sum(prose) - 0.02)
-    spec = "".join(rf"p{{{share:.2f}\linewidth}}" if p else ("l" if i == 0 else "r") for i, p in enumerate(prose))
-    return spec, fixed + sum(prose) * share * TEXT_PT, prose
+    align = ["r" if i and _numeric(df.iloc[:, i]) else "l" for i in range(df.shape[1])]
+    fixed = k * sum(5 * w + 12 for w, p in zip(widths, prose) if not p)
+    if not any(prose): return "".join(align), fixed, prose
+    share = max(0.15, (1 - (fixed + 12 * sum(prose)) / TEXT_PT) / sum(prose) - 0.01)   # a prose column's padding counts too
+    spec = "".join(rf"p{{{share:.2f}\linewidth}}" if p else a for p, a in zip(prose, align))
+    return spec, fixed + sum(prose) * (share * TEXT_PT + 12), prose
 
 def _breakable(tex: str) -> str:
     "Prose with a break allowed after `_ . / = : @ >` inside long identifiers and paths (`benchmark_kwargs.prompt_language=en`)."
     return re.sub(r"(\\_|\\textgreater\{\}|[./=:@])(?=[^\s$])", r"\1\\allowbreak{}", tex)
 
+# %% ../nbs/52_report.ipynb #h9c5l00c
+def _column_groups(df) -> tuple[str, list[list[int]]]:
+    "The font size (small, else footnotesize: never below 8 pt) and column groups that each fit the text width (the first column in each)."
+    fits = lambda d, size: _colspec(d, size)[1] <= 0.95 * TEXT_PT                # 5% for the estimate's error
+    for size in FONT_PT:
+        if fits(df, size): return size, [list(range(df.shape[1]))]
+    groups, cur = [], [0]
+    for i in range(1, df.shape[1]):
+        if len(cur) > 1 and not fits(df.iloc[:, cur + [i]], "footnotesize"): groups.append(cur); cur = [0]
+        cur.append(i)
+    return "footnotesize", groups + [cur]
 
+def _row_chunks(df, per_line: list, size: str, reserve: float) -> list[tuple[int, int]]:
+    "Row ranges that each fit a page below `reserve` pt of caption, head and notes (`per_line`: a prose column's characters per line, else None)."
+    chunks, start, used, line = [], 0, 0.0, FONT_PT[size] + 3
+    for i in range(len(df)):
+        h = line * max([1] + [-(-len(str(df.iat[i, j])) // c) + 1 for j, c in enumerate(per_line) if c])   # +1: words do not fill lines
+        if used + h > 0.9 * TEXT_HEIGHT_PT - reserve and i > start: chunks.append((start, i)); start, used = i, 0.0
+        used += h
+    return chunks + [(start, len(df))]
 
 # %% ../nbs/52_report.ipynb #h9c5l008
-def _latex(df, t: Table, notes: list[str]) -> str:
-    "A `table` (or `table*`) float: caption, label, booktabs rules, decimals by n, wrapping prose, script fonts named."
-    heads = _latex_head(df)
-    pcts = [_head(c).endswith("%") for c in df.columns]
-    spec, width, prose = _colspec(df)
+def _tabular(part, size: str) -> tuple[list[str], str, float, list[str], list]:
+    "(head lines, column spec, width in pt, body lines, characters per line of each prose column) of a column group."
+    spec, width, prose = _colspec(part, size)
+    pcts = [_head(c).endswith("%") for c in part.columns]
     cell = lambda v, p, w: _breakable(_tex_cell(v, p)) if w else _tex_cell(v, p)
-    body = [" & ".join(cell(v, p, w) for v, p, w in zip(row, pcts, prose)) + r" \\" for row in df.itertuples(index=False)]
-    wide = width > COLUMN_PT
-    env = "table*" if wide else "table"
+    body = [" & ".join(cell(v, p, w) for v, p, w in zip(row, pcts, prose)) + r" \\" for row in part.itertuples(index=False)]
+    shares = iter(float(x) for x in re.findall(r"p\{([\d.]+)\\linewidth\}", spec))
+    per_line = [max(8, int(next(shares) * TEXT_PT / (4.8 * FONT_PT[size] / 9))) if p else None for p in prose]
+    return _latex_head(part), spec, width, body, per_line
+
+def _latex(df, t: Table, notes: list[str]) -> str:
+    "`table`/`table*` floats at 9 pt (8 pt if that fits): caption, label, booktabs rules, wrapping prose; too wide: column groups; too long: continued floats."
+    size, groups = _column_groups(df)
     caption, label = latex_caption(t.title, t.label)
     foot = [r"\par\smallskip{\footnotesize " + r" \\ ".join(_tex(n) for n in notes) + "}"] if notes else []
-    tab = [r"\begin{tabular}{" + spec + "}", r"\toprule", *heads, r"\midrule", *body, r"\bottomrule", r"\end{tabular}"]
-    if wide: tab = [r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%", *tab, "}"]
-    lines, found = _script_runs("\n".join([rf"\begin{{{env}}}[t]", r"\centering", r"\small",
-                                           *([rf"\caption{{{_tex(caption)}}}"] if caption else []), rf"\label{{{label}}}",
-                                           *tab, *foot, rf"\end{{{env}}}"]))
-    return "\n".join([*_script_preamble(found), r"% Needs \usepackage{booktabs}" + (r" and \usepackage{graphicx}." if wide else "."), lines])
+    parts = []
+    for cols in groups:
+        heads, spec, width, body, per_line = _tabular(df.iloc[:, cols], size)
+        reserve = 40 + 14 * len(heads) + 10 * sum(-(-len(n) // 90) for n in notes)
+        parts += [(heads, spec, width, body[a:b]) for a, b in _row_chunks(df.iloc[:, cols], per_line, size, reserve)]
+    env = "table*" if any(w > COLUMN_PT for _, _, w, _ in parts) else "table"
+    out = []
+    for k, (heads, spec, _, body) in enumerate(parts):
+        cap = caption if k == 0 else f"{caption} (continued, part {k + 1} of {len(parts)})"
+        out += [rf"\begin{{{env}}}[tp]", r"\centering", "\\" + size, *([rf"\caption{{{_tex(cap)}}}"] if caption else []),
+                rf"\label{{{label if k == 0 else f'{label}-{k + 1}'}}}", r"\begin{tabular}{" + spec + "}", r"\toprule", *heads,
+                r"\midrule", *body, r"\bottomrule", r"\end{tabular}", *(foot if k == len(parts) - 1 else []), rf"\end{{{env}}}"]
+    lines, found = _script_runs("\n".join(out))
+    return "\n".join([*_script_preamble(found), r"% Needs \usepackage{booktabs}.", lines])
 
 # %% ../nbs/52_report.ipynb #h9c5v002
 _SHOWN = re.compile(r"^(?P<v>-?\d+(?:\.\d+)?)(?: \(n=(?P<n>\d+)\))?$")
@@ -500,7 +546,7 @@ def _headline_note(t: Table, bs: dict, groups: list, digits: int) -> str | None:
     def val(k, unit):
         if k in ("score_0_10", "overall_0_100") and none_valid:
             return t.blank(f"no valid judgments (the official rule counts 0: {num(bs.get(k))})")
-        if _missing(bs.get(k)): return t.blank("not scored")
+        if _missing(bs.get(k)): return t.blank(bs.get("not_scored") or "not scored")     # a benchmark may say why
         return (pct(bs[k], digits) + " %") if unit == "%" else f"{num(bs[k])} {unit}"
     parts = [f"{name} {val(k, unit)}" for k, (name, unit) in _HEADLINE.items() if k in bs]
     return ("Paper metrics: " + " · ".join(parts)) if parts else None

@@ -13,9 +13,9 @@ from typing import Any, Sequence
 from .core import Sample
 
 # %% auto #0
-__all__ = ['JEE_TYPES', 'ascii_digits', 'extract_choice', 'score_mcq', 'parse_number', 'final_answer_text', 'normalize_text',
-           'exact_match', 'vqa_normalize', 'vqa_accuracy', 'jee_score', 'english_reasoning', 'has_extra_explanation',
-           'parse_answer', 'score_answer']
+__all__ = ['JEE_TYPES', 'THINKING_UNFINISHED', 'ascii_digits', 'extract_choice', 'score_mcq', 'parse_number', 'final_answer_text',
+           'normalize_text', 'exact_match', 'vqa_normalize', 'vqa_accuracy', 'jee_score', 'english_reasoning',
+           'has_extra_explanation', 'split_thinking', 'parse_answer', 'score_answer']
 
 # %% ../nbs/20_scoring.ipynb #7aeca550
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
@@ -57,7 +57,7 @@ def _tokens(text: str) -> list:
     "Tokens (numbers, words, single punctuation marks) with their spans."
     return [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
 
-# %% ../nbs/20_scoring.ipynb #f68296a4
+# %% ../nbs/20_scoring.ipynb #1e15e505
 _WIDE = "\u0600-\u06ff\u0900-\u0dff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _SCRIPT_GAP = re.compile(f"(?<=[{_WIDE}])(?=[A-Za-z0-9(\\[])|(?<=[A-Za-z0-9)\\]])(?=[{_WIDE}])")
 
@@ -273,7 +273,7 @@ _POST = re.compile(r"\s*(?:(?:is|are|would\s+be|seems\s+to\s+be|must\s+be)\s+(?:
                    + r"|\s*(?:是|为|為)?(?:正确|正確)(?:的|答案)?", re.I)
 _CHUNK_START = re.compile(r".*(?:[\n!?;]|\.\s)", re.S)
 
-# %% ../nbs/20_scoring.ipynb #439ff760
+# %% ../nbs/20_scoring.ipynb #14b1d39e
 _X = r"(?<![A-Za-z0-9])[(\[]?\s*[A-Za-z0-9]\s*[)\]]?"                # a label in a contrast pattern
 _CHOOSE = re.compile(
     _NB + r"(?:(?:I'?ll|I\s+will|I'?d|I\s+would)\s+say|go(?:ing)?\s+with|choose|chose|choosing|pick(?:ing)?|select(?:ing)?"
@@ -297,7 +297,7 @@ _POST_VERB = re.compile(
 _HEDGED_AFTER = re.compile(r"[^.\n]*?\b(?:maybe|perhaps|possibly|might|could)\b", re.I)
 _DENIED = re.compile(r"\s*(?:नहीं|కాదు|では|じゃ|is\s+not\b|isn't|is\s+(?:wrong|incorrect)\b)", re.I)
 
-# %% ../nbs/20_scoring.ipynb #b211cd77
+# %% ../nbs/20_scoring.ipynb #8ffb9db4
 def _label_before(text: str, pos: int, ctx: _Ctx):
     "The label ending right before `pos` (`B` in 'मैं B चुनूँगा', 'B を選びます'), `_AMBIG` after a hedge, or None."
     head = text[:pos]
@@ -316,7 +316,7 @@ def _label_before(text: str, pos: int, ctx: _Ctx):
         if _label_at(toks, i, head, ctx, strict_upper=True) is not None: return _AMBIG
     return got
 
-# %% ../nbs/20_scoring.ipynb #6a4bdbb6
+# %% ../nbs/20_scoring.ipynb #a867ea9e
 _SKIP = "skip"
 _NOT_LABEL_AFTER_AI = re.compile(r"\s+(?!(?:or|and|is|was|seems|looks|because|since|as)\b)[a-z]", re.I)
 
@@ -355,7 +355,7 @@ def _after_marker(text: str, m, ctx: _Ctx, multi: bool, contain: bool = True):
         return _AMBIG if hedged or (not multi and len(set(idx)) > 1) else sorted(set(idx))
     return _match_options(line, ctx, multi, contain=contain) or _ordinal(line, ctx)
 
-# %% ../nbs/20_scoring.ipynb #bd5f61ce
+# %% ../nbs/20_scoring.ipynb #e8e4e364
 def _assertions(text: str, ctx: _Ctx, multi: bool):
     "Yield (tier, position, result) for every answer assertion in `text`."
     for tier, rx in ((1, _TIER1), (2, _TIER2), (2, _CHOOSE), (2, _CONTRAST)):
@@ -444,7 +444,7 @@ def _lone_capital(text: str, ctx: _Ctx):
         if i is not None: hits.add(i)
     return hits.pop() if len(hits) == 1 else None
 
-# %% ../nbs/20_scoring.ipynb #50980653
+# %% ../nbs/20_scoring.ipynb #aa77ee09
 _ORDINALS = {w: i for i, w in enumerate("first second third fourth fifth sixth seventh eighth ninth tenth".split())}
 _ORDINAL = re.compile(r"^\W*(?:the\s+)?(?P<w>[a-z]+|(?P<n>\d+)(?:st|nd|rd|th))\s+(?:option|choice|one)\W*$"
                       r"|^\W*第\s*(?P<z>\d+)\s*(?:个|個)?\s*(?:选项|選項|项|項|選択肢)\W*$", re.I)
@@ -457,7 +457,7 @@ def _ordinal(line: str, ctx: _Ctx):
     i = int(num) - 1 if num else _ORDINALS.get(m.group("w").casefold())
     return [i] if i is not None and 0 <= i < ctx.n else None
 
-# %% ../nbs/20_scoring.ipynb #7c0caca0
+# %% ../nbs/20_scoring.ipynb #b070d595
 def _named_text(text: str, ctx: _Ctx):
     "The one option whose text a response contains, when it neither denies, hedges, nor labels another option."
     if _NEG_HEDGE.search(text): return None
@@ -789,6 +789,23 @@ def has_extra_explanation(text: str | None, max_words: int = 12) -> bool:
     if _CUES.search(t): return True
     return sum(1 for tok, *_ in _tokens(t) if re.match(_L, tok)) > max_words
 
+# %% ../nbs/20_scoring.ipynb #6cbb78f8
+_THINK_OPEN = re.compile(r"^\s*<(think|thinking|reasoning)>", re.I)
+_THINK_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.I)
+THINKING_UNFINISHED = "the reply ended inside its thinking"
+
+def split_thinking(text: str | None) -> tuple:
+    "`(thinking, answer)` of a reply: its `<think>…</think>` part and the rest; answer None when the thinking never closed."
+    if text is None: return None, None
+    closes = list(_THINK_CLOSE.finditer(text))
+    if not closes:
+        m = _THINK_OPEN.match(text)
+        return (text[m.end():].strip(), None) if m else (None, text)
+    last = closes[-1]
+    head = text[:last.start()]
+    m = _THINK_OPEN.match(head)
+    return (head[m.end():] if m else head).strip(), text[last.end():].strip()
+
 # %% ../nbs/20_scoring.ipynb #91897bd6
 def _gold_indices(sample: Sample) -> list:
     "The gold option indices of an mcq/mcq_multi sample (ints, labels or a letter string)."
@@ -810,6 +827,7 @@ def _gold_indices(sample: Sample) -> list:
 def parse_answer(sample: Sample, text: str | None) -> tuple:
     "Parse model text for `sample` into `(parsed, valid)`."
     kind = sample.answer_type
+    text = split_thinking(text)[1]
     if text is None: return None, False
     if kind in ("mcq", "mcq_multi"):
         if not sample.options: raise ValueError(f"Sample {sample.id}: {kind} sample has no options")

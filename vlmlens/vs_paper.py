@@ -385,7 +385,7 @@ def vs_paper_table(cmp, ci: float = 0.95) -> Table:
                      f"our {ci:.0%} CI": f"{_fmt(r['ci_low'], d)}–{_fmt(r['ci_high'], d)}" if has_ci else BLANK,
                      "items": _items(r), "verdict": VERDICTS.get(r["verdict"], BLANK), "setting differs": r["setting"] or ""})
     t = Table(pd.DataFrame(rows, columns=["run", "paper", "paper's model", "column", "unit", "paper's value", "ours", "ours − paper",
-                                          f"our {ci:.0%} CI", "items", "verdict", "setting differs"]), title="Ours beside the papers' numbers", label="vs-paper")
+                                          f"our {ci:.0%} CI", "items", "verdict", "setting differs"]), title="Ours beside the papers' numbers")
     t.notes += [f"verdict: whether the paper's value lies in our {ci:.0%} Wilson score interval (errors count as wrong); "
                 f"only on the paper's protocol, its whole item set and at least {MIN_ITEMS} items",
                 "ours − paper: the difference of the two numbers shown (rounded half-up at the paper's precision)",

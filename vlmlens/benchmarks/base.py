@@ -95,6 +95,11 @@ def official_summary(self: Benchmark, rows: list[dict], judgments: list[Judgment
     "The official numbers of rows read by `read_official`, with `judgments` of its judge items."
     raise ValueError(f"the {self.name} benchmark has no official prediction-file format")
 
+@patch
+def run_files(self: Benchmark, store, samples: list, summary: dict) -> dict:
+    "Files a benchmark writes beside a run's summary (an official evaluation's input, say), `{name: path}`; none by default."
+    return {}
+
 # %% ../../nbs/30_benchmarks_base.ipynb #b4c5d6e7
 @patch
 def score(self: Benchmark, sample: Sample, pred: Prediction, judgment: Judgment | None = None) -> dict:

@@ -37,14 +37,16 @@ from ..store import Run, open_run
 __all__ = ['MCQ_SKILLS', 'OPEN_SKILLS', 'SKILLS', 'OFFICIAL_FILES', 'SKILL_TITLES', 'TABLE3_SOURCE', 'TABLE3_PUBLISHED',
            'QWEN_VIDEO_PIXELS', 'IDK_TEXT', 'MCQ_NUMBER_PROMPT', 'SUMMARY_QUESTIONS', 'SHOW_NAMES',
            'SUBTITLE_MODALITIES', 'KWARGS_SCHEMA', 'OFFICIAL_JUDGE_SYSTEM', 'OFFICIAL_JUDGE_USER', 'OFFICIAL_JUDGE',
-           'OFFICIAL_JUDGE_FENCED', 'SYN_SCENES', 'SYN_TITLE', 'normalize_skill', 'skill_from_filename',
-           'official_format', 'grounding_accuracy', 'reasoning_score', 'overall_score', 'table3_from_cells',
-           'frames_preset', 'count_frames', 'check_fits', 'is_idk', 'apply_idk', 'option_text', 'number_prompt',
-           'summary_question', 'official_rows', 'metadata_from_path', 'parse_ordinal', 'episode_metadata',
-           'media_roots', 'media_path', 'derived_id', 'NoOptions', 'release_sample', 'load_release', 'real_text_data',
-           'real_text_samples', 'InfiniBenchBenchmark', 'parse_official_reply', 'InfiniBenchJudge', 'skill_stats',
-           'aggregates', 'synthetic_rows', 'make_synthetic_episode', 'run_samples', 'official_record',
-           'export_official', 'import_official']
+           'OFFICIAL_JUDGE_FENCED', 'SYN_SCENES', 'SYN_TITLE', 'LMMS_EVAL_SOURCE', 'LMMS_PRE', 'LMMS_POST_MCQ',
+           'LMMS_POST_OPEN', 'LMMS_FRAMES', 'LMMS_SUBTITLES', 'LMMS_SKILL_NAMES', 'LMMS_OPEN', 'LMMS_MCQ',
+           'normalize_skill', 'skill_from_filename', 'official_format', 'grounding_accuracy', 'reasoning_score',
+           'overall_score', 'table3_from_cells', 'frames_preset', 'count_frames', 'check_fits', 'is_idk', 'apply_idk',
+           'option_text', 'number_prompt', 'summary_question', 'official_rows', 'metadata_from_path', 'parse_ordinal',
+           'episode_metadata', 'media_roots', 'media_path', 'derived_id', 'NoOptions', 'release_sample', 'load_release',
+           'real_text_data', 'real_text_samples', 'InfiniBenchBenchmark', 'parse_official_reply', 'InfiniBenchJudge',
+           'skill_stats', 'aggregates', 'synthetic_rows', 'make_synthetic_episode', 'run_samples', 'official_record',
+           'write_official', 'export_official', 'import_official', 'lmms_question', 'lmms_frame_indices',
+           'lmms_frame_subtitle', 'lmms_matched_subtitles', 'lmms_prompt', 'lmms_answer', 'lmms_aggregate']
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #1a41d49b
 MCQ_SKILLS = ("global_appearance", "scene_transitions", "character_actions", "chronological_understanding")
@@ -622,15 +624,11 @@ class InfiniBenchBenchmark(Benchmark):
     group_by = ("subset",)
     headline = ("acc", "score_0_10", "overall_0_100")      # Table 3; a pooled item accuracy would mix 0/1 and 0–10
 
-    def source(self, cfg: RunConfig) -> str:
-        "Where the items come from: the release rows (any file or folder of them), or the real IMDb text (a folder of its files)."
-        s = _kw(cfg).get("source")
-        if s is None and not cfg.data_path:
-            raise ValueError("infinibench needs --data-path (the release rows, or official generator output), or "
-                             "--benchmark-kwarg source=real_text for the packaged IMDb spoiler FAQ and episode summaries")
-        if s is None: s = "real_text" if _is_real_text(cfg.data_path) else "release"
-        if s not in ("release", "real_text"): raise ValueError(f"benchmark_kwargs source must be 'release' or 'real_text', got {s!r}")
-        return s
+    def media_roots(self, cfg: RunConfig) -> list[Path]:
+        "The usual folders plus the split folder the rows' media paths are relative to (a skill file's media lie beside `skills_json`)."
+        roots = Benchmark.media_roots(self, cfg)
+        if not cfg.data_path or self.source(cfg) != "release": return roots
+        return list(dict.fromkeys([*roots, *(p.resolve() for p in media_roots(cfg.data_path, _kw(cfg), cfg.split))]))
 
     def load(self, cfg: RunConfig) -> tuple[list[Sample], list[RowError]]:
         "Release rows (`data_path` file) or the real IMDb text; media checked for the input mode; grouped by video."
@@ -654,6 +652,18 @@ def _options(cfg: RunConfig) -> dict:
     for k, ch in _CHOICES.items():
         if out[k] not in ch: raise ValueError(f"benchmark_kwargs {k} must be one of {', '.join(map(repr, ch))}, got {out[k]!r}")
     return out
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #74a98000
+@patch
+def source(self: InfiniBenchBenchmark, cfg: RunConfig) -> str:
+    "Where the items come from: the release rows (any file or folder of them), or the real IMDb text (a folder of its files)."
+    s = _kw(cfg).get("source")
+    if s is None and not cfg.data_path:
+        raise ValueError("infinibench needs --data-path (the release rows, or official generator output), or "
+                         "--benchmark-kwarg source=real_text for the packaged IMDb spoiler FAQ and episode summaries")
+    if s is None: s = "real_text" if _is_real_text(cfg.data_path) else "release"
+    if s not in ("release", "real_text"): raise ValueError(f"benchmark_kwargs source must be 'release' or 'real_text', got {s!r}")
+    return s
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #bf39dc55
 def _probe(path) -> tuple:
@@ -739,11 +749,11 @@ def score(self: InfiniBenchBenchmark, sample: Sample, pred: Prediction, judgment
     skill, no_gold = sample.subset, sample.answer is None
     if sample.answer_type == "mcq":
         idk_i = sample.metadata.get("idk_index")
-        extra = {"skill": skill, "no_gold": no_gold, "chance": 1 / len(sample.options),
+        extra = {"skill": skill, "no_gold": no_gold, "chance": 1 / len(sample.options), **({"unscorable": True} if no_gold else {}),
                  "idk": bool(pred.error is None and pred.valid and idk_i is not None and pred.parsed == idk_i)}
         if pred.error is not None or no_gold: return {"score": None, **extra}
         return {"score": float(pred.valid and pred.parsed == sample.answer), **extra}
-    if no_gold or pred.error is not None: return {"score": None, "no_gold": no_gold, "skill": skill}
+    if no_gold or pred.error is not None: return {"score": None, "no_gold": no_gold, "skill": skill, **({"unscorable": True} if no_gold else {})}
     return {**Benchmark.score(self, sample, pred, judgment), "skill": skill, "no_gold": False}
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #336f5834
@@ -850,6 +860,11 @@ def _no_gold(r: dict) -> bool:
     "Whether a scored row had no gold answer (from the benchmark's score, else from the runner's `gold` column)."
     return bool(r["no_gold"]) if "no_gold" in r else r.get("gold") is None
 
+def _blind(rows: list[dict]) -> bool:
+    "Whether no row could be scored: a run's rows without ground truth (the official files' rows are scored as the script scores them)."
+    return bool(rows) and all(bool(r.get("unscorable")) for r in rows)
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #d33b4154
 def _mcq_stats(rows: list[dict], rule: str) -> dict:
     answered = [r for r in rows if not r.get("error")]
     with_gold = [r for r in rows if not _no_gold(r)]
@@ -858,6 +873,7 @@ def _mcq_stats(rows: list[dict], rule: str) -> dict:
     answered_gold = [r for r in answered if not _no_gold(r)]
     ch = [r["chance"] for r in rows if r.get("chance") is not None]
     n_idk = sum(bool(r.get("idk")) for r in answered)
+    denom = 0 if _blind(rows) else denom             # a run over rows without ground truth (the test split): no accuracy, not 0
     return {"n_no_gold": len(rows) - len(with_gold), "n_correct": len(right), "accuracy": len(right) / denom if denom else None,
             "accuracy_answered": sum(r.get("score") == 1.0 for r in answered_gold) / len(answered_gold) if answered_gold else None,
             "chance": sum(ch) / len(ch) if ch else None, "n_idk": n_idk, "idk_rate": n_idk / len(answered) if answered else None}
@@ -866,8 +882,9 @@ def _open_stats(rows: list[dict], rule: str, judging: bool = True) -> dict:
     answered = [r for r in rows if not r.get("error")]
     judged = [r for r in answered if r.get("judge_valid") is not None]
     valid = [float(r["judge_score"]) for r in judged if r["judge_valid"] and r.get("judge_score") is not None]
-    official = (sum(valid) / len(valid) if valid else 0.0) if judging else None
-    strict = (sum(valid) / len(judged) if judged else None) if judging else None
+    gold = judging and not _blind(rows)              # a run over rows without ground truth has no score, not 0
+    official = (sum(valid) / len(valid) if valid else 0.0) if gold else None
+    strict = (sum(valid) / len(judged) if judged else None) if gold else None
     return {"n_no_gold": sum(_no_gold(r) for r in rows), "n_judged": len(judged), "judge_invalid": len(judged) - len(valid),
             "n_unjudged": sum(bool(r.get("judge_missing")) for r in answered),
             "score_0_10": official if rule == "official" else strict, "score_0_10_valid": sum(valid) / len(valid) if valid else None}
@@ -892,7 +909,10 @@ def aggregates(stats: dict, rule: str = "official") -> dict:
     chance = _mean([stats[s].get("chance") for s in MCQ_SKILLS if s in stats])
     have_mcq = [s for s in MCQ_SKILLS if stats.get(s, {}).get("accuracy") is not None]
     have_open = [s for s in OPEN_SKILLS if stats.get(s, {}).get("score_0_10") is not None]
-    return {"rule": rule, "acc": acc, "score_0_10": score, "overall_0_100": ov, "chance": chance,
+    blind = bool(stats) and all(v.get("accuracy") is None and v.get("score_0_10") is None and v.get("n_no_gold") == v.get("n") for v in stats.values())
+    why = {"prediction_only": True, "not_scored": "no ground truth in these rows (the test split): predictions only, in the "
+           "official files for the authors' evaluation"} if blind else {"prediction_only": False}
+    return {"rule": rule, "acc": acc, "score_0_10": score, "overall_0_100": ov, "chance": chance, **why,
             "printed": {"Acc": official_format(acc_pct), "Score": official_format(score), "Overall": official_format(ov)},
             "published": {"Acc": round_half_up(acc_pct), "Score": round_half_up(score), "Overall": round_half_up(ov)},
             "grounding_skills": have_mcq, "reasoning_skills": have_open, "complete": len(have_mcq) == 4 and len(have_open) == 4,
@@ -1030,25 +1050,31 @@ def official_record(s: Sample, p: Prediction, judgment: Judgment | None = None) 
     return rec
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #a401660c
-def export_official(run_dir, out_dir=None, with_scores: bool = False) -> dict[str, Path]:
-    "Write the official per-skill prediction files of a run (default: `<run_dir>/official/`); returns {skill: path}."
-    cfg, samples, store = run_samples(run_dir)
-    preds = store.load_predictions()
-    judge_id = (store.read_summary() or {}).get("judge_id")
-    latest = {}
-    for j in store.load_judgments():
-        if j.judge_id == judge_id: latest[j.sample_id] = j
-    out_dir = Path(out_dir or Path(run_dir) / "official")
+def write_official(samples: list[Sample], preds: dict, out_dir, judgments: dict | None = None) -> dict[str, Path]:
+    "Write one official prediction file per skill (the fields `eval_script.py` reads) for the `samples` with a prediction; {skill: path}."
+    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     recs: dict[str, list] = {}
     for s in samples:
-        if s.id in preds:
-            recs.setdefault(s.subset, []).append(official_record(s, preds[s.id], latest.get(s.id) if with_scores else None))
+        if s.id in preds: recs.setdefault(s.subset, []).append(official_record(s, preds[s.id], (judgments or {}).get(s.id)))
     files = {}
     for skill, rows in recs.items():
         files[skill] = out_dir / OFFICIAL_FILES[skill]
         files[skill].write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
     return files
+
+def export_official(run_dir, out_dir=None, with_scores: bool = False) -> dict[str, Path]:
+    "Write the official per-skill prediction files of a run (default: `<run_dir>/official/`); returns {skill: path}."
+    cfg, samples, store = run_samples(run_dir)
+    judge_id = (store.read_summary() or {}).get("judge_id")
+    latest = {j.sample_id: j for j in store.load_judgments() if j.judge_id == judge_id} if with_scores else None
+    return write_official(samples, store.load_predictions(), out_dir or Path(run_dir) / "official", latest)
+
+@patch
+def run_files(self: InfiniBenchBenchmark, store, samples: list[Sample], summary: dict) -> dict:
+    "A run over rows without ground truth (the test split) writes the official prediction files into `<run>/official/`, the input of the authors' evaluation."
+    if not any(s.answer is None for s in samples): return {}
+    return write_official(samples, store.load_predictions(), Path(store.run_dir) / "official")
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #dabb5de9
 def import_official(folder) -> tuple[dict[str, list[dict]], list[RowError]]:
@@ -1126,3 +1152,94 @@ def official_summary(self: InfiniBenchBenchmark, rows: list[dict], judgments: li
     judging = bool(judged) or bool(judgments) or any("judge_score" in r for r in rows)   # even if no call succeeded
     st = skill_stats(rows, rule, judging)
     return {"skills": st, **aggregates(st, rule), "row_errors": [str(e) for e in row_errors]}
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #bc0c41f4
+LMMS_EVAL_SOURCE = ("KerolosAtef/lmms-eval lmms_eval/tasks/infinibench/utils.py @887fbb5; infinibench_validation.yaml, "
+                    "infinibench_train.yaml @887fbb5; infinibench_test.yaml @c0cb65e")
+LMMS_PRE = PaperPrompt("infinibench", "lmms-eval pre-prompt", "\nPlease Answer this question :\n", LMMS_EVAL_SOURCE + " (pre_prompt)",
+                       "official", "verbatim; only with protocol=lmms-eval")
+LMMS_POST_MCQ = PaperPrompt("infinibench", "lmms-eval MCQ post-prompt",
+                            "\nYou are answering a multiple-choice question (MCQ).\n The available options are labeled as: "
+                            "(A) <Option A> \n (B) <Option B> \n  and so on.\nOnly give the best option.\nBest option: (",
+                            LMMS_EVAL_SOURCE + " (post_prompt_mcq)", "official", "verbatim; only with protocol=lmms-eval")
+LMMS_POST_OPEN = PaperPrompt("infinibench", "lmms-eval open-ended post-prompt", "\nThis is an open-ended question.\nAnswer : ",
+                             LMMS_EVAL_SOURCE + " (post_prompt_open_ended)", "official", "verbatim; only with protocol=lmms-eval")
+LMMS_FRAMES, LMMS_SUBTITLES = 768, "Given this video's subtitles : "
+LMMS_SKILL_NAMES = {s: ("choronological_understanding" if s == "chronological_understanding" else s) for s in SKILLS}
+LMMS_OPEN = ("summarization", "spoiler_questions", "deep_context_understanding", "linking_multiple_events")
+LMMS_MCQ = ("character_actions", "scene_transitions", "chronological_understanding", "global_appearance")
+fidelity.record("infinibench", "protocol", "default", "Vision-CAIR/Infinibench evaluation/eval_script.py (Table 3, the "
+                "leaderboard); " + LMMS_EVAL_SOURCE, "official", "two official readings: eval_script (the default: the script "
+                "the published numbers come from) and lmms-eval (the authors' later harness: its prompts, 768 frames, "
+                "subtitles at the sampled frames, first parenthesised letter, per-split denominators)",
+                "benchmark_kwargs protocol='lmms-eval' selects the second")
+
+def lmms_question(question: str, options: list | None = None) -> str:
+    "The task's prompt text before subtitles: pre-prompt, question, lettered options (MCQ), post-prompt."
+    if options is None: return LMMS_PRE.text + question + LMMS_POST_OPEN.text
+    q = question + "\nOptions are:\n" + "".join(f"({chr(65 + i)}) {o}\n" for i, o in enumerate(options))
+    return LMMS_PRE.text + q + LMMS_POST_MCQ.text
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #1a447e01
+def lmms_frame_indices(total_frames: int, n_frames: int = LMMS_FRAMES) -> list[int]:
+    "The frame indices the task samples: `round(n/2)*2` of them, `torch.linspace(0, total-1, n).round()` (float32 step)."
+    import numpy as np
+    n = round(n_frames / 2) * 2
+    if n <= 0: return []
+    end = float(total_frames - 1)
+    step = float(np.float32(end / (n - 1)))                  # the step in single precision, each value fused in double
+    i = np.arange(n)
+    vals = np.where(i < n // 2, step * i, end - step * (n - i - 1)).astype(np.float32)
+    return [int(v) for v in np.rint(vals)]
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #1de54a7b
+def _lmms_ms(t: float) -> int:
+    "A cue time in milliseconds as the task computes it: `int((h*3600 + m*60 + s) * 1000)` of the printed time."
+    import datetime
+    ms = round(t * 1000)
+    tm = datetime.time(ms // 3600000, ms // 60000 % 60, ms // 1000 % 60, ms % 1000 * 1000)
+    h, m, s = map(float, str(tm).split(":"))
+    return int((h * 3600 + m * 60 + s) * 1000)
+
+def lmms_frame_subtitle(cues: list, frame_ms: float) -> str | None:
+    "The cue text(s) the task's binary search finds at `frame_ms`, joined by a space; None when it finds none."
+    lo, hi, found = 0, len(cues) - 1, []
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        start, end, text = cues[mid]
+        if start <= frame_ms <= end: found.append(text); lo = mid + 1
+        elif frame_ms < start: hi = mid - 1
+        else: lo = mid + 1
+    return " ".join(found) if found else None
+
+def lmms_matched_subtitles(cues, frame_times: list[float]) -> str:
+    "The subtitle lines of the sampled frames (`cues`: media.Cue list), one per frame that has one, each ending in a newline."
+    table = [(_lmms_ms(c.start_s), _lmms_ms(c.end_s), c.text) for c in cues]
+    return "".join(line + "\n" for t in frame_times for line in [lmms_frame_subtitle(table, t * 1000)] if line)
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #5d004972
+def lmms_prompt(question: str, options: list | None, total_frames: int, fps: float, cues=None, n_frames: int = LMMS_FRAMES) -> str:
+    "The whole text the task gives the model: the subtitles at the sampled frames (when `cues` is not None), then `lmms_question`."
+    text = lmms_question(question, options)
+    if cues is None: return text
+    times = [i / fps for i in lmms_frame_indices(total_frames, n_frames)]
+    return LMMS_SUBTITLES + lmms_matched_subtitles(cues, times) + text
+
+def lmms_answer(reply: str, mcq: bool) -> str:
+    "The answer the task reads: an MCQ's first parenthesised token (else the whole reply); an open reply without 'Answer :'."
+    if not mcq: return reply.replace("Answer :", "").strip()
+    found = re.findall(r"\((.*?)\)", reply)
+    return found[0] if found else reply
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #6d8d7731
+def lmms_aggregate(mcq_correct: dict, open_scores: dict, n_rows: dict) -> dict:
+    "Per-skill Acc (%) and Score (0–10) over the split's rows of each skill, their averages over all four skills of a kind, overall (0–100)."
+    skills, acc, score = {}, 0, 0
+    for s in LMMS_OPEN + LMMS_MCQ:                    # the task's order: the sums come out to the same last bit
+        n = n_rows.get(s, 0)
+        if s in LMMS_MCQ:
+            skills[s] = 100 * (sum(bool(c) for c in mcq_correct.get(s, [])) / n) if n > 0 else 0; acc += skills[s]
+        else:
+            skills[s] = sum(x for x in open_scores.get(s, []) if x is not None) / n if n > 0 else 0; score += skills[s]
+    acc, score = acc / len(LMMS_MCQ), score / len(LMMS_OPEN)
+    return {"skills": skills, "acc_percent": acc, "score_0_10": score, "overall_0_100": (0.5 * (score / 10) + 0.5 * (acc / 100)) * 100}

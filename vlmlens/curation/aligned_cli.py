@@ -13,6 +13,7 @@ from pathlib import Path
 from ..readers import read_records
 from . import align, calibration, captions, ocr, translate
 from ..core import NothingAnswered, most_common_error, parse_kv
+from ..runner import check_languages
 from .cli import command, judge_kwargs, model_kwargs, report_step
 from .review import VerdictLog
 from .store import Step, decisions_line, list_steps, open_step, step_folder, undecided
@@ -102,6 +103,7 @@ def _table(rows: list[dict]) -> None:
     with pd.option_context("display.width", 200, "display.max_columns", 30): print(pd.DataFrame(rows).to_string(index=False))
 
 def _translate(a) -> int:
+    check_languages(a.target, "--target")                  # `telugu` is refused before any model is called
     recs = [dict(r, subset=a.subset) if a.subset else r for r in _records(a.records)]
     return report_step(translate.translate(recs, a.out, a.engine, a.target, source=a.source, fields=_list(a.fields),
                                        protect_spans=not a.no_protect, engine_options=_engine_options(a.engine_option, a.engine), where=str(a.records)))
@@ -195,6 +197,7 @@ def _release_exam(a) -> int:
     if set(logs) != set(steps): raise ValueError(f"--verdicts must name the languages of --from ({', '.join(steps)})")
     rep = ocr.release_exam(a.release, a.subset, steps, logs)
     print(f"{a.subset}: {rep['n_released']} questions in {', '.join(rep['languages'])} -> {a.release}")
+    for k, note in rep.get("gold_applied", {}).items(): print(f"{k}: {note}")
     for k, why in rep["dropped"].items(): print(f"dropped {k}: {why}")
     _released("release-exam", rep["n_released"], rep["dropped"])
     return 0
@@ -227,6 +230,7 @@ def _calibrate(a) -> int:
                                               judge_kwargs=jkw, min_auditors=a.min_auditors)
     hb = rep["human_baseline"]
     print(f"status: {rep['status']}; human baseline {hb['overall']} over {hb['n_answers']} answers (paper {hb['paper_overall']})")
+    if line := decisions_line(rep.get("judge_decisions") or {}): print(f"  {line} (their questions are undecided)")
     for loc, r in hb["by_locale"].items(): print(f"  {loc}: {r['accuracy']:.4f} ({r['n_answers']} answers)")
     for r in rep["revise"]: print(f"revise {r['key']} (gold {r['gold']!r}): " + "; ".join(f"{x['auditor']}: {x['answer'] or x['label']}" for x in r["audits"]))
     return 0

@@ -416,7 +416,7 @@ def describe_outfits(crops_step: Step, root, describer: str | None = None, backe
     try: st.process([(r["id"], r) for r in crops_step.items() if r["item"]["crops"]], run, progress)
     finally:
         if backend is None and "b" in cache and hasattr(cache["b"], "close"): cache["b"].close()
-    st.finish()
+    st.finish({"decisions": {"describer": st.call_decisions("describer outputs", ("parse",))}})   # junk on every call: Undecided, not "0 outfits"
     return st
 
 # %% ../../nbs/63_curation_appearance.ipynb #6b6b7d8b

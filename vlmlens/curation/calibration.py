@@ -218,19 +218,20 @@ def submit(self: AuditWidget, label: str):
     return ReviewWidget.submit(self, label)
 
 # %% ../../nbs/74_curation_calibration.ipynb #e6cae95a
-def _agree(pairs: list[tuple[dict, str, str]], judge=None, judge_kwargs: dict | None = None) -> list[bool]:
-    "Whether each (row, auditor, answer) agrees with the row's gold."
+def _agree(pairs: list[tuple[dict, str, str]], judge=None, judge_kwargs: dict | None = None) -> tuple[list, dict | None]:
+    "(whether each (row, auditor, answer) agrees with the row's gold — None when the judge gave no valid judgment —, the judge's `decisions`)."
     if judge is None:
         return [bool(a.strip()) and normalize_text(a, r["locale"].split("-")[0]) == normalize_text(r["answer"], r["locale"].split("-")[0])
-                for r, _, a in pairs]
+                for r, _, a in pairs], None
     j = minerva.curve_judge(judge, **{"k": 1, **(judge_kwargs or {})}) if isinstance(judge, str) else judge
     try:
         items = [JudgeItem(f"{who}/{r['key']}", r["question"], r["answer"], a, r["locale"].split("-")[0]) for r, who, a in pairs]
         res = j.judge(items) if items else []
         errs = [getattr(j, "last_errors", {}).get(it.sample_id) for it in items]
-        if items and all(errs):                                         # no judgment at all: not "every auditor disagrees"
-            raise NothingAnswered("curate calibrate-correctness: the judge", len(items), most_common_error(errs))
-        return [bool(x.valid) and x.score == 2 for x in res]
+        causes = [None if x.valid else f"no judgment: {e}" if e else "judge reply unparseable" for x, e in zip(res, errs)]
+        d = decisions("judge replies", causes)
+        check_decisions("curate calibrate-correctness", [d])           # no judgment to speak of: not "every auditor disagrees"
+        return [x.score == 2 if x.valid else None for x in res], d
     finally:
         if isinstance(judge, str): j.close()
 
@@ -239,11 +240,12 @@ def _correctness_report(st: Step, rows, per: dict, min_auditors: int) -> dict:
     recs = {r["id"]: r["item"] for r in st.items()}
     loc: dict[str, list] = {}
     for key, audits in per.items():
-        for a in audits: loc.setdefault(recs[key]["locale"], []).append(a["agrees"])
+        for a in audits:
+            if a["agrees"] is not None: loc.setdefault(recs[key]["locale"], []).append(a["agrees"])   # an unjudged answer is not wrong
     human = {l: {"n_answers": len(v), "accuracy": sum(v) / len(v)} for l, v in sorted(loc.items())}
     allv = [x for v in loc.values() for x in v]
     report = {"step": str(st.dir), "n_questions": len(rows), "min_auditors": min_auditors,
-              "status": {s: sum(r["status"] == s for r in recs.values()) for s in ("consensus", "revise", "incomplete")},
+              "status": {s: sum(r["status"] == s for r in recs.values()) for s in ("consensus", "revise", "incomplete", "undecided")},
               "revise": [recs[k] for k in sorted(recs) if recs[k]["status"] == "revise"],
               "human_baseline": {"overall": sum(allv) / len(allv) if allv else None, "n_answers": len(allv), "by_locale": human,
                                  "paper_overall": HUMAN_BASELINE, "paper_locales": HUMAN_BASELINE_LOCALES}}
@@ -257,15 +259,18 @@ def correctness_calibration(rows: Sequence[dict], log: VerdictLog, root, *, judg
     by_key = {r["key"]: r for r in rows}
     latest = [v for v in log.latest().values() if v.item_id in by_key]
     answered = [(by_key[v.item_id], v.annotator, v.edits.get("answer", "")) for v in latest if v.verdict == "answered"]
-    ok = dict(zip([(who, r["key"]) for r, who, _ in answered], _agree(answered, judge, judge_kwargs)))
+    agrees, judged = _agree(answered, judge, judge_kwargs)
+    ok = dict(zip([(who, r["key"]) for r, who, _ in answered], agrees))
     st = Step(root, "correctness", {"rows": sha256_json(list(rows)), "verdicts": sha256_json([v.__dict__ for v in latest]),
-              "judge": judge if isinstance(judge, (str, type(None))) else getattr(judge, "judge_id", repr(judge)), "min_auditors": min_auditors})
+              "judge": judge if isinstance(judge, (str, type(None))) else getattr(judge, "judge_id", repr(judge)), "min_auditors": min_auditors,
+              "agreements": sorted([who, key, a] for (who, key), a in ok.items())})    # what it decided on: other judgments, another step
     per: dict[str, list] = {}
     for v in latest: per.setdefault(v.item_id, []).append({"auditor": v.annotator, "label": v.verdict, "answer": v.edits.get("answer"),
                                                             "note": v.note, "agrees": ok.get((v.annotator, v.item_id), False)})
     def unit(key, w):
         a = per.get(key, [])
-        status = "incomplete" if len(a) < min_auditors else ("consensus" if all(x["agrees"] for x in a) else "revise")
+        status = ("incomplete" if len(a) < min_auditors else "undecided" if any(x["agrees"] is None for x in a)
+                  else "consensus" if all(x["agrees"] for x in a) else "revise")
         w.accept(key, {"key": key, "locale": by_key[key].get("locale"), "gold": by_key[key]["answer"], "status": status, "audits": a})
     st.process([(k, k) for k in by_key], unit)
-    return _correctness_report(st, rows, per, min_auditors)
+    return {**_correctness_report(st, rows, per, min_auditors), "judge_decisions": judged}

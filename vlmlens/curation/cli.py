@@ -54,7 +54,7 @@ def _generation_commands(sub):
 def _refinement_commands(sub):
     c = command(sub, "dedup", "flag and remove near-duplicate questions"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--threshold", type=float, default=0.95); c.add_argument("--scope", default="video", choices=dedup.SCOPES)
-    c.add_argument("--embedding-model"); c.add_argument("--drop", action="store_true", help="remove every flagged item but the first of its cluster, unreviewed")
+    c.add_argument("--embedding-model"); c.add_argument("--drop", action="store_true", help="remove, unreviewed, every item paired with an earlier kept item of the same answer (pairs that differ in answer stay)")
     c.add_argument("--verdicts", help="reviewed pairs (duplicate | distinct): remove the later item of each confirmed duplicate")
     c.add_argument("--device", help="where to embed: cuda, cuda:1, cpu (default: a GPU when there is one)")
     c = command(sub, "filter", "knowledge (metadata-only) and vision (subtitles-only) filters"); c.add_argument("--from", dest="src", required=True)

@@ -10,6 +10,7 @@ import hashlib
 import json
 import random
 import re
+import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -608,10 +609,14 @@ def write_demo_sources(folder, real_root=None) -> Path:
     show, seasons = next((k, v) for k, v in data["summaries"].items() if k == "bbt") if "bbt" in data["summaries"] else next(iter(data["summaries"].items()))
     skey, eps = next(iter(sorted(seasons.items()))); ekey, summary = next(iter(sorted(eps.items())))
     movie, faq = next((k, v) for k, v in data["faq"].items() if (v or {}).get("questions"))
+    real = {k: folder / show / skey / f"{ekey}{ep[k].suffix}" for k in ("video", "subtitles")}    # where its TVQA episode goes (/bbt/season_1/episode_1.mp4)
+    for k, dst in real.items():
+        if not dst.exists(): dst.parent.mkdir(parents=True, exist_ok=True); shutil.copyfile(ep[k], dst)   # a stand-in; a real copy there is kept
     rows = [{"video_id": "synthetic_episode", "kind": "episode", "title": ib.SYN_TITLE, "video": ep["video"].name,
              "subtitles": ep["subtitles"].name, "transcript": "episode_script.txt", "summary": syn_summary},
             {"video_id": f"{show}_{skey}_{ekey}", "kind": "episode", "show": ib.SHOW_NAMES.get(show, show), "season": int(skey.split("_")[1]),
-             "episode": int(ekey.split("_")[1]), "summary": summary, "video": ep["video"].name, "subtitles": ep["subtitles"].name, "stand_in_video": True},
+             "episode": int(ekey.split("_")[1]), "summary": summary, "video": real["video"].relative_to(folder).as_posix(),
+             "subtitles": real["subtitles"].relative_to(folder).as_posix(), "stand_in_video": True},
             {"video_id": movie, "kind": "movie", "imdb_id": movie, "faq": faq["questions"][:5], "video": ep["video"].name,
              "subtitles": ep["subtitles"].name, "stand_in_video": True}]
     (folder / "sources.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")

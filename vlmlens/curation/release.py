@@ -20,9 +20,9 @@ from ..readers import parse_literal_list
 from ..store import atomic_write
 
 # %% auto #0
-__all__ = ['META', 'MEDIA_FIELDS', 'assign_split', 'release_row', 'write_rows', 'write_official', 'media_folder', 'rebase_media',
-           'video_duration_s', 'release_stats', 'length_figure', 'dataset_card', 'missing_media', 'check_media',
-           'write_release']
+__all__ = ['META', 'MEDIA_FIELDS', 'SPLITS', 'assign_split', 'release_row', 'write_rows', 'write_official', 'media_folder',
+           'rebase_media', 'video_duration_s', 'release_stats', 'length_figure', 'split_counts', 'dataset_card',
+           'missing_media', 'check_media', 'write_release']
 
 # %% ../../nbs/67_curation_release.ipynb #eb92bbc4
 META = ("title", "show", "season", "episode", "imdb_id", "year", "kind", "video_id")
@@ -133,6 +133,16 @@ def length_figure(stats: dict, which: str = "question", ax=None):
     fig.tight_layout()
     return fig
 
+# %% ../../nbs/67_curation_release.ipynb #f1a2b3c1
+SPLITS = ("train", "validation", "test")
+
+def split_counts(stats: dict) -> list[dict]:
+    "One row per skill of `release_stats`: its items in each split (0 included) and in all."
+    c = {(r["skill"], r["split"]): r["n"] for r in stats["counts"]}
+    skills = [s for s in ib.SKILLS if any(k[0] == s for k in c)] + sorted({k[0] for k in c} - set(ib.SKILLS))
+    splits = list(SPLITS) + sorted({k[1] for k in c} - set(SPLITS))
+    return [{"skill": s, **{sp: c.get((s, sp), 0) for sp in splits}, "all": sum(c.get((s, sp), 0) for sp in splits)} for s in skills]
+
 # %% ../../nbs/67_curation_release.ipynb #e5d4678f
 def _pct(x) -> str: return "–" if x is None else f"{100 * x:.2f}%"
 
@@ -144,7 +154,10 @@ def dataset_card(name: str, stats: dict, steps: dict) -> str:
     "The dataset card (Markdown) of a release."
     out = [f"# {name}\n", f"An InfiniBench-style benchmark built with vlmlens {vlmlens.__version__} (`vlmlens curate`).\n",
            f"{stats['n']} questions on {stats['n_videos']} videos.\n", "## Questions per skill and split\n",
-           _md(stats["counts"], ["skill", "split", "n"]), "\n## Videos\n",
+           _md(sc := split_counts(stats), ["skill", *(list(sc[0])[1:] if sc else SPLITS)]),
+           *([f"\nNo test or validation item for: {', '.join(held)} (the paper scores every skill on its test split).\n"]
+             if (held := [r["skill"] for r in sc if not r.get("test") and not r.get("validation")]) and len(held) < len(sc) else []),
+           "\n## Videos\n",
            _md([{k: stats["duration_s"][k] for k in ("mean", "min", "max")}], ["mean", "min", "max"]).replace("| mean", "| mean (s)"),
            f"\nMissing or unreadable video files: {len(stats['videos_missing'])}.\n",
            *([f"\n{stats['rows_missing_media']} of {stats['n']} rows name a video or subtitle file that is not there (released with "

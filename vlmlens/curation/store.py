@@ -328,6 +328,21 @@ def check_decisions(what: str, counts: Iterable[dict], result=None) -> None:
     for d in counts:
         if undecided(d): raise Undecided(what, d, result)
 
+# %% ../../nbs/60_curation_store.ipynb #d3c1a0c1
+@patch
+def call_decisions(self: Step, what: str, stages: Sequence[str] = ("parse",), skip_stages: Sequence[str] = (),
+                   max_invalid_rate: float = MAX_INVALID_RATE) -> dict:
+    "`decisions` over the step's units: invalid when the unit failed or was rejected at one of `stages`; units rejected at `skip_stages` made no call."
+    rej = {r.get("unit"): r for r in self.rejected()}
+    causes = []
+    for u, s in self.units().items():
+        r = rej.get(u)
+        if r is not None and r.get("stage") in skip_stages: continue
+        if s.get("status") != "done": causes.append(s.get("error") or "not run")
+        elif r is not None and r.get("stage") in stages: causes.append(f"{r['stage']}: {r.get('reason')}")
+        else: causes.append(None)
+    return decisions(what, causes, max_invalid_rate)
+
 # %% ../../nbs/60_curation_store.ipynb #d3c1a007
 def _flag(v, want: bool) -> bool: return v is not None and not isinstance(v, float) and bool(v == want)
 
