@@ -1,4 +1,4 @@
-"""Benchmark: reading a sweep's results — `RunSet.scores()` at 1, 8, 32 and 128 runs, and the viewer on 100,000 items.
+"""Benchmark: reading a sweep's results — `RunSet.scores()` and the viewer's index at 1, 8, 32 and 128 runs, and the viewer on 100,000 items.
 
     python benchmarks/results_scale.py                      # 128 runs x 10,156 rows (1.3M rows: a CURVE sweep's size)
     python benchmarks/results_scale.py --rows 2000          # quicker
@@ -12,7 +12,10 @@ pandas imported (`ru_maxrss` minus the same process's RSS before reading), for
 
 * `RunSet.scores()` — every column, each run's `cfg_*` settings repeated per row (the default);
 * `RunSet.scores(columns=[...], categorical=True)` — the ten columns a table needs, the tags as categoricals
-  (what `vlmlens.report`-style tables and the viewer's index ask for).
+  (what `vlmlens.report`-style tables ask for);
+* the viewer's index — `vlmlens view --serve`'s build (`vlmlens.view.build_site(..., pages=False)`): the list of every
+  item with each run's outcome, score and judge score, read through `RunSet.scores(columns=view.INDEX_COLUMNS,
+  categorical=True)` and written as `data.js` (the pages of details are built when the browser asks for them).
 
 The growth is printed as ratios to the 1-run time and memory (no timed test: DEVELOPERS.md §Tests). Then a view of
 one run of 100,000 items (`vlmlens.view.write_site`, no frames) is built and opened in headless Chromium; the time
@@ -71,10 +74,20 @@ from vlmlens.store import RunSet
 def rss_kb():
     for line in open("/proc/self/status"):
         if line.startswith("VmRSS:"): return int(line.split()[1])
-dirs, mode, cols = json.loads(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+dirs, mode, cols, out = json.loads(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+if mode == "view":
+    from vlmlens import view
 base = rss_kb()
 t = time.perf_counter()
 rs = RunSet.discover(*dirs)
+if mode == "view":
+    page, _ = view.build_site(rs, out, frames=False, progress=False, pages=False)
+    dt = time.perf_counter() - t
+    ix = json.loads((page.parent / "data.js").read_text(encoding="utf-8")[len("window.VLMLENS_INDEX="):].rstrip().rstrip(";"))
+    n = sum(sum(1 for o in r["o"] if o) for r in ix["res"].values())
+    print(json.dumps({"rows": n, "cols": len(ix["keys"]), "s": dt, "peak_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024,
+                      "frame_mb": (page.parent / "data.js").stat().st_size / 2**20}))
+    sys.exit(0)
 df = rs.scores() if mode == "all" else rs.scores(columns=cols, categorical=True)
 dt = time.perf_counter() - t
 print(json.dumps({"rows": len(df), "cols": df.shape[1], "s": dt, "peak_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024,
@@ -82,9 +95,10 @@ print(json.dumps({"rows": len(df), "cols": df.shape[1], "s": dt, "peak_mb": (res
 """
 
 
-def measure(dirs: list[Path], mode: str) -> dict:
+def measure(dirs: list[Path], mode: str, out: Path | None = None) -> dict:
+    "Time and peak memory of one reading in a fresh interpreter (`mode`: all, columns, or view — the viewer's index written to `out`)."
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-c", MEASURE, json.dumps([str(d) for d in dirs]), mode, json.dumps(COLUMNS)],
+    out = subprocess.run([sys.executable, "-c", MEASURE, json.dumps([str(d) for d in dirs]), mode, json.dumps(COLUMNS), str(out or "")],
                          capture_output=True, text=True, env=env, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -132,6 +146,7 @@ def main():
     ap.add_argument("--rows", type=int, default=10156, help="score rows per run (default: 10,156; 128 runs = 1.3M rows)")
     ap.add_argument("--items", type=int, default=100_000, help="items in the viewer's page timing")
     ap.add_argument("--no-browser", action="store_true")
+    ap.add_argument("--only-view", action="store_true", help="measure only the viewer's index (skip RunSet.scores' two readings)")
     a = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="vlmlens-results-scale-"))
     lines = [f"# Reading results at sweep scale\n", f"{platform.node()} · {os.cpu_count()} CPUs · load {os.getloadavg()[0]:.1f} · "
@@ -139,7 +154,7 @@ def main():
              "|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
     try:
         dirs = make_runs(root / "runs", max(SIZES), a.rows)
-        for mode in ("all", "columns"):
+        for mode in () if a.only_view else ("all", "columns"):
             first = None
             for n in SIZES:
                 m = measure(dirs[:n], mode)
@@ -147,6 +162,16 @@ def main():
                 lines.append(f"| {n} | {m['rows']:,} | {'every column' if mode == 'all' else 'columns + categoricals'} | {m['cols']} | {m['s']:.2f} | "
                              f"{m['peak_mb']:.0f} | {m['frame_mb']:.0f} | {m['s'] / first['s']:.1f}× | {m['peak_mb'] / max(first['peak_mb'], 1):.1f}× |")
                 print(lines[-1], flush=True)
+        lines += ["", "The viewer's index (`vlmlens view --serve`: every item's outcome, score and judge score per run, written as data.js):", "",
+                  "| runs | score rows listed | items | time (s) | peak memory (MB) | data.js (MB) | time ÷ 1 run | memory ÷ 1 run |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        first = None
+        for n in SIZES:
+            m = measure(dirs[:n], "view", root / f"view-{n}")
+            first = first or m
+            lines.append(f"| {n} | {m['rows']:,} | {m['cols']:,} | {m['s']:.2f} | {m['peak_mb']:.0f} | {m['frame_mb']:.1f} | "
+                         f"{m['s'] / first['s']:.1f}× | {m['peak_mb'] / max(first['peak_mb'], 1):.1f}× |")
+            print(lines[-1], flush=True)
         if not a.no_browser:
             p = page_timing(root / "page", a.items)
             lines += ["", f"Viewer: {p['items']:,} items, one run, no frames: site written in {p['build_s']:.1f} s (data.js {p['data_mb']:.1f} MB); "

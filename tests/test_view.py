@@ -152,6 +152,19 @@ def test_moved_media_is_named_per_item_and_the_rest_still_shows(runs, site):
     assert shown, "items whose media did not move still show their frames"
 
 
+def test_a_run_whose_scores_cannot_be_read_is_named_and_the_others_still_show(runs, tmp_path):
+    root = tmp_path / "runs"
+    for name in ("gold", "always-a"): shutil.copytree(runs["runs"] / name, root / name)
+    (root / "gold" / "scores.csv").write_bytes(b"sample_id,score\n\xff\xfe\x00broken,\x00\n")       # not UTF-8: pandas refuses it
+    out = view.write_site(root, tmp_path / "site", frames=False, progress=False).parent
+    ix = _index(out)
+    by = {r["name"]: r for r in ix["runs"]}
+    assert any("scores.csv" in p and "cannot read" in p for p in by["gold"]["problems"]), by["gold"]["problems"]
+    assert len(ix["keys"]) == 45 and set(ix["res"][by["always-a"]["key"]]["o"]) <= {1, 2}
+    d = _details(out, runs["err"])
+    assert d["runs"][by["gold"]["key"]]["outcome"] == "errored"          # its predictions still show
+
+
 def test_view_cli_bad_input_is_one_line_and_creates_nothing(tmp_path):
     empty = tmp_path / "empty"; empty.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -337,6 +350,66 @@ def test_served_view_has_no_console_errors(site, browser):
         assert _errors(browser) == []
     finally:
         srv.shutdown(); srv.server_close()
+
+
+def test_serve_builds_each_page_of_details_when_the_browser_asks(runs, browser, tmp_path):
+    "`vlmlens view --serve`: only the index is written; an item's page (frames included) is built when the browser opens it."
+    from selenium.webdriver.common.by import By
+    page, pages = view.build_site([runs["runs"], runs["moved"]], tmp_path / "lazy", progress=False, pages=False)
+    assert list((page.parent / "details").iterdir()) == []
+    srv = view.server(page.parent, 0, pages)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        _open(browser, f"http://127.0.0.1:{srv.server_address[1]}/index.html#item=demo-video_subtitles-000-hi")
+        imgs = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .col[data-run='r0'] figure.frame img"))
+        assert len(imgs) == 8
+        _wait(browser, lambda d: all(d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", i) for i in imgs))
+        assert [p.name for p in (page.parent / "details").iterdir()] == ["00000.js"]
+        assert _errors(browser) == []
+    finally:
+        srv.shutdown(); srv.server_close()
+
+
+def _scored_run(root, name, rows, **cfg):
+    "A HinTel run as its scores.csv and summary (the way tests/test_vs_paper.py makes runs the papers report)."
+    from vlmlens.metrics import rates
+    c = RunConfig(**{"benchmark": "hintel", "model": "gpt-4.1", "judge": "gpt-4.1-2025-04-14", **cfg}, run_name=name, output_root=str(root))
+    st = RunStore(root / name, c.hash(), config=c.to_dict()).prepare()
+    st.write_run_json({"config": c.to_dict(), "config_hash": c.hash(), "model": {"model_id": c.model}})
+    st.write_scores_csv(rows); st.write_summary({"overall": rates(rows), "groups": [{"subset": "vqav2", "language": cfg["language"], **rates(rows)}]})
+    st.close()
+
+
+def test_report_rows_and_vs_paper_rows_link_to_their_items_in_the_view(tmp_path, browser):
+    "`vlmlens report RUNS --format md --vs-paper --view DIR`: each row links to the view's list of its items; the links open them."
+    item = lambda i, lang, score, error=None: {"sample_id": f"vqav2-{lang}-{i}", "subset": "vqav2", "language": lang, "valid": error is None,
+                                               "error": error, "score": None if error else score}
+    _scored_run(tmp_path / "runs", "hi", [item(i, "hi", float(i < 680)) for i in range(1000)], language="hi")
+    _scored_run(tmp_path / "runs", "te", [item(i, "te", float(i < 200), "timeout" if i >= 950 else None) for i in range(1000)], language="te")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(tmp_path / "runs"), "--format", "md", "--vs-paper", "--view", str(tmp_path / "view")],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    links = re.findall(r"\[(items|wrong|invalid|errored)\]\((file://[^)]+)\)", p.stdout)
+    vs = p.stdout[p.stdout.index("Ours beside the papers"):]
+    vs_links = re.findall(r"\[items\]\((file://[^)]+)\)", vs)
+    assert len(vs_links) == 2 and all("subset=vqav2" in u for u in vs_links), vs        # 'VQAv2 Hi': the view's subset and language
+    assert sum("language=hi" in u for u in vs_links) == 1                                # ('VQAv2 Tel': the run's items, all Telugu)
+    errored = [u for k, u in links if k == "errored" and "language=te" in u]
+    assert errored
+    _open(browser, errored[0])
+    rows = _rows(browser)
+    assert len(rows) == 50 and all(r.startswith("vqav2-te-") and int(r.rsplit("-", 1)[1]) >= 950 for r in rows)
+    _open(browser, next(u for u in vs_links if "language=hi" in u))
+    assert browser.execute_script("return document.getElementById('count').textContent").startswith("1000")
+    assert _errors(browser) == []
+    # a CSV gets each row's address; a text report is refused with one line, before anything is written
+    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(tmp_path / "runs" / "hi"), "--format", "csv", "--view", str(tmp_path / "view")],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0 and p.stdout.splitlines()[0].endswith("view_url") and "#run=r0" in p.stdout, p.stderr
+    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(tmp_path / "runs"), "--view", str(tmp_path / "other")],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 2 and "--format md or csv" in p.stderr and not (tmp_path / "other").exists()
 
 
 # ---------------------------------------------------------------- W&B export, offline, read back

@@ -124,9 +124,9 @@ def partial_note(n: int, missing: int) -> str | None:
     "'2 of 6 items (4 not run: rerun to finish)' for a run with items not run yet, else None."
     return f"{n} of {n + missing} items ({missing} not run: rerun to finish)" if missing and missing > 0 else None
 
-def print_summary(summary: dict, config: dict | None = None, fmt: str = "text"):
-    "Print a run's table under a header line naming the run (in CSV the run's settings are columns); a partial run says so."
-    print(render_table(_run_table(summary, config), fmt))
+def print_summary(summary: dict, config: dict | None = None, fmt: str = "text", link=None):
+    "Print a run's table under a header line naming the run (in CSV the run's settings are columns; `link`: adds links to its rows); a partial run says so."
+    print(render_table(link(_run_table(summary, config)) if link else _run_table(summary, config), fmt))
     o = summary.get("overall") or {}
     note = partial_note(int(o.get("n") or 0), int(o.get("n_missing") or 0))
     if note: print(f"{Path(summary.get('run_dir') or 'run').name}: {note}", file=sys.stdout if fmt == "text" else sys.stderr)
@@ -140,22 +140,26 @@ def _unsummarised(r) -> str:
     got = partial_note(n, total - n) if total else f"{n} items answered"
     return f"{r.dir}: no summary.json yet, {got or f'{n} of {total} items answered'}; vlmlens score {r.dir} summarises what is there"
 
-def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False) -> int:
+def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False,
+           view_dir=None) -> int:
     "Print the table of every run below `run_dirs` (CSV: one table, a header row, one block of rows per run), then with `vs_paper` ours beside the papers' numbers (CSV: only that); 1 if some run could not be read (an unfinished one is said, not an error)."
     import pandas as pd
     runs = RunSet.discover(*run_dirs)
     if not len(runs): raise FileNotFoundError(f"no runs (folders with a run.json) below {', '.join(map(str, run_dirs))}")
     bad, frames = 0, []
+    view_dir = view.report_view(runs, view_dir, fmt) if view_dir else None        # rows link to their items in the view
+    link = (lambda t, r: view.link_rows(t, view_dir, r.dir, fmt)) if view_dir else (lambda t, r: t)
     for r in runs:
         if r.summary is None:                      # a run stopped before its summary is unfinished, not an error
             print(_unsummarised(r), file=sys.stderr); bad += r.problem is not None
             continue
         cfg = r.config.to_dict() if r.config else None
-        if fmt == "csv": frames.append(machine_frame(_run_table(r.summary, cfg, r.dir)))
-        else: print_summary(r.summary, cfg, fmt); print()
+        if fmt == "csv": frames.append(machine_frame(link(_run_table(r.summary, cfg, r.dir), r)))
+        else: print_summary(r.summary, cfg, fmt, (lambda t, r=r: link(t, r)) if view_dir else None); print()
     if frames and not vs_paper: print(pd.concat(frames, ignore_index=True).to_csv(index=False).rstrip("\n"))
     if vs_paper:
-        text, unmatched = vs_paper_report(runs, fmt, judge_reading=judge_reading, include_departures=include_departures)
+        text, unmatched = (view.vs_paper_links(runs, fmt, view_dir, judge_reading, include_departures) if view_dir else
+                           vs_paper_report(runs, fmt, judge_reading=judge_reading, include_departures=include_departures))
         for m in unmatched: print(f"vs paper: {m}", file=sys.stderr)
         if text: print(text)
         else: print("vs paper: no run matches a cell of the papers' tables", file=sys.stderr)
@@ -224,7 +228,7 @@ def _dispatch(a) -> int:
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),
                  lambda out: print(json.dumps(out, indent=1, default=str)))
     elif a.command == "report" and a.to == "wandb": return view.report_to_wandb(a.run_dirs)
-    elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures)
+    elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view)
     elif a.command == "data": return data.main(a)
     elif a.command == "view": return view.main(a)
     elif a.command == "curate": return curation_cli.main(a, extensions=CURATE_EXTENSIONS)

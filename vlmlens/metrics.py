@@ -14,10 +14,10 @@ import numpy as np
 from .core import Judgment
 
 # %% auto #0
-__all__ = ['KRIPPENDORFF_LEVELS', 'judge_rates', 'usage_totals', 'rates', 'aggregate', 'round_half_up', 'paired_bootstrap',
-           'mcnemar', 'align_pairs', 'paired_differences', 'pivot_scores', 'mean_columns', 'add_mean_row',
-           'category_table', 'judge_scores', 'correlation', 'krippendorff_alpha', 'human_correlation',
-           'agreement_report']
+__all__ = ['OUTCOMES', 'KRIPPENDORFF_LEVELS', 'judge_rates', 'outcome', 'outcome_codes', 'usage_totals', 'rates', 'aggregate',
+           'round_half_up', 'paired_bootstrap', 'mcnemar', 'align_pairs', 'paired_differences', 'pivot_scores',
+           'mean_columns', 'add_mean_row', 'category_table', 'judge_scores', 'correlation', 'krippendorff_alpha',
+           'human_correlation', 'agreement_report']
 
 # %% ../nbs/22_metrics.ipynb #da11c06d
 def judge_rates(rows: Sequence[dict]) -> dict:
@@ -30,6 +30,30 @@ def judge_rates(rows: Sequence[dict]) -> dict:
     return {"n_judge_items": len(jr), "n_judged": len(judged), "n_unjudged": len(jr) - len(judged),
             "judge_invalid": n_bad, "judge_invalid_rate": n_bad / len(judged) if judged else None,
             "judge_mean_native": sum(vals) / len(vals) if vals else None}
+
+# %% ../nbs/22_metrics.ipynb #ee0c33ac
+OUTCOMES = ("missing", "correct", "wrong", "invalid", "errored", "unscored")
+
+def outcome(row: dict | None) -> str:
+    "One item's outcome in one run from its score row or prediction (`None`: the run has no answer for it)."
+    if row is None: return "missing"
+    if row.get("error"): return "errored"
+    if not row.get("valid"): return "invalid"
+    s = row.get("score")
+    if s is None or (isinstance(s, float) and math.isnan(s)): return "unscored"
+    return "correct" if float(s) >= 0.5 else "wrong"
+
+def outcome_codes(error, valid, score) -> np.ndarray:
+    "`OUTCOMES` indices (int8) of many items at once, from the `error`, `valid` and `score` columns of a score frame."
+    import pandas as pd
+    e, v = pd.Series(error, copy=False), pd.Series(valid, copy=False)
+    err = (e.notna() & e.astype(object).ne("") & e.astype(object).ne(False)).to_numpy(bool)
+    val = v.to_numpy(bool) if v.dtype == bool else (v.eq(True) | v.astype(str).str.lower().eq("true")).to_numpy(bool)
+    s = pd.to_numeric(pd.Series(score, copy=False), errors="coerce").to_numpy(float)
+    out = np.where(s >= 0.5, 1, 2)
+    out = np.where(np.isnan(s), 5, out)
+    out = np.where(~val, 3, out)
+    return np.where(err, 4, out).astype(np.int8)
 
 # %% ../nbs/22_metrics.ipynb #1c5e7965
 def _sum_opt(rows, key):
@@ -48,7 +72,8 @@ def rates(rows: Sequence[dict]) -> dict:
     "Counts and rates of a set of score rows (errors count as wrong in `accuracy`)."
     answered = [r for r in rows if not r.get("error")]
     scored = [r for r in answered if r.get("score") is not None]
-    n_err, n_inv = len(rows) - len(answered), sum(not r.get("valid") for r in answered)
+    outs = [outcome(r) for r in rows]
+    n_err, n_inv = outs.count("errored"), outs.count("invalid")
     total = sum(float(r["score"]) for r in scored)
     denom = len(scored) + n_err
     return {"n": len(rows), "n_answered": len(answered), "n_errors": n_err, "n_scored": len(scored),

@@ -13,30 +13,25 @@ import os
 import math
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 from . import runner
+from .core import Prediction
 from .evidence import GRAPH_DIR, ISOLATION_FILE, safe_name
 from .media import shared_frame_cache
-from .report import as_runset, model_name, run_labels
+from .metrics import OUTCOMES, outcome, outcome_codes
+from .report import BLANK, Table, as_runset, language_name, model_name, render_table, run_labels
 from .store import Run, RunSet, iter_jsonl
+from .vs_paper import compare, vs_paper_report, vs_paper_table
 
 # %% auto #0
-__all__ = ['OUTCOMES', 'THUMB_SIDE', 'CHUNK', 'MARKER', 'WANDB_COLUMNS', 'outcome', 'Thumbs', 'item_media', 'run_items',
-           'evidence_of', 'isolation_records', 'item_fields', 'result_fields', 'site_data', 'site_index', 'check_out',
-           'write_site', 'ViewHandler', 'server', 'show', 'add_parser', 'main', 'strip_of', 'wandb_row', 'to_wandb',
-           'report_to_wandb']
-
-# %% ../nbs/57_view.ipynb #0b294b32
-OUTCOMES = ("missing", "correct", "wrong", "invalid", "errored", "unscored")
-
-def outcome(pred: dict | None, score=None) -> str:
-    "The outcome of one item in one run, from its prediction record (`None`: not predicted) and its score."
-    if pred is None: return "missing"
-    if pred.get("error"): return "errored"
-    if not pred.get("valid"): return "invalid"
-    if score is None or (isinstance(score, float) and math.isnan(score)): return "unscored"
-    return "correct" if float(score) >= 0.5 else "wrong"
+__all__ = ['THUMB_SIDE', 'INDEX_COLUMNS', 'ITEM_COLUMNS', 'CHUNK', 'MARKER', 'GROUP_FILTERS', 'ROW_LINKS', 'WANDB_COLUMNS',
+           'Thumbs', 'item_media', 'prediction_offsets', 'read_prediction', 'RunDetails', 'evidence_of',
+           'isolation_records', 'item_fields', 'result_fields', 'index_rows', 'site_index', 'Pages', 'site_data',
+           'check_out', 'write_page', 'build_site', 'write_site', 'ViewHandler', 'server', 'show', 'view_index',
+           'deep_link', 'link_rows', 'report_view', 'vs_paper_links', 'add_parser', 'main', 'strip_of', 'wandb_row',
+           'to_wandb', 'report_to_wandb']
 
 # %% ../nbs/57_view.ipynb #ce018d62
 THUMB_SIDE = 160
@@ -97,29 +92,88 @@ def _samples_of(run: Run) -> tuple:
     except Exception as e:                       # the data moved, a benchmark's loader failed: show what the run recorded
         return None, {}, f"the run's data could not be loaded ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); frames and options are not shown"
 
+_ROW_TEXT = ("question", "raw", "gold", "gold_text", "parsed")       # held by the prediction too: not read twice
+
 def _score_rows(run: Run) -> tuple:
-    "`({sample_id: score row}, problem)` from the run's scores.csv."
-    try: df = run.scores()
-    except ValueError as e: return {}, str(e)
+    "`({sample_id: score row}, problem)` from the run's scores.csv (without the text columns a prediction holds)."
+    p = run.dir / "scores.csv"
+    try:
+        with open(p, encoding="utf-8") as f: head = f.readline()
+        import csv
+        df = run.scores([c for c in next(csv.reader([head]), []) if c not in _ROW_TEXT])
+    except FileNotFoundError: return {}, None
+    except (OSError, ValueError, StopIteration) as e: return {}, str(e)
     ok = lambda v: None if isinstance(v, float) and not math.isfinite(v) else v        # flat rows of Python scalars: NaN -> None
     return {str(r["sample_id"]): {k: ok(v) for k, v in r.items()} for r in df.to_dict("records")}, None
 
 # %% ../nbs/57_view.ipynb #04032f94
-def run_items(run: Run) -> dict:
-    "`{preds, judgments, rows, samples, bench, problems}` of one run, never raising."
-    problems = [run.problem] if run.problem else []
-    if run.config is None: return {"preds": {}, "judgments": {}, "rows": {}, "samples": {}, "bench": None, "problems": problems}
-    try: preds = {k: p.to_dict() for k, p in run.predictions().items()}
-    except (OSError, ValueError) as e: preds = {}; problems.append(f"predictions: {e}")
-    try: js = runner.latest_judgments(run.judgments(), (run.summary or {}).get("judge_id"))
-    except (OSError, ValueError) as e: js = {}; problems.append(f"judgments: {e}")
-    rows, prob = _score_rows(run)
-    if prob: problems.append(prob)
-    if run.summary is None and not run.problem: problems.append("no summary.json: the run stopped before it finished (items show the scores its predictions carry)")
-    bench, samples, prob = _samples_of(run)
-    if prob: problems.append(prob)
-    return {"preds": preds, "judgments": {k: j.to_dict() for k, j in js.items()}, "rows": rows, "samples": samples,
-            "bench": bench, "problems": problems}
+def prediction_offsets(run: Run) -> dict:
+    "`{sample_id: (path, byte offset)}` of the prediction the store keeps per item (`RunStore.load_predictions`' rule)."
+    out, ok = {}, {}
+    if not run.config_hash: return out
+    for path in run.store._files("predictions", True):
+        with open(path, "rb") as f:
+            at = 0
+            for n, raw in enumerate(f):
+                pos, at = at, at + len(raw)
+                try: d = json.loads(raw[3:] if n == 0 and raw.startswith(b"\xef\xbb\xbf") else raw)
+                except (ValueError, RecursionError): continue            # a line cut short by a killed writer: the store skips it too
+                if not isinstance(d, dict) or d.get("config_hash") != run.config_hash or not isinstance(d.get("sample_id"), str): continue
+                sid = d["sample_id"]
+                if ok.get(sid) and d.get("error") is not None: continue  # a success is never superseded by a later error
+                out[sid], ok[sid] = (path, pos), d.get("error") is None
+    return out
+
+def read_prediction(path, offset: int, handles: dict | None = None) -> dict | None:
+    "The prediction record at `offset` of `path` (as `Prediction.to_dict`), None when it cannot be read; `handles`: open files to reuse."
+    try:
+        if handles is None:
+            with open(path, "rb") as f: f.seek(offset); raw = f.readline()
+        else:
+            f = handles.get(path) or handles.setdefault(path, open(path, "rb"))
+            f.seek(offset); raw = f.readline()
+        return Prediction.from_dict(json.loads(raw.lstrip(b"\xef\xbb\xbf")), strict=False).to_dict()
+    except (OSError, ValueError, TypeError): return None
+
+# %% ../nbs/57_view.ipynb #58056fbf
+class RunDetails:
+    "One run's details, each read when first asked for (`preds`, `rows`, `judgments`, `data`, `isolation`, `graphs`)."
+    def __init__(self, run: Run):
+        self.run, self.problems, self._handles = run, [run.problem] if run.problem else [], {}
+        if run.config is not None and run.summary is None and not run.problem:
+            self.problems.append("no summary.json: the run stopped before it finished (items show the scores its predictions carry)")
+    def _try(self, what, fn, empty):
+        try: return fn()
+        except (OSError, ValueError) as e: self.problems.append(f"{what}: {e}"); return empty
+    @functools.cached_property
+    def offsets(self) -> dict: return self._try("predictions", lambda: prediction_offsets(self.run), {}) if self.run.config else {}
+    def pred(self, sid: str) -> dict | None: return read_prediction(*self.offsets[sid], self._handles) if sid in self.offsets else None
+
+    @functools.cached_property
+    def rows(self) -> dict:
+        if self.run.config is None: return {}
+        rows, prob = _score_rows(self.run)
+        if prob: self.problems.append(prob)
+        return rows
+    @functools.cached_property
+    def judgments(self) -> dict:
+        if self.run.config is None: return {}
+        js = self._try("judgments", lambda: runner.latest_judgments(self.run.judgments(), (self.run.summary or {}).get("judge_id")), {})
+        return {k: j.to_dict() for k, j in js.items()}
+    @functools.cached_property
+    def data(self) -> tuple:
+        "`(benchmark, {sample_id: Sample})` (empty when the run's data cannot be loaded: said in `problems`)."
+        if self.run.config is None: return None, {}
+        bench, samples, prob = _samples_of(self.run)
+        if prob: self.problems.append(prob)
+        return bench, samples
+    def close(self):
+        "Close the prediction files `pred` keeps open."
+        while self._handles: self._handles.popitem()[1].close()
+    @functools.cached_property
+    def isolation(self) -> dict: return isolation_records(self.run)
+    @functools.cached_property
+    def graphs(self) -> set: return {p.name for p in (self.run.dir / GRAPH_DIR).glob("*.json")}
 
 # %% ../nbs/57_view.ipynb #36c6c48f
 def evidence_of(run: Run, sample_id: str, isolation: dict, graphs: set | None = None) -> dict | None:
@@ -166,13 +220,16 @@ def result_fields(pred: dict | None, row: dict | None, judgment: dict | None) ->
     j = {k: judgment.get(k) for k in ("judge_id", "prompt_sha256", "raw", "score", "valid", "flags")} if judgment else None
     extra = {k: v for k, v in row.items() if k not in ("sample_id", "subset", "language", "locale", "answer_type", "align_id",
              "question", "gold", "gold_text", "parsed", "valid", "error", "raw", "score") and v not in (None, "")}
-    return ({"outcome": outcome(pred, score), "score": score, "raw": pred.get("raw"), "parsed": pred.get("parsed"),
+    return ({"outcome": outcome({"error": pred.get("error"), "valid": pred.get("valid"), "score": score}), "score": score, "raw": pred.get("raw"), "parsed": pred.get("parsed"),
                    "valid": pred.get("valid"), "error": pred.get("error"), "finish_reason": pred.get("finish_reason"),
                    "thinking": _thinking(pred), "judge": j, "tokens": {k: v for k, v in u.items() if "tokens" in k},
                    "cost_usd": u.get("cost_usd", row.get("cost_usd")), "latency_s": pred.get("latency_s"),
                    "raw_truncated": pred.get("raw_truncated"), "row": extra})
 
 # %% ../nbs/57_view.ipynb #81e0d78d
+INDEX_COLUMNS = ("run_dir", "cfg_benchmark", "sample_id", "error", "valid", "score", "judge_score")    # every run's rows
+ITEM_COLUMNS = ("sample_id", "subset", "language", "locale", "align_id", "question", "gold_text")     # once per item
+
 def _run_meta(key: str, run: Run, label: str, problems: list, n: int) -> dict:
     c = run.config
     return _clean({"key": key, "name": run.name, "label": label, "dir": str(run.dir), "status": run.status, "problems": problems,
@@ -180,66 +237,151 @@ def _run_meta(key: str, run: Run, label: str, problems: list, n: int) -> dict:
                    "num_frames": _used_frames(run.info) or (c.num_frames if c else None), "n_items": n,
                    "judge_id": (run.summary or {}).get("judge_id"), "overall": run.overall})
 
-def _run_results(key, run, it, items, results, thumbs, cache, progress):
-    "Add one run's items to `items` / `results` (media re-sampled when `thumbs` is given)."
-    from tqdm.auto import tqdm
-    iso, bench = isolation_records(run), it["bench"]
-    graphs = {p.name for p in (run.dir / GRAPH_DIR).glob("*.json")}
-    bname = run.config.benchmark if run.config else None
-    for sid in tqdm(list(dict.fromkeys([*it["rows"], *it["preds"]])), desc=f"view {run.name}", disable=not progress, unit="item"):
-        s, p, row = it["samples"].get(sid), it["preds"].get(sid), it["rows"].get(sid)
-        k = (bname, sid)
-        if k not in items or (items[k].get("options") in (None, []) and s is not None): items[k] = item_fields(sid, s, p, row, bname)
-        res = result_fields(p, row, it["judgments"].get(sid))
-        if thumbs is not None:
-            res["media"] = item_media(bench, s, run.config, run.info, thumbs, cache) if s is not None and bench is not None else \
-                {"frames": [], "images": [], "text": [], "missing": ["the run's data could not be loaded: the media it was given is unknown"]}
-        ev = evidence_of(run, sid, iso, graphs)
-        if ev: res["evidence"] = ev
-        results.setdefault(k, {})[key] = res
+def _pred_rows(run: Run, details: RunDetails):
+    "Index rows of a run that has predictions but no score rows (stopped before its summary)."
+    import pandas as pd
+    ps = [p for p in (details.pred(k) for k in details.offsets) if p]
+    return pd.DataFrame([{"run_dir": str(run.dir), "cfg_benchmark": run.config.benchmark, "sample_id": p["sample_id"], "question": p.get("question"),
+                          "gold_text": p.get("gold_text"), "error": p.get("error"), "valid": p.get("valid"), "score": p.get("score")} for p in ps])
 
-def site_data(runs, frames: bool = True, progress: bool = True, out=None) -> dict:
-    "`{runs, items: {key: item}, results: {key: {run key: result}}}` for `runs` (thumbnails under `out` when `frames`)."
-    rs = as_runset(runs)
-    labels = run_labels(list(rs)) if len(rs) > 1 else {r.name: r.name for r in rs}
-    thumbs = Thumbs(out) if frames and out is not None else None
-    cache = shared_frame_cache() if thumbs is not None else None
-    metas, items, results = [], {}, {}
-    for i, run in enumerate(rs):
-        it = run_items(run)
-        _run_results(f"r{i}", run, it, items, results, thumbs, cache, progress)
-        metas.append(_run_meta(f"r{i}", run, labels.get(run.name, run.name), it["problems"], len(it["preds"])))
-    one = len({b for b, _ in items}) <= 1
-    key = lambda k: k[1] if one else f"{k[0]}/{k[1]}"
-    return {"runs": metas, "items": {key(k): v for k, v in items.items()}, "results": {key(k): v for k, v in results.items()}}
+def index_rows(rs: RunSet, details: list):
+    "The score rows the index lists (`INDEX_COLUMNS`, tags as categoricals); a run whose scores.csv cannot be read says so."
+    import pandas as pd
+    try: df = rs.scores(columns=list(INDEX_COLUMNS), categorical=True)
+    except ValueError:                                             # one unreadable scores.csv: read the others, name it
+        parts = []
+        for r, d in zip(rs, details):
+            try: parts.append(RunSet([r]).scores(columns=list(INDEX_COLUMNS)))
+            except ValueError as e: d.problems.append(str(e))
+        df = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(INDEX_COLUMNS))
+    col = df["run_dir"]
+    listed = set(map(str, col.cat.categories if col.dtype == "category" else col.unique())) if len(df) else set()
+    extra = [_pred_rows(r, d) for r, d in zip(rs, details) if r.config is not None and str(r.dir) not in listed and d.offsets]
+    if extra: df = pd.concat([df.astype({"run_dir": str, "cfg_benchmark": str}), *extra], ignore_index=True)
+    for c in INDEX_COLUMNS:
+        if c not in df.columns: df[c] = None
+    return df
 
 # %% ../nbs/57_view.ipynb #fd95da2d
 CHUNK = 200
 _CATS = ("benchmark", "subset", "language", "locale", "align_id")
 
-def _codes(values: list) -> dict:
-    vocab = list(dict.fromkeys(values))
-    at = {v: i for i, v in enumerate(vocab)}
-    return {"v": vocab, "c": [at[v] for v in values]}
+def _runs_of(runs) -> RunSet:
+    rs = as_runset(runs)
+    if not len(rs): raise FileNotFoundError(f"no runs (folders with a run.json) below {', '.join(map(str, runs if isinstance(runs, (list, tuple)) else [runs]))}")
+    return rs
 
-def site_index(data: dict) -> tuple:
-    "`(index, pages)`: the columnar index of `data` and its details cut into pages of `CHUNK` items."
-    keys = list(data["items"])
-    items = [data["items"][k] for k in keys]
-    num = lambda x: None if x is None else round(float(x), 4)
-    res = {}
-    for m in data["runs"]:
-        rk, got = m["key"], [data["results"].get(k, {}).get(m["key"]) for k in keys]
-        res[rk] = {"o": [OUTCOMES.index(g["outcome"]) if g else 0 for g in got],
-                   "s": [num(g.get("score")) if g else None for g in got],
-                   "j": [num((g.get("judge") or {}).get("score")) if g else None for g in got]}
-    index = {"runs": data["runs"], "outcomes": OUTCOMES, "chunk": CHUNK, "keys": keys,
-             "cats": {c: _codes([it.get(c) for it in items]) for c in _CATS},
-             "q": [(it.get("question") or "")[:300] for it in items], "gold": [(it.get("gold_text") or "")[:100] for it in items],
-             "res": res}
-    pages = [{k: {"item": data["items"][k], "runs": data["results"].get(k, {})} for k in keys[i:i + CHUNK]}
-             for i in range(0, len(keys), CHUNK)]
-    return index, pages
+def _codes(col) -> dict:
+    "`{v: vocabulary, c: codes}` of one column (missing values: None in the vocabulary)."
+    import pandas as pd
+    codes, vocab = pd.factorize(pd.Series(col, dtype=object), use_na_sentinel=True)
+    vocab = [_clean(v) for v in vocab.tolist()]
+    if (codes < 0).any(): codes = codes.copy(); codes[codes < 0] = len(vocab); vocab.append(None)
+    return {"v": vocab, "c": codes.tolist()}
+
+def _floats(a) -> list: return [None if x != x else x for x in a.round(4).tolist()]
+
+# %% ../nbs/57_view.ipynb #89628477
+def _item_columns(rs: RunSet, df, codes, at: dict, one: bool, run_codes, cat: dict) -> dict:
+    "`{column: [value per key]}` of `ITEM_COLUMNS`, read from the first runs that hold each item (a sweep's runs share items: one read)."
+    import numpy as np
+    n = len(at)
+    out, need = {c: [None] * n for c in ITEM_COLUMNS[1:]}, np.ones(n, bool)
+    for r in rs:
+        if not need.any(): break
+        m = run_codes == cat.get(str(r.dir), -2)
+        if r.config is None or not need[codes[m]].any(): continue
+        try: t = r.scores(list(ITEM_COLUMNS)) if (r.dir / "scores.csv").is_file() else df[m]
+        except ValueError: t = df[m]
+        t = t.astype(object).where(t.notna(), None)
+        ids = t["sample_id"].astype(str).tolist()
+        for c in ITEM_COLUMNS[1:]:
+            if c not in t.columns: continue
+            col = out[c]
+            for k, v in zip(ids, t[c].tolist()):
+                i = at.get(k if one else f"{r.config.benchmark}/{k}")
+                if i is not None and need[i]: col[i] = v
+        for k in ids:
+            i = at.get(k if one else f"{r.config.benchmark}/{k}")
+            if i is not None: need[i] = False
+    return out
+
+# %% ../nbs/57_view.ipynb #6007bcd4
+def site_index(rs: RunSet, details: list, labels: dict) -> tuple:
+    "`(index, ids)`: the columnar index of the runs' items and `(benchmark, sample_id)` of each of its keys."
+    import numpy as np, pandas as pd
+    df = index_rows(rs, details)
+    bench = df["cfg_benchmark"]
+    one = len(bench.cat.categories if bench.dtype == "category" else pd.unique(bench)) <= 1
+    codes, keys = pd.factorize(df["sample_id"] if one else pd.Series([f"{b}/{s}" for b, s in zip(bench, df["sample_id"])], dtype=object))
+    keys = [str(k) for k in keys]
+    first = np.unique(codes, return_index=True)[1] if len(codes) else np.array([], int)
+    n, runs = len(keys), pd.Categorical(df["run_dir"].astype(str) if df["run_dir"].dtype != "category" else df["run_dir"])
+    oc = outcome_codes(df["error"], df["valid"], df["score"])
+    sc, js = pd.to_numeric(df["score"], errors="coerce").to_numpy(float), pd.to_numeric(df["judge_score"], errors="coerce").to_numpy(float)
+    metas, res, cat, at = [], {}, {c: i for i, c in enumerate(runs.categories)}, {k: i for i, k in enumerate(keys)}
+    for i, (r, d) in enumerate(zip(rs, details)):
+        m = runs.codes == cat.get(str(r.dir), -2)
+        o, s, j = np.zeros(n, np.int8), np.full(n, np.nan), np.full(n, np.nan)
+        o[codes[m]], s[codes[m]], j[codes[m]] = oc[m], sc[m], js[m]
+        for k, jd in (d.judgments if (r.dir / "judgments.jsonl").is_file() else {}).items():   # a verdict written after scoring
+            at_k = at.get(k if one else f"{r.config.benchmark}/{k}")
+            if at_k is not None and jd.get("score") is not None: j[at_k] = float(jd["score"])
+        if r.status != "broken": res[f"r{i}"] = {"o": o.tolist(), "s": _floats(s), "j": _floats(j)}
+        metas.append(_run_meta(f"r{i}", r, labels.get(r.name, r.name), d.problems, int(m.sum())))
+    it, top = _item_columns(rs, df, codes, at, one, runs.codes, cat), bench.iloc[first].astype(object).tolist()
+    text = lambda vals, k: ["" if v is None else str(v)[:k] for v in vals]
+    index = {"runs": metas, "outcomes": OUTCOMES, "chunk": CHUNK, "keys": keys,
+             "cats": {"benchmark": _codes(top), **{c: _codes(it[c]) for c in _CATS[1:]}},
+             "q": text(it["question"], 300), "gold": text(it["gold_text"], 100), "res": res}
+    return index, list(zip(top, df["sample_id"].astype(str).to_numpy()[first].tolist()))
+
+# %% ../nbs/57_view.ipynb #dd9ae3b2
+class Pages:
+    "The pages of details of a view, each built when first asked for: `page(i)` holds items `keys[i*CHUNK:(i+1)*CHUNK]`."
+    def __init__(self, rs: RunSet, details: list, index: dict, ids: list, folder=None, frames: bool = True):
+        self.runs = [(m["key"], r, d) for m, r, d in zip(index["runs"], rs, details) if r.config is not None]
+        self.keys, self.ids, self.n = index["keys"], ids, math.ceil(len(index["keys"]) / CHUNK)
+        self.thumbs = Thumbs(folder) if frames and folder is not None else None
+        self.cache = shared_frame_cache() if self.thumbs is not None else None
+        self.lock = threading.Lock()
+
+    def _result(self, rk, run, d, sid, p, row):
+        if p is None and row is None: return None
+        res = result_fields(p, row, d.judgments.get(sid))
+        bench, samples = d.data if self.thumbs is not None else (None, {})
+        if self.thumbs is not None:
+            s = samples.get(sid)
+            res["media"] = item_media(bench, s, run.config, run.info, self.thumbs, self.cache) if s is not None and bench is not None else \
+                {"frames": [], "images": [], "text": [], "missing": ["the run's data could not be loaded: the media it was given is unknown"]}
+        ev = evidence_of(run, sid, d.isolation, d.graphs)
+        if ev: res["evidence"] = ev
+        return res
+
+    def page(self, i: int) -> dict:
+        "`{key: {item, runs: {run key: result}}}` of page `i`."
+        out = {}
+        with self.lock:
+            for k, (b, sid) in zip(self.keys[i * CHUNK:(i + 1) * CHUNK], self.ids[i * CHUNK:(i + 1) * CHUNK]):
+                mine = [(rk, r, d, d.pred(sid), d.rows.get(sid)) for rk, r, d in self.runs if r.config.benchmark == b]
+                got = {rk: res for rk, r, d, p, row in mine if (res := self._result(rk, r, d, sid, p, row)) is not None}
+                sample = next((d.data[1][sid] for _, _, d, _, _ in mine if sid in d.data[1]), None)
+                first = next(((p, row) for *_, p, row in mine if p is not None or row is not None), (None, None))
+                out[k] = {"item": item_fields(sid, sample, *first, b), "runs": got}
+        return out
+
+# %% ../nbs/57_view.ipynb #061457cd
+def site_data(runs, frames: bool = True, progress: bool = True, out=None) -> dict:
+    "`{runs, items: {key: item}, results: {key: {run key: result}}}`: every page of `runs` at once (thumbnails under `out` when `frames`)."
+    from tqdm.auto import tqdm
+    rs = _runs_of(runs)
+    details = [RunDetails(r) for r in rs]
+    index, ids = site_index(rs, details, run_labels(list(rs)) if len(rs) > 1 else {})
+    P, items, results = Pages(rs, details, index, ids, out, frames), {}, {}
+    for i in tqdm(range(P.n), desc="view pages", disable=not progress, unit="page"):
+        for k, v in P.page(i).items(): items[k], results[k] = v["item"], v["runs"]
+    for d in details: d.close()
+    return {"runs": [{**m, "problems": d.problems} for m, d in zip(index["runs"], details)], "items": items, "results": results}
 
 # %% ../nbs/57_view.ipynb #91cf80a0
 MARKER = ".vlmlens-view"
@@ -259,41 +401,67 @@ def _js(path: Path, prefix: str, obj, suffix: str = ";\n"):
     dump = lambda o: json.dumps(o, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try: text = dump(obj)
     except (ValueError, TypeError): text = dump(_clean(obj))          # a NaN or an odd value somewhere: the slow, safe copy
-    path.write_text(prefix + text + suffix, encoding="utf-8")
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(prefix + text + suffix, encoding="utf-8"); tmp.replace(path)
 
-def write_site(runs, out="vlmlens-view", frames: bool = True, progress: bool = True) -> Path:
-    "Write the viewer of `runs` (folders, a RunSet or Runs) to `out`; returns the path of its `index.html`."
-    rs = as_runset(runs)
-    if not len(rs): raise FileNotFoundError(f"no runs (folders with a run.json) below {', '.join(map(str, runs if isinstance(runs, (list, tuple)) else [runs]))}")
+def write_page(pages: Pages, folder, i: int) -> Path:
+    "Write page `i` of `pages` to `folder/details/NNNNN.js` (loaded by the page through a `<script>` tag)."
+    p = Path(folder) / "details" / f"{i:05d}.js"
+    p.parent.mkdir(exist_ok=True)
+    _js(p, f"VLMLENS_DETAIL({i},", pages.page(i), ");\n")
+    return p
+
+
+
+# %% ../nbs/57_view.ipynb #62ec0cf1
+def build_site(runs, out="vlmlens-view", frames: bool = True, progress: bool = True, pages: bool = True) -> tuple:
+    "Write the view of `runs` to `out` (every page of details when `pages`); returns `(index.html path, Pages)`."
+    from tqdm.auto import tqdm
+    rs = _runs_of(runs)
     out = check_out(out).resolve()
     tmp = out.with_name(f".{out.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
     try:
-        index, pages = site_index(site_data(rs, frames, progress, tmp))
+        details = [RunDetails(r) for r in rs]
+        index, ids = site_index(rs, details, run_labels(list(rs)) if len(rs) > 1 else {})
         (tmp / "details").mkdir()
-        for i, page in enumerate(pages): _js(tmp / "details" / f"{i:05d}.js", f"VLMLENS_DETAIL({i},", page, ");\n")
+        if pages:
+            P = Pages(rs, details, index, ids, tmp, frames)
+            for i in tqdm(range(P.n), desc="view pages", disable=not progress, unit="page"): write_page(P, tmp, i)
+            for d in details: d.close()
+            index["runs"] = [{**m, "problems": d.problems} for m, d in zip(index["runs"], details)]   # met while reading the pages
         _js(tmp / "data.js", "window.VLMLENS_INDEX=", index)
         for f in _assets().iterdir(): shutil.copy(f, tmp / f.name)
         (tmp / MARKER).write_text("a vlmlens results view; `vlmlens view` replaces this folder\n", encoding="utf-8")
         if out.exists(): shutil.rmtree(out)
         tmp.rename(out)
     finally: shutil.rmtree(tmp, ignore_errors=True)
-    return out / "index.html"
+    return out / "index.html", Pages(rs, details, index, ids, out, frames)
+
+def write_site(runs, out="vlmlens-view", frames: bool = True, progress: bool = True) -> Path:
+    "Write the viewer of `runs` (folders, a RunSet or Runs) to `out`, every page included; returns the path of its `index.html`."
+    return build_site(runs, out, frames, progress)[0]
 
 # %% ../nbs/57_view.ipynb #8a95ffaa
 class ViewHandler(http.server.SimpleHTTPRequestHandler):
-    "Static files of one view folder: no directory listings, nothing outside the folder, no request log."
+    "Files of one view folder (pages of details built on request): no directory listings, nothing outside the folder, no request log."
+    pages = None
     def translate_path(self, path):
         p, root = Path(super().translate_path(path)).resolve(), Path(self.directory).resolve()
-        return str(p) if p == root or root in p.parents else str(root / ".not-in-this-view")
+        if not (p == root or root in p.parents): return str(root / ".not-in-this-view")
+        if self.pages is not None and p.parent == root / "details" and not p.exists() and p.suffix == ".js" and p.stem.isdigit() \
+                and int(p.stem) < self.pages.n:
+            write_page(self.pages, root, int(p.stem))
+        return str(p)
     def list_directory(self, path): self.send_error(404, "no directory listings"); return None
     def log_message(self, *a): pass
 
-def server(out, port: int = 8000):
-    "An HTTP server of the view folder `out` on 127.0.0.1:`port` (0: any free port); call `serve_forever()`."
+def server(out, port: int = 8000, pages: Pages | None = None):
+    "An HTTP server of the view folder `out` on 127.0.0.1:`port` (0: any free port; `pages`: built on request); call `serve_forever()`."
     out = Path(out)
     if not (out / MARKER).exists(): raise ValueError(f"{out}: not a vlmlens view folder (make one with `vlmlens view`)")
-    return http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), functools.partial(ViewHandler, directory=str(out)))
+    handler = type("Handler", (ViewHandler,), {"pages": pages})
+    return http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), functools.partial(handler, directory=str(out)))
 
 # %% ../nbs/57_view.ipynb #f7e478d3
 def show(runs, out="vlmlens-view", height: int = 720, frames: bool = True, progress: bool = False):
@@ -304,12 +472,104 @@ def show(runs, out="vlmlens-view", height: int = 720, frames: bool = True, progr
     except ValueError: src = page.as_uri()           # another drive (Windows)
     return IFrame(src.replace(os.sep, "/"), width="100%", height=height)
 
+# %% ../nbs/57_view.ipynb #2e8a671b
+GROUP_FILTERS = {"benchmark": "benchmark", "subset": "subset", "skill": "subset", "language": "language", "locale": "locale"}
+ROW_LINKS = (("items", None), ("wrong", "wrong"), ("invalid", "invalid"), ("errored", "errored"))
+
+@functools.lru_cache(maxsize=8)
+def _view_index(page: str, mtime: float) -> dict:
+    text = Path(page).read_text(encoding="utf-8")
+    return json.loads(text[len("window.VLMLENS_INDEX="):].rstrip().rstrip(";"))
+
+def view_index(view_dir) -> dict:
+    "The index (`data.js`) of the view in `view_dir`."
+    p = Path(view_dir) / "data.js"
+    if not (Path(view_dir) / MARKER).exists() or not p.is_file(): raise ValueError(f"{view_dir}: not a vlmlens view folder (make one with `vlmlens view`)")
+    return _view_index(str(p.resolve()), p.stat().st_mtime)
+
+def deep_link(view_dir, run=None, outcome: str | None = None, **where) -> str:
+    "The address of the view's list of the items of `run` (a run folder or name) in the group `where` (`GROUP_FILTERS`), with `outcome`."
+    from urllib.parse import urlencode
+    ix, params = view_index(view_dir), {}
+    if run is not None:
+        want = str(Path(run).resolve()) if Path(str(run)).exists() else None
+        key = next((m["key"] for m in ix["runs"] if want is not None and str(Path(m["dir"]).resolve()) == want), None) or \
+            next((m["key"] for m in ix["runs"] if m["name"] == str(run)), None)
+        if key is None: raise ValueError(f"{run}: not a run of the view in {view_dir}")
+        params["run"] = key
+    for k, v in where.items():
+        if k not in GROUP_FILTERS: raise ValueError(f"{k}: the view filters by {', '.join(GROUP_FILTERS)}")
+        if v is not None and v != "": params[GROUP_FILTERS[k]] = str(v)
+    if outcome is not None:
+        if outcome not in OUTCOMES: raise ValueError(f"outcome {outcome!r}: one of {', '.join(OUTCOMES)}")
+        params["outcome"] = outcome
+    return (Path(view_dir).resolve() / "index.html").as_uri() + "#" + urlencode(params)
+
+# %% ../nbs/57_view.ipynb #a57d6e3e
+def _group_of(row: dict) -> dict:
+    "The group filters of one report row (its group columns; 'all items' and blanks filter nothing)."
+    out = {}
+    for k in GROUP_FILTERS:
+        v = row.get(k)
+        v = getattr(v, "value", v)
+        if v is None or (isinstance(v, str) and (v in ("", "all items") or v.startswith(BLANK))): continue
+        out[k] = v
+    return out
+
+def link_rows(table: Table, view_dir, runs, fmt: str = "md", groups: list | None = None) -> Table:
+    "A copy of `table` with links to the items behind each row: `runs` (one per row, or one for all) its run, `groups` its filters (else its group columns)."
+    import copy
+    t, df = copy.copy(table), table.data.reset_index(drop=True)
+    runs = list(runs) if isinstance(runs, (list, tuple)) else [runs] * len(df)
+    groups = groups or [_group_of(r) for r in df.to_dict("records")]
+    if fmt == "csv":
+        t.data = df.assign(view_url=[deep_link(view_dir, r, **g) for r, g in zip(runs, groups)])
+        return t
+    md = lambda r, g: " · ".join(f"[{name}]({deep_link(view_dir, r, o, **g)})" for name, o in ROW_LINKS)
+    t.data = df.assign(**{"items in the view": [md(r, g) for r, g in zip(runs, groups)]})
+    return t
+
+# %% ../nbs/57_view.ipynb #bd6eefb2
+def report_view(runs, view_dir, fmt: str) -> Path:
+    "The view `vlmlens report --view DIR` links to: `view_dir`, written first when it holds no view; refused when it lacks some of `runs`."
+    if fmt not in ("md", "csv"): raise ValueError(f"--view links a report's rows to their items in --format md or csv, not {fmt}")
+    rs, out = _runs_of(runs), check_out(view_dir)
+    if not (out / "data.js").is_file(): write_site(rs, out, progress=False)
+    have = {str(Path(m["dir"]).resolve()) for m in view_index(out)["runs"]}
+    gone = [r.name for r in rs if str(r.dir.resolve()) not in have]
+    if gone: raise ValueError(f"{out}: the view lacks {', '.join(gone[:3])}{' …' if len(gone) > 3 else ''} (rebuild it: vlmlens view RUNS --out {out})")
+    return out
+
+def _column_group(ix: dict, column) -> dict:
+    "The view's filters a paper's table column names: its words that are a subset, locale or language of the view ('VQAv2 Hi')."
+    import re
+    words = {w.lower() for w in re.split(r"[\s,/()]+", str(column)) if w} | {str(column).lower()}
+    out = {}
+    for cat in ("subset", "locale", "language"):
+        for v in ix["cats"][cat]["v"]:
+            names = {str(v).lower()} | ({language_name(v).lower()} if cat != "subset" else set())
+            if v is not None and names & words: out[cat] = v; break
+    return out
+
+def vs_paper_links(runs, fmt: str, view_dir, judge_reading: bool = False, include_departures: bool = False) -> tuple[str, list]:
+    "`vs_paper.vs_paper_report` with each row linked to its items in the view (Markdown; CSV stays as `vs_paper_report` writes it)."
+    if fmt != "md": return vs_paper_report(runs, fmt, judge_reading=judge_reading, include_departures=include_departures)
+    rs = as_runset(runs)
+    cmp = compare(rs, judge_reading=judge_reading, include_departures=include_departures)
+    if not len(cmp): return "", cmp.attrs["unmatched"]
+    by_name, ix = {r.name: r.dir for r in rs}, view_index(view_dir)
+    t = link_rows(vs_paper_table(cmp), view_dir, [by_name.get(n, n) for n in cmp["run_name"]], fmt,
+                  [_column_group(ix, c) for c in cmp["column"]])
+    return render_table(t, fmt), cmp.attrs["unmatched"]
+
 # %% ../nbs/57_view.ipynb #e9f9e5d4
 def add_parser(sub):
     "Add `vlmlens view` to the CLI's subcommands (and `--to wandb` to `vlmlens report`, when it is there)."
     if "report" in sub.choices:
         sub.choices["report"].add_argument("--to", choices=("wandb",), help="instead of printing, log each run's summary and items "
                                            "(frames, answers, judge replies, scores) to Weights & Biases (key from WANDB_API_KEY or wandb login)")
+        sub.choices["report"].add_argument("--view", metavar="DIR", help="link each table row (and --vs-paper row) to its items in the view "
+                                           "in DIR, written first when DIR holds none (with --format md or csv)")
     s = sub.add_parser("view", help="write a browsable view of runs (item by item: frames, answers, judge replies, scores)")
     s.add_argument("runs", nargs="+", help="run folders, or folders holding runs (any depth)")
     s.add_argument("--out", default="vlmlens-view", help="folder to write the site to (replaced if it is a view) (default: vlmlens-view)")
@@ -320,10 +580,10 @@ def add_parser(sub):
 
 def main(a) -> int:
     "Run `vlmlens view`."
-    page = write_site(a.runs, a.out, frames=a.frames, progress=a.progress)
-    print(f"view: {page.as_uri()}  (open it in a browser)")
-    if a.serve:
-        srv = server(page.parent, a.port)
+    page, pages = build_site(a.runs, a.out, frames=a.frames, progress=a.progress, pages=not a.serve)
+    if not a.serve: print(f"view: {page.as_uri()}  (open it in a browser)")
+    else:
+        srv = server(page.parent, a.port, pages)
         print(f"serving {page.parent} on http://127.0.0.1:{srv.server_address[1]}/ (Ctrl-C stops)")
         try: srv.serve_forever()
         except KeyboardInterrupt: pass

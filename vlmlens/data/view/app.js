@@ -77,6 +77,7 @@
       let ok = true;
       for (const c in want) if (IX.cats[c].c[i] !== want[c]) { ok = false; break; }
       if (!ok) continue;
+      if (state.run !== "any" && IX.res[state.run] && IX.res[state.run].o[i] === 0) continue;   // a run chosen: its items only
       if (oc >= 0 && !rks.some((r) => IX.res[r].o[i] === oc)) continue;
       if (jmin !== null || jmax !== null) {
         if (!rks.some((r) => { const j = IX.res[r].j[i]; return j !== null && (jmin === null || j >= jmin) && (jmax === null || j <= jmax); })) continue;
