@@ -12,6 +12,7 @@ import io
 import json
 import os
 import re
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +25,12 @@ from .readers import read_records
 # %% auto #0
 __all__ = ['INFINIBENCH_REVISION', 'SPLIT_ALIASES', 'NEPTUNE_RELEASES', 'RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED',
            'VIDEO_MAP', 'CHUNK', 'YOUTUBE_URL', 'TVQA_FPS', 'Release', 'split_name', 'data_root', 'release_dir',
-           'release', 'data_files', 'read_lock', 'write_lock', 'verify', 'need', 'Offline', 'is_offline',
+           'release', 'data_files', 'read_lock', 'write_lock', 'damage', 'verify', 'need', 'Offline', 'is_offline',
            'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub', 'url_variable', 'fetch_file', 'get',
            'default_data_path', 'provenance', 'text_encoding', 'split_rows', 'read_rows', 'resolve_data_path',
-           'list_releases', 'unpack_parts', 'tvqa_clip', 'tvqa_episodes', 'write_episode', 'episode_subtitles',
-           'episode_paths', 'assemble_episode', 'prepare_tvqa', 'map_videos', 'prepare', 'add_parser', 'main']
+           'check_intact', 'list_releases', 'unpack_parts', 'tvqa_clip', 'tvqa_episodes', 'write_episode',
+           'episode_subtitles', 'episode_paths', 'assemble_episode', 'prepare_tvqa', 'map_videos', 'prepare',
+           'add_parser', 'main']
 
 # %% ../nbs/06_data.ipynb #7b8e7500
 @dataclass(frozen=True)
@@ -161,17 +163,22 @@ def write_lock(folder, rel: Release, revision: str | None, split: str | None = N
     return lock
 
 # %% ../nbs/06_data.ipynb #5ff08f87
+def damage(folder, name: str, lock: dict | None = None, strict: bool = True) -> str | None:
+    "Why the release file `name` no longer matches the lock (missing, truncated, grown, changed); None when it does or the lock does not list it."
+    want = ((lock if lock is not None else read_lock(folder)) or {}).get("files", {}).get(name)
+    p = Path(folder) / name
+    if want is None: return None
+    if not p.is_file(): return "missing"
+    st = p.stat()
+    if st.st_size != want["size"]: return f"size {st.st_size}, lock says {want['size']} ({'truncated' if st.st_size < want['size'] else 'grown'})"
+    if (strict or st.st_mtime_ns != want.get("mtime_ns")) and file_sha256(p) != want["sha256"]: return "sha256 differs from the lock (changed)"
+    return None
+
 def verify(folder) -> list[str]:
     "One line per file that differs from the lock (missing, truncated, changed, not in the lock); [] when intact."
     folder, lock = Path(folder), read_lock(folder)
     if lock is None: raise FileNotFoundError(f"{folder}: no {LOCK} (fetch it with `vlmlens data get`)")
-    bad = []
-    for f, want in sorted(lock["files"].items()):
-        p = folder / f
-        if not p.is_file(): bad.append(f"{f}: missing"); continue
-        size = p.stat().st_size
-        if size != want["size"]: bad.append(f"{f}: size {size}, lock says {want['size']} ({'truncated' if size < want['size'] else 'grown'})")
-        elif file_sha256(p) != want["sha256"]: bad.append(f"{f}: sha256 differs from the lock (changed)")
+    bad = [f"{f}: {why}" for f in sorted(lock["files"]) if (why := damage(folder, f, lock))]
     bad += [f"{f}: not in the lock (added after the download)" for f in data_files(folder) if f not in lock["files"]]
     return bad
 
@@ -246,6 +253,9 @@ def fetch_youtube(ids, folder, workers: int = 4, progress: bool = True) -> dict:
     from concurrent.futures import ThreadPoolExecutor
     from tqdm.auto import tqdm
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
+    lock, root = read_lock(folder.parent) or {}, folder.parent
+    for p in list(folder.iterdir()):                           # a video that no longer matches the lock is fetched again
+        if p.is_file() and damage(root, p.relative_to(root).as_posix(), lock, strict=False): p.unlink()
     have = {p.stem for p in folder.iterdir() if p.is_file() and not p.name.endswith((".part", ".ytdl"))}
     todo = [v for v in dict.fromkeys(ids) if v not in have]
     failed = {}
@@ -282,8 +292,9 @@ def fetch_hub(rel: Release, split: str, videos: bool, folder, progress: bool = T
         have = sorted({f.path.split("/")[0] for f in tree if match(f, [p.replace("{split}", "*") for p in rel.files])})
         raise ValueError(f"{rel.location}@{asked}: no rows of split {split!r} (this revision has {', '.join(have) or 'none'})")
     files = [f for f in tree if match(f, rel.files + (rel.videos if videos else ()))]
-    folder, headers = Path(folder), build_hf_headers()
-    todo = [f for f in files if not ((folder / f.path).is_file() and (folder / f.path).stat().st_size == f.size)]
+    folder, headers, lock = Path(folder), build_hf_headers(), read_lock(folder)
+    todo = [f for f in files if not ((folder / f.path).is_file() and (folder / f.path).stat().st_size == f.size)
+            or damage(folder, f.path, lock, strict=False)]               # a file that no longer matches the lock: again
     url = lambda f: hub.hf_hub_url(rel.location, f.path, repo_type="dataset", revision=sha)
     with ThreadPoolExecutor(max(1, min(workers, len(todo)))) as ex:
         list(ex.map(lambda f: fetch_https(url(f), folder / f.path, headers=headers, progress=progress), todo))
@@ -330,9 +341,13 @@ def get(benchmark: str, split: str | None = None, videos: bool = False, accept_l
                          f"(--videos), then run `vlmlens data prepare {benchmark} --videos DIR --accept-license`")
     if is_offline(): raise Offline(f"offline mode (HF_HUB_OFFLINE): cannot fetch {benchmark}; unset it, or pass --data-path")
     if videos: check_consent(rel, folder, accept_license)
-    where = {}
-    if rel.source == "hub": where = fetch_hub(rel, split, videos, folder, progress, revision=revision); revision = where.pop("revision")
-    else: revision, where["address"] = fetch_file(rel, folder, progress)
+    where, existed = {}, folder.exists()
+    try:
+        if rel.source == "hub": where = fetch_hub(rel, split, videos, folder, progress, revision=revision); revision = where.pop("revision")
+        else: revision, where["address"] = fetch_file(rel, folder, progress)
+    except BaseException:                                      # nothing fetched: no empty release folder left behind
+        if not existed and folder.is_dir() and not any(p.is_file() for p in folder.rglob("*")): shutil.rmtree(folder)
+        raise
     failed = {}
     if videos and rel.videos == ("youtube",):
         failed = fetch_youtube(_youtube_ids(folder / rel.data_file), folder / "videos", progress=progress)
@@ -403,14 +418,23 @@ def resolve_data_path(cfg: RunConfig) -> RunConfig:
     if cfg.data_path:
         p = Path(cfg.data_path).expanduser().resolve()
         inside = any(p == f or f in p.parents for f in (release_dir(b).resolve() for b in RELEASES))
-        return dataclasses.replace(cfg, data_path=str(p)) if inside else cfg
+        return check_intact(dataclasses.replace(cfg, data_path=str(p))) if inside else cfg
     if rel is None or not rel.data_file or any(kw.get(k) == v for k, v in rel.packaged): return cfg
     p = default_data_path(cfg.benchmark, cfg.split)
     if p is None:
         split = f" --split {cfg.split}" if cfg.split in rel.splits else ""
         raise FileNotFoundError(f"{cfg.benchmark}: no --data-path and no fetched release in {release_dir(cfg.benchmark)}: "
                                 f"run `vlmlens data get {cfg.benchmark}{split}` (or pass --data-path)")
-    return dataclasses.replace(cfg, data_path=str(p.resolve()))
+    return check_intact(dataclasses.replace(cfg, data_path=str(p.resolve())))
+
+def check_intact(cfg: RunConfig) -> RunConfig:
+    "`cfg` unchanged when its rows file in a fetched release matches the lock; ValueError naming the file and the fix otherwise."
+    p = Path(cfg.data_path)
+    for b in RELEASES:
+        folder = release_dir(b).resolve()
+        if p.is_file() and folder in p.parents and (why := damage(folder, p.relative_to(folder).as_posix(), strict=False)):
+            raise ValueError(f"{p}: {why}: the fetched {b} release is damaged; repair it with `vlmlens data get {b}`")
+    return cfg
 
 # %% ../nbs/06_data.ipynb #4129d39b
 def _here(b: str) -> str:
@@ -732,5 +756,7 @@ def main(a) -> int:
         return 0
     bad = verify(release_dir(release(a.benchmark).benchmark))
     for line in bad: print(f"{a.benchmark}: {line}", file=sys.stderr)
+    if bad: print(f"{a.benchmark}: repair with `vlmlens data get {a.benchmark}` (damaged files are fetched again; "
+                  f"unpacked videos then need `vlmlens data prepare {a.benchmark}`)", file=sys.stderr)
     if not bad: print(f"{a.benchmark}: every file matches {LOCK}")
     return 1 if bad else 0
