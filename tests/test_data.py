@@ -577,3 +577,32 @@ def test_the_readme_infinibench_walkthrough_runs_as_printed_for_every_split(tmp_
     else:
         assert bs["acc"] == pytest.approx({"validation": 3 / 4, "train": 2 / 3}[split])   # "0" is right but for character_actions
         assert bs["score_0_10"] == 7.0 and "files" not in summary
+
+
+def test_a_run_under_the_lmms_eval_protocol_asks_reads_and_counts_as_the_authors_task(tmp_path, env, server, ib_hub):
+    def reply(call):
+        return '{"score": 6, "justification": "partly"}' if "Please evaluate" in call.text else "(A) the first one"
+    server.reset(); server.responder = reply
+    e = {**env, "HF_ENDPOINT": ib_hub.url}
+    assert _cli(["get", "infinibench", "--split", "validation", "--videos", "--accept-license", "--no-progress"], e).returncode == 0
+    assert _cli(["prepare", "infinibench", "--split", "validation", "--no-progress"], env).returncode == 0
+    bad = _ib_run(tmp_path, env, server, "--split", "validation", "--modality", "subtitles", "--benchmark-kwarg", "protocol=lmms-eval", name="bad")
+    assert bad.returncode == 2 and "protocol lmms-eval gives the model the video" in bad.stderr and not (tmp_path / "out" / "bad").exists()
+    out = _ib_run(tmp_path, {**env, "OPENAI_BASE_URL": server.openai_base_url}, server, "--split", "validation", "--modality",
+                  "video+subtitles", "--frames", "8", "--benchmark-kwarg", "protocol=lmms-eval", "--judge", "gpt-4o-mini", name="lmms")
+    assert out.returncode == 0, out.stderr[-3000:]
+    asked = [c.text for c in server.calls if "Please evaluate" not in c.text]
+    ga = next(t for t in asked if "Sheldon's outfits" in t)
+    ga = ga[ga.index("Given this video's subtitles : "):]                                      # after the backend's frame labels
+    # 8 of the episode's 16 frames at 2 fps: indices 0 2 4 6 9 11 13 15, at 1 s and 2 s the two cues (ends included)
+    assert ga.startswith("Given this video's subtitles : Sheldon: Hello.\nPenny: Hi.\n\nPlease Answer this question :\n")
+    assert "\nPlease Answer this question :\nWhat is the correct sequence of Sheldon's outfits?\nOptions are:\n(A) red shirt, blue jacket\n" in ga
+    assert ga.endswith("Best option: (") and "(C) I don't know" in ga
+    judged = [c.text for c in server.calls if "Please evaluate" in c.text]
+    assert len(judged) == 4 and all("Question: Given this video's subtitles : " in t for t in judged)   # the task's whole prompt
+    bs = json.loads((tmp_path / "out" / "lmms" / "summary.json").read_text())["benchmark_summary"]
+    assert bs["protocol"] == "lmms-eval"
+    assert bs["lmms_eval"]["skills"] == {"summarization": 6.0, "spoiler_questions": 6.0, "deep_context_understanding": 6.0,
+                                         "linking_multiple_events": 6.0, "character_actions": 0.0, "scene_transitions": 100.0,
+                                         "chronological_understanding": 100.0, "global_appearance": 100.0}
+    assert (bs["acc"], bs["score_0_10"], bs["overall_0_100"]) == (0.75, 6.0, 67.5)              # 0.5·6/10 + 0.5·75/100
