@@ -425,6 +425,12 @@ def test_every_split_at_the_pinned_revision_with_its_address_and_a_revision_over
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
         assert ("deadbee" in out.stderr) if bad[0] == "--revision" else ("splits test, validation, train" in out.stderr)
     assert json.loads((folder / "data.lock.json").read_text())["digest"] == lock["digest"]
+    import shutil                                                                           # a revision without the split asked for
+    shutil.copytree(ib_hub.root, tmp_path / "no-train"); shutil.rmtree(tmp_path / "no-train" / "train")
+    ib_hub.trees["abcdef1" + "0" * 33] = tmp_path / "no-train"
+    out = _cli(["get", "infinibench", "--split", "train", "--revision", "abcdef1", "--no-progress"], e)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "no rows of split 'train' (this revision has test, validation)" in out.stderr
 
     out = _cli(["get", "infinibench", "--split", "dev", "--revision", IB_OLDER[:7], "--no-progress"], e)   # dev is validation
     assert out.returncode == 0, out.stderr[-2000:]
