@@ -2,7 +2,7 @@
 PYTHON ?= python
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: install fonts tex demo test export check-sync nbtest pytest bench
+.PHONY: install fonts tex browser demo test export check-sync nbtest pytest bench
 
 # Noto fonts draw Devanagari, Telugu, Tamil, Arabic and CJK text in figures (DejaVu alone draws boxes).
 SUDO ?= $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -20,7 +20,15 @@ tex:
 	  ($(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q --no-install-recommends $(TEX_PACKAGES) >/dev/null); \
 	else echo "install pdflatex and xelatex (TeX Live) so that the tests compile the emitted tables"; fi
 
-install: fonts tex
+# Debian's Chromium and its driver: the tests open `vlmlens view`'s page in headless Chromium (Selenium drives it).
+BROWSER_PACKAGES = chromium chromium-driver
+browser:
+	@if command -v apt-get >/dev/null 2>&1; then (command -v chromium >/dev/null && command -v chromedriver >/dev/null) || \
+	  $(SUDO) apt-get install -y -q --no-install-recommends $(BROWSER_PACKAGES) >/dev/null 2>&1 || \
+	  ($(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q --no-install-recommends $(BROWSER_PACKAGES) >/dev/null); \
+	else echo "install Chromium and chromedriver (/usr/bin/chromium, /usr/bin/chromedriver) so that the tests open the results viewer"; fi
+
+install: fonts tex browser
 	$(PIP) install "torch==2.14.1" "torchvision==0.29.1"
 	$(PIP) install -e ".[dev]"
 

@@ -189,14 +189,18 @@ class FaultMix:
 
 def openai_chat(text: str | None, *, prompt_tokens: int = 10, completion_tokens: int | None = None,
                 reasoning_tokens: int | None = None, finish_reason: str = "stop", refusal: str | None = None,
-                model: str = "loopback") -> dict:
-    "A chat.completion body."
+                model: str = "loopback", reasoning: str | None = None, reasoning_field: str = "reasoning_content") -> dict:
+    """A chat.completion body; `reasoning`: the thinking a server with a reasoning parser returns beside the answer.
+
+    vLLM names the message field `reasoning` (formerly `reasoning_content`; docs.vllm.ai/en/stable/features/
+    reasoning_outputs), SGLang `reasoning_content` (docs.sglang.ai, "Reasoning Parser")."""
     ct = completion_tokens if completion_tokens is not None else len((text or "").split()) + (reasoning_tokens or 0)
     usage = {"prompt_tokens": prompt_tokens, "completion_tokens": ct, "total_tokens": prompt_tokens + ct}
     if reasoning_tokens is not None: usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     return {"id": "chatcmpl-loopback", "object": "chat.completion", "created": int(time.time()), "model": model,
             "choices": [{"index": 0, "finish_reason": finish_reason,
-                         "message": {"role": "assistant", "content": text, "refusal": refusal}}],
+                         "message": {"role": "assistant", "content": text, "refusal": refusal,
+                                     **({reasoning_field: reasoning} if reasoning is not None else {})}}],
             "usage": usage}
 
 def openai_refusal(message: str = "I'm sorry, I can't help with that.") -> dict:
@@ -204,13 +208,16 @@ def openai_refusal(message: str = "I'm sorry, I can't help with that.") -> dict:
     return openai_chat(None, refusal=message, completion_tokens=8)
 
 def gemini_content(text: str | None, *, prompt_tokens: int = 10, candidates_tokens: int | None = None,
-                   thoughts_tokens: int | None = None, finish_reason: str = "STOP", model: str = "loopback") -> dict:
-    "A GenerateContentResponse body."
+                   thoughts_tokens: int | None = None, finish_reason: str = "STOP", model: str = "loopback",
+                   thought: str | None = None) -> dict:
+    """A GenerateContentResponse body; `thought`: a thought-summary part (`"thought": true`, before the answer part), as
+    Gemini returns with `thinkingConfig.includeThoughts` (ai.google.dev/gemini-api/docs/thinking, "Thought summaries")."""
     ct = candidates_tokens if candidates_tokens is not None else len((text or "").split())
     usage = {"promptTokenCount": prompt_tokens, "candidatesTokenCount": ct, "totalTokenCount": prompt_tokens + ct + (thoughts_tokens or 0)}
     if thoughts_tokens is not None: usage["thoughtsTokenCount"] = thoughts_tokens
     cand = {"index": 0, "finishReason": finish_reason}
-    if text is not None: cand["content"] = {"role": "model", "parts": [{"text": text}]}
+    parts = ([{"text": thought, "thought": True}] if thought is not None else []) + ([{"text": text}] if text is not None else [])
+    if parts: cand["content"] = {"role": "model", "parts": parts}
     return {"candidates": [cand], "usageMetadata": usage, "modelVersion": model, "responseId": "loopback"}
 
 def anthropic_message(text: str | None, *, input_tokens: int = 10, output_tokens: int | None = None, thinking: str | None = None,

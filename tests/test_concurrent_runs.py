@@ -18,7 +18,8 @@ CONCURRENCY = 4
 # One process of a run: waits at a barrier until every process of the test has started (imports take seconds on a
 # loaded machine), then runs the configuration on the loopback server. `stall` makes the main thread stop for good
 # after its next prediction once that file exists (a stuck disk); `slow_summary` holds the process between reading
-# the predictions and writing the summary.
+# the predictions and writing the summary; `pause_mark` touches that file once it holds the summary lock, then
+# dawdles a second there (so that the test can stop it with SIGSTOP while it holds the lock).
 CHILD = r'''
 import json, sys, time
 from pathlib import Path
@@ -38,6 +39,13 @@ if a.get("slow_summary"):
     def rows(*args, **kw):
         out = _rows(*args, **kw); time.sleep(a["slow_summary"]); return out
     runner.score_rows = rows
+if a.get("pause_mark"):
+    _scored = runner.score_rows
+    def scored(*args, **kw):
+        if not Path(a["pause_mark"]).exists():
+            Path(a["pause_mark"]).touch(); time.sleep(1.0)     # inside the summary lock: the test stops us here
+        return _scored(*args, **kw)
+    runner.score_rows = scored
 items = [Sample(f"item{i:03d}", "demo", question=f"Question {i:03d}?", options=["a", "b"], answer=0) for i in range(a["n"])]
 backend = OpenAIBackend("loop-model", compatible=True, base_url=a["base_url"], cache=a["cache"], concurrency=a["concurrency"],
                         progress=False)
@@ -94,6 +102,7 @@ def test_shards_and_an_unsharded_run_at_once_ask_each_item_once(server, tmp_path
     assert sorted(p["sample_id"] for p in _lines(tmp_path / "shared")) == [f"item{i:03d}" for i in range(n)]   # one line each
     overall = json.loads((tmp_path / "shared" / "summary.json").read_text())["overall"]
     assert (overall["n"], overall["n_missing"], overall["n_errors"]) == (n, 0, 0)
+    assert not (tmp_path / "shared" / ".claims").exists() and not (tmp_path / "shared" / ".workers").exists()
 
 
 def test_a_killed_process_costs_only_the_requests_in_flight(server, tmp_path):
@@ -152,3 +161,36 @@ def test_a_shard_delayed_before_writing_the_summary_does_not_leave_a_stale_one(s
     overall = json.loads((run / "summary.json").read_text())["overall"]
     assert (overall["n"], overall["n_missing"]) == (n, 0), overall
     assert len(pd.read_csv(run / "scores.csv")) == n
+
+
+def test_a_shard_paused_while_writing_the_summary_stops_no_other(server, tmp_path):
+    """Four shards; the first to finish is stopped (SIGSTOP: Slurm's suspend, a hung host) while it holds the summary lock.
+    The other three, their own items done, exit at once; once it resumes, the summary it leaves covers every item, and
+    no claim or worker file is left."""
+    import signal
+    from vlmlens.core import shard_of
+    n, mark = 24, tmp_path / "in-summary"
+
+    def reply(call):
+        sid = f"item{_item(call)}"
+        return Reply(text="The answer is A.", delay=0.0 if shard_of(sid, 4) == 0 else 0.5)
+    server.responder = reply
+    first = _start(tmp_path, server, "p0", "0/4", n=n, processes=4, pause_mark=str(mark))
+    others = [_start(tmp_path, server, f"p{k}", f"{k}/4", n=n, processes=4) for k in (1, 2, 3)]
+    t0 = time.time()
+    while not mark.exists() and time.time() - t0 < 240 and first.poll() is None: time.sleep(0.01)
+    assert mark.exists(), first.stderr.read()[-3000:]
+    os.kill(first.pid, signal.SIGSTOP)
+    try:
+        stopped = time.time()
+        _wait(others, timeout=120)                         # before the fix: blocked on the lock for as long as p0 is stopped
+        assert first.poll() is None                        # still stopped, still holding the lock
+        assert time.time() - stopped < 60
+        run = tmp_path / "shared"
+        assert not (run / "summary.json").exists()          # left to the holder, which sees their results when it resumes
+    finally: os.kill(first.pid, signal.SIGCONT)
+    _wait([first])
+    overall = json.loads((run / "summary.json").read_text())["overall"]
+    assert (overall["n"], overall["n_missing"], overall["n_errors"]) == (n, 0, 0), overall
+    assert len(pd.read_csv(run / "scores.csv")) == n
+    assert not (run / ".claims").exists() and not (run / ".workers").exists(), sorted(p.name for p in run.iterdir())

@@ -109,8 +109,13 @@ def test_audio_baseline_needs_an_audio_model_and_the_sample_is_ten_percent(serve
     many = [{**rows[i % 5], "key": f"q{i}"} for i in range(50)]
     smp = prelabel_sample(many)
     assert len(smp) == 5 and sorted(r["locale"] for r in smp) == ["hi-IN"] * 2 + ["it-IT"] * 2 + ["te-IN"]   # 10% per locale
+    with pytest.raises(ValueError, match="need the CURVE judge"):
+        difficulty_calibration(rows, tmp_path / "none", "gemini-2.5-flash", video_root=tmp_path / "videos", judge="none")
+    assert not (tmp_path / "none").exists()
+    server.responder = responder
     rep = difficulty_calibration(rows, tmp_path / "cal", f"openai-compatible:student@{server.openai_base_url}", video_root=tmp_path / "videos",
-                                 baselines=("audio_only", "text_only"), judge="none", model_kwargs={"cache": False})
+                                 baselines=("audio_only", "text_only"), judge=f"openai-compatible:judge@{server.openai_base_url}",
+                                 judge_kwargs={"k": 1, "cache": False}, model_kwargs={"cache": False})
     assert "takes no audio" in rep["skipped"]["audio_only"] and list(rep["baselines"]) == ["text_only"]
     with pytest.raises(ValueError, match="no audio stream"):
         from vlmlens.media import write_video
@@ -213,8 +218,9 @@ def test_every_call_failing_is_a_failure_and_unknown_baselines_cost_nothing(serv
     assert _cli(*_difficulty_argv(server, "cal2", "text_only,foo")) == 2
     assert "unknown baseline(s) ['foo']" in capsys.readouterr().err and server.calls == [] and not (tmp_path / "cal2").exists()
     with pytest.raises(NothingAnswered) as e: _cli(*_difficulty_argv(server, "cal3", "single_frame,text_only"))
-    assert e.value.exit_code == 3 and "API key not valid" in str(e.value) and "10 items failed" in str(e.value)
-    assert "flagged for revision: none" in capsys.readouterr().out                      # the report is printed and saved first
+    assert e.value.exit_code == 3 and "API key not valid" in str(e.value) and "0 of 5 single_frame answers valid" in str(e.value)
+    out = capsys.readouterr().out
+    assert "single_frame: undecided, 0 of 5 answers valid" in out and "flagged for revision" not in out   # the report is printed and saved first
     assert json.loads((tmp_path / "cal3" / "difficulty.json").read_text())["baselines"]["text_only"]["n_errors"] == 5
 
 
@@ -229,3 +235,40 @@ def test_correctness_with_an_unreachable_judge_is_a_failure_not_all_revise(serve
     with pytest.raises(NothingAnswered, match="judge key rejected"):
         correctness_calibration(rows, log, tmp_path / "b", judge=f"openai-compatible:judge@{server.openai_base_url}",
                                 judge_kwargs={"cache": False, "model_kwargs": {"cache": False, "max_attempts": 1}}, min_auditors=1)
+
+
+@pytest.mark.parametrize("judge_reply", ["http 500", "looks fine to me"])
+def test_a_broken_judge_decides_nothing(server, curve, tmp_path, monkeypatch, capsys, judge_reply):
+    "The CURVE judge fails (HTTP 500) or answers prose: exit 3 with the count and the cause, never 'solved 0 of 5' or 'flagged: none'."
+    from loopback import server_error
+    from vlmlens.cli import main
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GEMINI_API_KEY", "loopback-gemini-key-0000000000")
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    def broken(call):
+        if call.api == "openai": return server_error(500) if judge_reply == "http 500" else judge_reply
+        return responder(call)
+    server.responder = broken
+    argv = [*_difficulty_argv(server, "cal", "single_frame,text_only"), "--judge-kwarg", "max_attempts=1", "--judge-kwarg", "retries=0",
+            "--judge-kwarg", "progress=false", "--judge-kwarg", 'model_kwargs={"cache": false}']   # the judge's backend: no response cache
+    assert main(["curate", *argv]) == 3
+    out, err = capsys.readouterr()
+    cause = "no judgment (the judge call failed)" if judge_reply == "http 500" else "judge reply unparseable"
+    err = [l for l in err.strip().splitlines() if not l.startswith("skills it-2")]      # it-2's one skill is named as before
+    assert len(err) == 1 and "calibrate-difficulty: decided nothing: 0 of 5 single_frame answers valid" in err[0] and cause in err[0], err
+    assert "solved" not in out and "flagged for revision" not in out
+    rep = json.loads((tmp_path / "cal" / "difficulty.json").read_text())
+    assert rep["undecided"] == ["single_frame", "text_only"] and rep["baselines"]["text_only"]["decisions"]["top_cause"] == f"{cause} (5 items)"
+
+
+def test_a_judge_failing_on_some_answers_is_counted_beside_the_result(server, curve, tmp_path, monkeypatch, capsys):
+    "One judge reply in five is prose: the baselines still decide, and the invalid share is printed beside each solved count."
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GEMINI_API_KEY", "loopback-gemini-key-0000000000")
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    server.responder = lambda call: "looks fine to me" if call.api == "openai" and "calcio" in call.text else responder(call)
+    assert _cli(*_difficulty_argv(server, "cal", "single_frame,text_only"), "--judge-kwarg", "retries=0",
+                "--judge-kwarg", 'model_kwargs={"cache": false}') == 0
+    out = capsys.readouterr().out
+    assert "text_only: solved 0 of 5 (1 of 5 text_only answers invalid (20%; most common: judge reply unparseable (1 item)))" in out
+    assert "flagged for revision: hi-2 (single_frame)" in out

@@ -37,9 +37,12 @@ MCQS = {  # what the generator writes for each caption (t4: only three options; 
 
 def generator(call):
     text = call.text
-    if "Instruction: Provide the Correct Option Number Only." in text:      # the text-only filter
-        if "windows" in text or "కిటికీలు" in text: return "C"                # every filter model gets the window question
-        return "A" if call.model == "gpt-4.1" else "D"                          # only one model guesses the farmers' question
+    if "Instruction: Provide the Correct Option Number Only." in text:      # the text-only filter, wherever the options were shuffled to
+        shown = dict(re.findall(r"^([A-D])\) (.+)$", text, re.M))
+        letter = lambda *opts: next(k for k, o in shown.items() if o.strip() in opts)
+        if "windows" in text or "కిటికీలు" in text: return letter("3 windows", "3 కిటికీలు")      # every filter model gets the window question
+        right = letter("planting rice", "వరి నాటుతున్నారు")                                # only one model guesses the farmers' question
+        return right if call.model == "gpt-4.1" else [k for k in shown if k != right][-1]
     cap = next(k for k in MCQS if k in text)
     return "Here you go:\n```json\n" + json.dumps(MCQS[cap], ensure_ascii=False) + "\n```"
 
@@ -61,7 +64,7 @@ def test_caption_mcqs_filter_review_and_release(server, data, tmp_path, monkeypa
     kw = {"base_url": server.openai_base_url, "cache": False, "max_attempts": 1}
     caps, errors = load_captions(data)
     assert errors == [] and len(caps) == 5
-    st = generate_mcqs(caps, tmp_path / "build", "gpt-4.1", generator_kwargs=kw)
+    st = generate_mcqs(caps, tmp_path / "build", "gpt-4.1", generator_kwargs=kw, shuffle_options=False)   # the generator's order
     rej = {r["id"]: r for r in st.rejected()}
     assert rej["t3"]["stage"] == "script" and "expected for Telugu (mostly Latin)" in rej["t3"]["reason"]
     assert rej["t4"]["stage"] == "parse" and "te: expected 4 options" in rej["t4"]["reason"] and rej["t4"]["item"]["raw"]
@@ -122,7 +125,7 @@ def test_text_filter_models_of_two_providers_configured_separately(server, data,
     monkeypatch.setenv("GEMINI_API_KEY", "loopback-gemini-key-0000000000")
     server.responder = generator
     caps, _ = load_captions(data)
-    st = generate_mcqs(caps, tmp_path / "build", "gpt-4.1", generator_kwargs={"base_url": server.openai_base_url, "cache": False})
+    st = generate_mcqs(caps, tmp_path / "build", "gpt-4.1", generator_kwargs={"base_url": server.openai_base_url, "cache": False}, shuffle_options=False)
     ap = argparse.ArgumentParser(); add_parsers(ap.add_subparsers(dest="curate_command"))
     argv = ["text-filter", "--from", str(st.dir), "--out", str(tmp_path / "build"), "--models", "gpt-4.1,gemini-2.5-flash",
             "--model-kwarg", f"gpt-4.1:base_url={server.openai_base_url}", "--model-kwarg", f"gemini-2.5-flash:base_url={server.gemini_base_url}",
@@ -151,3 +154,84 @@ def test_a_generator_option_that_changes_the_output_starts_a_new_step(server, da
     f1 = text_only_filter(a, tmp_path / "b", two, model_kwargs=kw)
     f2 = text_only_filter(a, tmp_path / "b", two, model_kwargs=kw, per_model={two[1]: {"detail": "low"}})
     assert f1.dir != f2.dir and f2.inputs["model_options"][two[1]]["detail"] == "low"
+
+
+LITERAL = {"te": {"question": "బండి ఏ రంగులో ఉంది?", "options": ["ఎరుపు", "నీలం", "ఆకుపచ్చ", "పసుపు"]},
+           "en": {"question": "What colour is the cart?", "options": ["red", "blue", "green", "yellow"]}, "answer": "A"}
+
+
+def literal_generator(call):
+    "A generator that follows the prompt's own example: the answer is always A; caption d0 gets two near-duplicate distractors."
+    if "Instruction: Provide the Correct Option Number Only." in call.text: return "A"       # a text-only model that always says A
+    if "నకిలీ" in call.text:
+        return json.dumps({**LITERAL, "en": {**LITERAL["en"], "options": ["a red cart", "a red carts", "a blue van", "a green bus"]}}, ensure_ascii=False)
+    return json.dumps(LITERAL, ensure_ascii=False)
+
+
+def _literal_captions(tmp_path, n=18):
+    caps = [{"id": f"c{i}", "image": f"img/c{i}.png", "language": "te", "caption": f"చిత్రం {i}: ఇంటి ముందు ఒక ఎర్ర బండి ఉంది."} for i in range(n)]
+    caps.append({"id": "d0", "image": "img/d0.png", "language": "te", "caption": "నకిలీ: ఇంటి ముందు ఒక ఎర్ర బండి ఉంది."})
+    p = tmp_path / "captions.jsonl"
+    p.write_text("\n".join(json.dumps(c, ensure_ascii=False) for c in caps) + "\n", encoding="utf-8")
+    return p
+
+
+def test_a_literal_generator_gives_balanced_distinct_mcqs_by_default(server, tmp_path, monkeypatch, capsys):
+    "Every generator answer at A: the default shuffle balances positions (the same permutation in both languages, seed recorded), the "
+    "near-duplicate distractors are rejected, mcq-report passes, and an always-A text-only model drops only the items shuffled to A."
+    from vlmlens.cli import main
+    from vlmlens.curation.store import open_step
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
+    server.responder = literal_generator
+    kw = ["--model-kwarg", f"base_url={server.openai_base_url}", "--model-kwarg", "cache=false", "--model-kwarg", "max_attempts=1",
+          "--model-kwarg", "progress=false"]
+    caps, build = _literal_captions(tmp_path), tmp_path / "build"
+    assert main(["curate", "caption-mcq", "--captions", str(caps), "--generator", "gpt-4.1", "--out", str(build), "--seed", "7", *kw]) == 0
+    st = open_step(build / "generate_mcq@latest")
+    rej = {r["id"]: r for r in st.rejected()}
+    assert rej["d0"]["stage"] == "parse" and "en: options A and B are near duplicates ('a red cart' / 'a red carts')" in rej["d0"]["reason"]
+    items = [r["item"] for r in st.items()]
+    en = {r["align_id"]: r for r in items if r["language"] == "en"}
+    te = {r["align_id"]: r for r in items if r["language"] == "te"}
+    assert len(en) == len(te) == 18
+    pos = [en[k]["answer"] for k in en]
+    assert sorted(pos.count(x) for x in "ABCD") in ([4, 4, 5, 5], [4, 4, 4, 6], [3, 5, 5, 5]), pos   # not 18/18 A: dealt in turn
+    for k in en:                                                                          # the same permutation in both languages
+        assert en[k]["answer"] == te[k]["answer"] and en[k]["metadata"]["option_order"] == te[k]["metadata"]["option_order"]
+        assert en[k]["options"][ord(en[k]["answer"]) - 65] == "red" and te[k]["options"][ord(te[k]["answer"]) - 65] == "ఎరుపు"
+    assert st.items()[0]["provenance"]["seed"] == 7 and st.store.read_summary()["shuffle_options"] is True
+    assert main(["curate", "mcq-report", "--from", str(st.dir)]) == 0
+    assert main(["curate", "text-filter", "--from", str(st.dir), "--models", "gpt-4.1", "--out", str(build), *kw]) == 0
+    flt = open_step(build / "text_only_filter@latest")
+    assert len(flt.rejected()) == pos.count("A") < 18 and len(flt.items()) == 2 * (18 - pos.count("A"))
+
+    capsys.readouterr()                                                                   # the paper's order, kept on request
+    assert main(["curate", "caption-mcq", "--captions", str(caps), "--generator", "gpt-4.1", "--out", str(tmp_path / "kept"),
+                 "--keep-generator-order", *kw]) == 0
+    kept = open_step(tmp_path / "kept" / "generate_mcq@latest")
+    assert {r["item"]["answer"] for r in kept.items()} == {"A"}
+    assert main(["curate", "mcq-report", "--from", str(kept.dir)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "te: answer positions uneven (A 18, B 0, C 0, D 0; chi-square p = 1.1e-11)" in err[0], err
+
+
+def test_a_generator_or_text_filter_that_decided_nothing_exits_3(server, tmp_path, monkeypatch, capsys):
+    "Every generator output junk: exit 3 naming the count and the cause; a text-only model answering junk: exit 3, not '0 dropped'."
+    from vlmlens.cli import main
+    from vlmlens.curation.store import open_step
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
+    kw = ["--model-kwarg", f"base_url={server.openai_base_url}", "--model-kwarg", "cache=false", "--model-kwarg", "max_attempts=1",
+          "--model-kwarg", "progress=false"]
+    caps = _literal_captions(tmp_path, n=4)
+    server.responder = lambda call: "I would rather describe the photograph in words."
+    assert main(["curate", "caption-mcq", "--captions", str(caps), "--out", str(tmp_path / "b1"), *kw]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "curate generate_mcq" in err[0] and "nothing answered (5 items failed" in err[0] and "parse: no JSON object" in err[0], err
+    server.responder = literal_generator
+    assert main(["curate", "caption-mcq", "--captions", str(caps), "--out", str(tmp_path / "b2"), *kw]) == 0
+    st = open_step(tmp_path / "b2" / "generate_mcq@latest")
+    server.responder = lambda call: "Hmm, hard to say without the picture."
+    capsys.readouterr()
+    assert main(["curate", "text-filter", "--from", str(st.dir), "--models", "gpt-4.1", "--out", str(tmp_path / "b2"), *kw]) == 3
+    out, err = capsys.readouterr()
+    assert "decided nothing: 0 of 8 text-only answers valid" in err and "model answer unparseable (8 items)" in err and "rejected" not in out

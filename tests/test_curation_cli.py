@@ -133,7 +133,7 @@ def test_dedup_command_flags_and_prints_the_answer_balance(tmp_path, capsys):
     assert "answers chronological_understanding: No 1, Yes 1 -> No 1, Yes 1" in out
     assert run("dedup", "--from", "generate", "--out", str(tmp_path), "--threshold", "0.9", "--drop", "--device", "cpu") == 0
     out = capsys.readouterr().out
-    assert "dedup: 1 items, 1 rejected" in out and "answers chronological_understanding: No 1, Yes 1 -> Yes 1  (changed)" in out
+    assert "dedup: 2 items, 0 rejected" in out and "answers chronological_understanding: No 1, Yes 1 -> No 1, Yes 1" in out   # opposite answers: both kept
     from vlmlens.curation.dedup import PAIR_LABELS
     from vlmlens.curation.review import VerdictLog
     VerdictLog(tmp_path / "pairs.jsonl", PAIR_LABELS).append("q0~q1", "alice", "distinct", note="before vs after")
@@ -141,3 +141,36 @@ def test_dedup_command_flags_and_prints_the_answer_balance(tmp_path, capsys):
                "--device", "cpu") == 0
     assert "dedup: 2 items, 0 rejected" in capsys.readouterr().out                  # reviewed as distinct: both kept
     assert run("dedup", "--from", "generate", "--out", str(tmp_path), "--verdicts", str(tmp_path / "none.jsonl")) == 2
+
+
+@pytest.mark.parametrize("broken", ["every call fails", "every output unparseable"])
+def test_a_generator_that_decided_nothing_exits_3_though_call_free_items_exist(server, tmp_path, monkeypatch, capsys, broken):
+    "Summarization items need no call; a generator that failed or answered junk on every call still decided nothing: exit 3, one line."
+    from loopback import server_error
+    from vlmlens.cli import main
+    from vlmlens.curation.generate import write_demo_sources
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
+    server.responder = (lambda call: server_error(500)) if broken == "every call fails" else (lambda call: "Sure! Here are the questions you asked for.")
+    write_demo_sources(tmp_path / "src")
+    argv = ["curate", "generate", "--sources", str(tmp_path / "src" / "sources.jsonl"), "--out", str(tmp_path / "b"), "--generator", "gpt-4o",
+            "--skills", "deep_context_understanding,summarization", "--model-kwarg", f"base_url={server.openai_base_url}",
+            "--model-kwarg", "max_attempts=1", "--model-kwarg", "cache=false"]
+    assert main(argv) == 3
+    out, err = capsys.readouterr()
+    err = err.strip().splitlines()
+    cause = "500" if broken == "every call fails" else "generator output unparseable"
+    assert len(err) == 1 and "curate generate" in err[0] and "decided nothing: 0 of 1 generator outputs valid" in err[0] and cause in err[0], err
+    saved = json.loads(next((tmp_path / "b").glob("generate-*/summary.json")).read_text())
+    assert saved["n_items"] >= 1 and saved["decisions"]["generator"]["n_valid"] == 0      # the call-free items are there, and the count says why it failed
+
+
+def test_a_prefixed_engine_option_is_an_option_not_a_traceback(tmp_path, capsys):
+    "--engine-option aws:endpoint_url=… on `translate --engine aws` is the engine's option; an option the engine does not take is one line."
+    (tmp_path / "r.jsonl").write_text(json.dumps({"id": "1", "question": "Which one is red?"}) + "\n")
+    base = ["curate", "translate", "--records", str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "b"), "--engine", "aws", "--target", "te"]
+    from vlmlens.cli import main
+    for opt, want in (("azure:region=eastus", "names the engine 'azure', but --engine is 'aws'"),
+                      ("aws:colour=blue", "translation engine aws: an option it does not take")):
+        assert main([*base, "--engine-option", opt]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and want in err[0], err

@@ -119,8 +119,36 @@ def test_before_after_pairs_are_flagged_for_review_not_removed(emb, tmp_path):
     assert [r["id"] for r in kept.rejected()] == ["v/chron/0-after"] and "reviewers confirmed a duplicate of v/chron/0-before" in kept.rejected()[0]["reason"]
     assert kept.store.read_summary()["answer_balance"]["chronological_understanding"]["after"] == {"No": 2, "Yes": 3}
     drop = dedup_step(tmp_path, up, embedder=emb, threshold=0.9, drop=True)                 # the explicit, unreviewed choice
-    assert {r["item"]["options"][r["item"]["answer_idx"]] for r in drop.rejected()} == {"No"}
-    assert drop.store.read_summary()["answer_balance"]["chronological_understanding"]["after"] == {"Yes": 3}
+    assert drop.rejected() == []                                                            # the pairs differ in answer: both kept
+    assert drop.store.read_summary()["answer_balance"]["chronological_understanding"]["after"] == {"No": 3, "Yes": 3}
+
+
+def test_drop_removes_repeats_of_the_same_answer_keeps_the_balance_and_quotes_the_pairs_own_similarity(emb, tmp_path):
+    "Eight before/after pairs (Yes/No 8/8) plus a reworded repeat of two of them: --drop removes the two repeats only, whatever their answer."
+    up = Step(tmp_path, "generate", {})
+    events = [("Ross watches TV with Rachel", "Monica cooks dinner"), ("Joey buys a duck", "Chandler moves out"),
+              ("Phoebe sings at the cafe", "Gunther cleans the counter"), ("Rachel opens a letter", "Ross reads a book"),
+              ("Monica paints a wall", "Chandler fixes a chair"), ("Joey wins a game", "Phoebe finds a cat"),
+              ("Gunther closes the cafe", "Rachel waters the plants"), ("Ross calls his mother", "Joey orders pizza")]
+    def items(_, w):
+        for k, (e1, e2) in enumerate(events):
+            for word, gold in (("before", 0), ("after", 1)):
+                w.accept(f"v/{k}-{word}", {"video_id": "v", "skill_name": "chronological_understanding", "options": ["Yes", "No"],
+                                           "answer_idx": gold, "question": f"Did the event '{e1}' happen {word} the event '{e2}'?"})
+        for k, word, gold in ((0, "after", 1), (3, "before", 0)):                           # the same question again, reworded
+            e1, e2 = events[k]
+            w.accept(f"v/{k}-{word}-again", {"video_id": "v", "skill_name": "chronological_understanding", "options": ["Yes", "No"],
+                                             "answer_idx": gold, "question": f"Did the event '{e1}' happen {word} the event '{e2}' ?"})
+    up.process([("v", None)], items)
+    st = dedup_step(tmp_path, up, embedder=emb, threshold=0.9, drop=True)
+    assert sorted(r["id"] for r in st.rejected()) == ["v/0-after-again", "v/3-before-again"]
+    assert st.store.read_summary()["answer_balance"]["chronological_understanding"] == {"before": {"No": 9, "Yes": 9}, "after": {"No": 8, "Yes": 8}}
+    pairs = {(a, b): x for a, b, x in json.loads((st.dir / "pairs.json").read_text())["0.90"]}
+    for r in st.rejected():
+        kept = {"v/0-after-again": "v/0-after", "v/3-before-again": "v/3-before"}[r["id"]]
+        own = pairs[(kept, r["id"])] if (kept, r["id"]) in pairs else pairs[(r["id"], kept)]
+        assert f"near-duplicate of {kept} with the same answer (cosine {own} >= 0.9)" in r["reason"]   # its own pair's cosine
+        assert (r["item"]["dedup"]["dup_of"], r["item"]["dedup"]["sim"]) == (kept, own)
 
 
 def test_a_chain_of_similar_items_does_not_crash_and_reruns(tmp_path):
@@ -132,4 +160,4 @@ def test_a_chain_of_similar_items_does_not_crash_and_reruns(tmp_path):
     for _ in range(2):                                                                      # a rerun of the same command too
         st = dedup_step(tmp_path, up, embedder=embed, threshold=0.7, drop=True)
         assert st.summary()["n_failed"] == 0
-        assert [(r["id"], r["item"]["dedup"]["dup_of"], r["item"]["dedup"]["sim"]) for r in st.rejected()] == [("b", "a", 0.7071), ("c", "a", 0.7071)]
+        assert [(r["id"], r["item"]["dedup"]["dup_of"], r["item"]["dedup"]["sim"]) for r in st.rejected()] == [("c", "a", 0.7071)]   # b is not like a

@@ -130,7 +130,11 @@ def test_a_skill_never_judged_shows_no_score(open_build, server, monkeypatch):
     row = tab.iloc[0]
     for side in ("Table 8: before filtering", "Table 3: after filtering"):                # no judged answer: no score, not 0.00
         assert pd.isna(row[(side, "Deep Context Understanding")]) and pd.isna(row[(side, "Score")]) and pd.isna(row[(side, "Overall")])
-    assert filter_step(tmp / "b", up, kn).rejected() == []                               # nothing judged: nothing can be filtered
+    st = filter_step(tmp / "b", up, kn)
+    assert st.rejected() == []                                                          # nothing judged: nothing can be filtered
+    from vlmlens.curation.store import Undecided
+    with pytest.raises(Undecided, match=r"0 of 2 knowledge filter answers valid .*no judgment \(the judge call failed\) \(2 items\)"):
+        st.raise_if_empty()                                                             # and the step says so
 
 
 def test_filter_command_without_a_judge_is_refused_before_anything_is_written(open_build, capsys):
@@ -142,3 +146,53 @@ def test_filter_command_without_a_judge_is_refused_before_anything_is_written(op
     assert ccli.main(p.parse_args(["curate", "filter", "--from", str(up.dir), "--out", str(tmp / "b"), "--judge", "none"])) == 2
     assert "need a judge for the open-ended skills (deep_context_understanding)" in capsys.readouterr().err
     assert sorted(x.name for x in (tmp / "b").iterdir()) == before                    # no filter_runs folder, no step
+
+
+def _filter_argv(tmp, up, server, *extra):
+    return ["curate", "filter", "--from", str(up.dir), "--out", str(tmp / "b"), "--models", "gpt-4o,gpt-4.1", "--kinds", "knowledge",
+            "--model-kwarg", f"base_url={server.openai_base_url}", "--model-kwarg", "cache=false",
+            "--judge-kwarg", f"base_url={server.openai_base_url}", "--judge-kwarg", "cache=false", "--judge-kwarg", "max_attempts=1", "--judge-kwarg", "progress=false", *extra]
+
+
+def test_a_judge_that_answers_prose_decides_nothing_and_a_redone_run_makes_a_new_step(open_build, server, monkeypatch, capsys):
+    "Every judge reply unparseable: exit 3 naming the count and the cause, never '0 rejected'; the runs redone with a working judge give a new step."
+    from vlmlens.cli import main
+    tmp, up = open_build
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
+    good = open_responder()
+    server.responder = lambda call: "looks fine to me" if call.json.get("model") == "gpt-4o-mini" else good(call)
+    assert main(_filter_argv(tmp, up, server)) == 3                      # --judge-kwarg max_attempts=1: a backend option, no traceback
+    out, err = capsys.readouterr()
+    err = err.strip().splitlines()
+    assert len(err) == 1 and "decided nothing: 0 of 4 knowledge filter answers valid" in err[0] and "judge reply unparseable (4 items)" in err[0], err
+    assert "0 rejected" not in out
+    stale = {p.name for p in (tmp / "b").glob("filter-*")}
+    import shutil
+    shutil.rmtree(tmp / "b" / "filter_runs")                             # the runs redone with a judge that works
+    server.responder = good
+    assert main(_filter_argv(tmp, up, server)) == 0
+    out = capsys.readouterr().out
+    fresh = {p.name for p in (tmp / "b").glob("filter-*")} - stale
+    assert len(fresh) == 1 and "filter: 1 items, 1 rejected {'knowledge': 1}" in out and next(iter(fresh)) in out
+
+
+def test_filter_models_answering_nonsense_decide_nothing(build, server, monkeypatch, capsys):
+    "Three answers in four unparseable (75% > the stated 50%): exit 3, not '0 filtered'; one in four: the share is printed beside the result."
+    from vlmlens.cli import main
+    tmp, up = build
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.0000000000")
+    gold = {f"Scene order question {k}?": k % 2 for k in range(8)}
+    def answer(junk):
+        def reply(call):
+            q = next(q for q in gold if q in call.text)
+            return "purple elephants" if int(q.split()[-1][:-1]) in junk else str(gold[q])
+        return reply
+    server.responder = answer(range(6))
+    assert main(_filter_argv(tmp, up, server, "--runs", str(tmp / "r1"))) == 3
+    out, err = capsys.readouterr()
+    assert "decided nothing: 4 of 16 knowledge filter answers valid (75% invalid, above the 50% allowed)" in err and "model answer unparseable" in err
+    assert "rejected" not in out
+    server.responder = answer(range(2))
+    assert main(_filter_argv(tmp, up, server, "--runs", str(tmp / "r2"))) == 0
+    out = capsys.readouterr().out
+    assert "filter: 2 items, 6 rejected" in out and "4 of 16 knowledge filter answers invalid (25%; most common: model answer unparseable (4 items))" in out

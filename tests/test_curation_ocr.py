@@ -175,3 +175,36 @@ def test_a_question_read_twice_rejects_the_page_instead_of_failing_every_rerun(t
         st = ocr_pages([tmp_path / "a.png", tmp_path / "b.png"], tmp_path / "build", "en", description="P1", backend=PaperReader(papers))
         assert st.summary()["n_failed"] == 0 and [r["id"] for r in st.items()] == ["en/p1/1"]
         assert "question(s) en/p1/1 already read from another page" in st.rejected()[0]["reason"]
+
+
+def test_a_gold_fixed_in_one_language_is_applied_to_every_language_or_refused(server, pages, tmp_path, monkeypatch, capsys):
+    "A reviewer fixes question 1's gold in English (B → C): released C in Hindi too; fixes that disagree are refused in every language."
+    from vlmlens.curation.aligned_cli import add_parsers, dispatch
+    import argparse
+    monkeypatch.setenv("GEMINI_API_KEY", "loopback-gemini-key-0000000000")
+    server.responder = reader
+    kw = {"base_url": server.gemini_base_url, "cache": False, "max_attempts": 1}
+    key = {"1": "B", "2": "12", "3": "AC"}
+    steps = {l: ocr_pages(pages[l], tmp_path / "build", l, description="JEE Adv (synthetic)", model_kwargs=kw, answer_key=key) for l in ("en", "hi")}
+    def review(name, fixes):
+        logs = {l: VerdictLog(tmp_path / f"{name}_{l}.jsonl", FIX_LABELS) for l in steps}
+        for l, st in steps.items():
+            for r in st.items():
+                if (l, r["item"]["row"]["index"]) in fixes:
+                    logs[l].append(r["id"], f"ann-{l}", "fixed", edits={"row": json.dumps({**r["item"]["row"], "gold": fixes[(l, r["item"]["row"]["index"])]})})
+                else: logs[l].append(r["id"], f"ann-{l}", "correct")
+        return logs
+    logs = review("one", {("en", 1): "C"})
+    ap = argparse.ArgumentParser(); add_parsers(ap.add_subparsers(dest="curate_command"))
+    argv = ["release-exam", "--subset", "jee_h", "--release", str(tmp_path / "rel"),
+            "--from", f"en={steps['en'].dir},hi={steps['hi'].dir}", "--verdicts", f"en={logs['en'].path},hi={logs['hi'].path}"]
+    assert dispatch(ap.parse_args(argv)) == 0
+    assert "jee-adv-synthetic/1: gold C (fixed in en; was B) applied to hi" in capsys.readouterr().out
+    samples, errors = load_hintel(tmp_path / "rel", subsets="jee_h")
+    q1 = {s.language: s.answer for s in samples if s.align_id == "jee-adv-synthetic/1"}
+    assert errors == [] and q1 == {"en": 2, "hi": 2}                                  # C in both languages, not C in one and B in the other
+    logs = review("two", {("en", 1): "C", ("hi", 1): "D"})
+    rep = release_exam(tmp_path / "rel2", "jee_h", steps, logs)
+    assert rep["dropped"]["*/jee-adv-synthetic/1"] == "cross-language gold mismatch: en C, hi D"
+    samples, _ = load_hintel(tmp_path / "rel2", subsets="jee_h")
+    assert "jee-adv-synthetic/1" not in {s.align_id for s in samples}

@@ -48,7 +48,7 @@ def test_verify_then_release_round_trips_through_the_loader(tmp_path):
     for k, it in enumerate(sample):
         log.append(it["id"], "alice", "absent" if k == 0 else "valid", note="not in the video" if k == 0 else "",
                    edits={"answer": "a corrected answer"} if k == 1 else None,
-                   spans=[[10 * k, 10 * k + 4]], event_spans=[[[1, 2]], [[60, 61]]] if it["events"] else [])
+                   spans=[[10 * k, 10 * k + 4]], event_spans=[[[60, 61]], [[1, 2]]] if it["events"] else [])   # b, then a: the gold order
     vs = curation.verify_step(tmp_path / "b", st, log)
     assert [r["id"] for r in vs.rejected()] == [sample[0]["id"]] and "absent" in vs.rejected()[0]["reason"]
     ok = {r["id"]: r["item"] for r in vs.items() if r["item"]["verification"]["status"] == "verified"}
@@ -202,3 +202,29 @@ def test_allow_missing_media_releases_metadata_only_rows_and_the_card_counts_the
     assert errs == [] and len(samples) == 2
     samples, errs = ib.load_release(RunConfig("infinibench", "x", data_path=rows, modality="video"))
     assert samples == [] and len(errs) == 2 and errs[0].field == "video_path_mp4"
+
+
+def test_verification_cross_checks_what_b6_cross_checks(tmp_path):
+    "A `valid` verdict whose event timestamps run against the answer's order, or with every event absent, is a disagreement; items without"
+    " spans stay out of the certificate means, and two reviewers' spans are not merged into one certificate."
+    st = _step(tmp_path)
+    sample = curation.review_sample(st)
+    scene = [it for it in sample if it["stratum"] == "scene_transitions"]
+    deep = [it for it in sample if it["stratum"] == "deep_context_understanding"]
+    log = VerdictLog(tmp_path / "v.jsonl")
+    log.append(scene[0]["id"], "alice", "valid", event_spans=[[[1, 2]], [[60, 61]]])          # a before b, but the gold says b, then a
+    log.append(scene[1]["id"], "alice", "valid", event_spans=[None, None])                    # valid, yet no event seen
+    log.append(deep[0]["id"], "alice", "valid", spans=[[0, 20]])                              # 1 segment, 20 s
+    log.append(deep[0]["id"], "bob", "valid", spans=[[30, 40]])                               # 1 segment, 10 s (merged: 2 / 30 s)
+    log.append(deep[1]["id"], "alice", "valid")                                              # no span at all
+    vs = curation.verify_step(tmp_path / "b", st, log)
+    rej = {r["id"]: r["reason"] for r in vs.rejected()}
+    assert set(rej) == {scene[0]["id"], scene[1]["id"]}
+    assert "marked valid, but event timestamps out of the answer's order (event 0 at 1 s comes before event 1 at 60 s)" in rej[scene[0]["id"]]
+    assert "marked valid, but every event (2) marked absent" in rej[scene[1]["id"]]
+    summ = vs.store.read_summary()
+    assert summ["cross_check"] == {scene[0]["id"]: {"alice": "event timestamps out of the answer's order (event 0 at 1 s comes before event 1 at 60 s)"},
+                                   scene[1]["id"]: {"alice": "every event (2) marked absent"}}
+    cert = summ["certificates"]
+    assert cert["overall"] == {"n_items": 1, "mean_count": 1.0, "mean_length_s": 15.0} and cert["n_without_spans"] == 1
+    assert next(r for r in summ["validity"] if r["stratum"] == "scene_transitions")["validity"] == 0.0

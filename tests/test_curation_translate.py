@@ -116,9 +116,9 @@ def test_placeholders_numbers_and_script_are_checked_per_item(mt, tmp_path):
     assert flags["p1"] == ["question: dropped placeholder '$6.6 \\\\times 10^{-34}$'".replace("\\\\", "\\")]
     assert flags["p2"] == ["question: dropped number 7"]
     assert flags["p3"] and flag_kind(flags["p3"][0]) == "script" and "expected for Telugu (mostly Latin)" in flags["p3"][0]
-    assert flags["p4"] == ["question: dropped placeholder 'B)'"]
+    assert flags["p4"] == ["question: dropped placeholder 'B)'", "question: option labels changed (A, B -> A)"]
     s = json.loads((st.dir / "summary.json").read_text())
-    assert s["n_flagged"] == 4 and s["flags_by_kind"] == {"dropped placeholder": 2, "dropped number": 1, "script": 1}
+    assert s["n_flagged"] == 4 and s["flags_by_kind"] == {"dropped placeholder": 2, "dropped number": 1, "script": 1, "option labels changed": 1}
 
 
 @pytest.mark.parametrize("engine,status", [("azure", 401), ("aws", 429), ("google", 403), ("indictrans", 500)])
@@ -311,3 +311,42 @@ def test_compare_engines_names_a_missing_engine_library_before_any_call(mt, engl
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install 'vlmlens[curation]' (or pip install google-cloud-translate)" in err[0], err
     assert mt.calls == [] and not (tmp_path / "b").exists()
+
+
+LABEL_FORMS = {  # form → (question, gold): every way an option label is written, inline and at line starts, with punctuation
+    "(A) inline, trailing ?": ("Which is right: (A) or (B)?", "B"),
+    "A) inline, trailing ,": ("Pick one of A), B), or C), then stop.", "C"),
+    "(a) at line starts": ("Which is red?\n(a) the cart\n(b) the van", "a"),
+    "A. at line starts": ("Which is red?\nA. the cart\nB. the van", "A"),
+    "A. inline": ("Choose: A. the cart B. the van", "B"),
+    "a) inline": ("Which is red: a) the cart b) the van", "b"),
+    "(A) at line starts": ("Which is red?\n(A) the cart.\n(B) the van.", "A"),
+}
+
+
+@pytest.mark.parametrize("form", list(LABEL_FORMS))
+def test_option_labels_are_never_translated(mt, tmp_path, form):
+    "An MT service that translates every Latin letter (the loopback cipher) sees markers, not labels: labels and the gold survive."
+    q, gold = LABEL_FORMS[form]
+    st = translate([{"align_id": "q1", "question": q, "answer": gold}], tmp_path / "b", "aws", "te", engine_options=opts(mt))
+    (it,) = [r["item"] for r in st.items()]
+    sent = mt_texts(mt.requests("aws")[0])[0]
+    from vlmlens.curation.translate import option_labels
+    labels = option_labels(q)
+    assert len(labels) >= 2 and option_labels(it["question"]) == labels and it["answer"] == gold and it["flags"] == [], (it, sent)
+    assert "[[0]]" in sent and not any(l in sent.replace("[[", " ").split() for l in ("(A)", "(B)", "A)", "B)", "A.", "(a)", "a)"))
+
+
+def test_a_translation_that_changes_the_gold_or_the_labels_is_flagged(mt, tmp_path):
+    "Without protection the service translates the labels: the gold label and the label count are flagged, not released silently."
+    recs = [{"align_id": "q1", "question": "Which is right: (A) or (B)?", "answer": "B"}]
+    st = translate(recs, tmp_path / "b", "aws", "te", engine_options=opts(mt), protect_spans=False)
+    (it,) = [r["item"] for r in st.items()]
+    assert it["answer"] == "B"                                                     # the gold letter is never sent
+    assert "question: option labels changed (A, B -> none)" in it["flags"]
+    assert any(f.startswith("answer: gold label B is not among the translated question's option labels") for f in it["flags"])
+    mt.translator = lambda t, s, tg, e: cipher(t, s, tg).replace("[[1]]", "")      # a service that drops one label's marker
+    st = translate(recs, tmp_path / "b2", "aws", "te", engine_options=opts(mt))
+    (it,) = [r["item"] for r in st.items()]
+    assert "question: option labels changed (A, B -> A)" in it["flags"] and flag_kind(it["flags"][-1]) == "gold label"
+    assert st.summary()["n_items"] == 1 and st.store.read_summary()["flags_by_kind"]["option labels changed"] == 1

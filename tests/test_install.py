@@ -8,7 +8,7 @@ import sys
 from vlmlens.benchmarks.demo import ensure_demo_data
 
 EXTRAS = ("torch", "torchvision", "transformers", "accelerate", "qwen_vl_utils", "datasets", "tokenizers", "matplotlib",
-          "papermill", "networkx", "ray", "submitit", "sentence_transformers", "cv2", "sacrebleu", "ipywidgets", "decord", "yt_dlp")
+          "papermill", "networkx", "ray", "submitit", "sentence_transformers", "cv2", "sacrebleu", "ipywidgets", "decord", "yt_dlp", "wandb", "selenium")
 
 BLOCK = """
 import sys, importlib.abc

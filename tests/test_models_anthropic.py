@@ -62,6 +62,7 @@ def test_request_body_and_thinking_budget(server, tmp_path, monkeypatch):
                       thinking_budget=2048) as b:
         g = b.generate([video_req()], max_new_tokens=16)[0]
     assert (g.text, g.error, g.finish_reason) == ("C", None, "stop")                      # thinking is not the answer
+    assert g.thinking == "The second frame shows ..."                                     # ... but it is kept beside it
     assert g.usage["input_tokens"] == 321 and g.usage["output_tokens"] == 57
     body = server.requests("anthropic")[0].json
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048} and body["max_tokens"] == 16 + 2048

@@ -119,7 +119,8 @@ def test_openai_reasoning_model_parameters_and_usage(server, keys, tmp_path):
     body = server.requests("openai")[0].json
     assert body["max_completion_tokens"] == 16 + b.reasoning_allowance and body["reasoning_effort"] == "minimal"
     assert "temperature" not in body and "max_tokens" not in body
-    assert g.usage == {"input_tokens": 50, "output_tokens": 30, "reasoning_tokens": 28, "cached": False, "cost_usd": (50 * 0.25 + 30 * 2.0) / 1e6}
+    assert g.usage == {"input_tokens": 50, "output_tokens": 30, "reasoning_tokens": 28, "cached": False, "cost_usd": (50 * 0.25 + 30 * 2.0) / 1e6,
+                       "reasoning_cost_usd": 28 * 2.0 / 1e6}
     assert b.revision == "gpt-5-mini-2025-08-07"
     b.close()
 
@@ -132,7 +133,8 @@ def test_gemini_text_image_frames_and_thinking_budget(server, keys, tmp_path):
     server.responder = lambda call: gemini_content("D", prompt_tokens=400, candidates_tokens=1, thoughts_tokens=77)
     [g] = b.generate([req], max_new_tokens=32, seed=9)
     assert g.error is None and g.text == "D"
-    assert g.usage == {"input_tokens": 400, "output_tokens": 78, "reasoning_tokens": 77, "cached": False, "cost_usd": (400 * 0.30 + 78 * 2.50) / 1e6}
+    assert g.usage == {"input_tokens": 400, "output_tokens": 78, "reasoning_tokens": 77, "cached": False, "cost_usd": (400 * 0.30 + 78 * 2.50) / 1e6,
+                       "reasoning_cost_usd": 77 * 2.50 / 1e6}
     [call] = server.requests("gemini")
     assert call.path.endswith("/models/gemini-2.5-flash:generateContent")
     assert call.headers["x-goog-api-key"] == "test-gemini-key-0123456789"
@@ -555,7 +557,7 @@ def test_empty_and_truncated_answers_are_recorded_and_never_cached(server, keys,
         replies = {"q0": openai_chat(None, finish_reason="length", completion_tokens=64), "q1": openai_chat("", finish_reason="stop"),
                    "q2": openai_chat("The answer is", finish_reason="length", completion_tokens=64)}
     else:
-        replies = {"q0": gemini_content(None, finish_reason="MAX_TOKENS", thoughts_tokens=64), "q1": gemini_content("", finish_reason="STOP"),
+        replies = {"q0": gemini_content(None, finish_reason="MAX_TOKENS", candidates_tokens=64), "q1": gemini_content("", finish_reason="STOP"),
                    "q2": gemini_content("The answer is", finish_reason="MAX_TOKENS")}
     server.responder = lambda call: replies.get(call.text.split()[-1])
     g0, g1, g2, g3 = b.generate(text_requests(4))

@@ -44,7 +44,7 @@ def test_cli_report_names_each_run_and_writes_each_format(hintel_runs, capsys, f
     assert not re.search(r"\b(None|NaN|nan)\b", out)
     if fmt == "csv": return _check_machine_csv(out)
     for lang in ("Hindi", "Telugu"):                                    # one header per run: benchmark, model, language, …, n
-        assert len(re.findall(rf"hintel · Served-VLM-7B · language {lang} · strategy standard · input video · .* · n \d+", out)) == 1
+        assert len(re.findall(rf"[hH]intel · Served-VLM-7B · language {lang} · strategy standard · input video · .* · n \d+", out)) == 1
     assert not re.search(r"\d\.\d{4,}", out)
     if fmt == "md": assert "|---|" in out and "| all items |" in out
     if fmt == "latex": assert out.count(r"\begin{tabular}") == 2 and r"accuracy \%" in out
@@ -53,14 +53,16 @@ def test_cli_report_names_each_run_and_writes_each_format(hintel_runs, capsys, f
 
 def _check_machine_csv(out):
     "One CSV for all runs: a header row first, the run's settings as columns, fractions as numbers, blanks empty."
-    assert out.splitlines()[0].startswith("benchmark,model,language,")            # a header row, no '#' comment line
+    assert out.splitlines()[0].startswith("run,benchmark,model,language,")        # a header row as sweep.csv starts, no comment line
     df = pd.read_csv(io.StringIO(out))                                           # pandas defaults read it
-    assert set(df.language) == {"Hindi", "Telugu"} and set(df.benchmark) == {"hintel"} and set(df.model) == {"Served-VLM-7B"}
-    assert {"accuracy", "answered acc.", "invalid", "errors", "n", "run_dir"} <= set(df.columns) and "accuracy %" not in df.columns
+    assert set(df.language) == {"hi", "te"} and set(df.benchmark) == {"hintel"} and set(df.model) == {"Org/Served-VLM-7B"}   # codes
+    assert {"accuracy", "accuracy_answered", "invalid_rate", "n_errors", "n", "run", "modality", "num_frames"} <= set(df.columns)
+    assert "accuracy %" not in df.columns and "frames" not in df.columns and "input" not in df.columns
     assert pd.api.types.is_float_dtype(df.accuracy) and df.accuracy.between(0, 1).all()
-    assert pd.api.types.is_integer_dtype(df.n) and pd.api.types.is_integer_dtype(df.errors)
+    assert pd.api.types.is_integer_dtype(df.n) and pd.api.types.is_integer_dtype(df.n_errors)
     runs = RunSet.discover(df.run_dir[0])
     mine = df[(df.run_dir == df.run_dir[0]) & (df.subset == "all items")]
+    assert mine.run.item() == runs[0].name
     assert mine.accuracy.item() == pytest.approx(runs[0].overall["accuracy"])   # full precision, not a rounded "50.0"
 
 
@@ -206,19 +208,23 @@ def _paper_tables(runs):
                                     "question": ["இது என்ன?", "यह क्या है?", "ఇది ఏమిటి?", "这是什么？"], "accuracy %": ["50.0", "25.0", "0.0", "100.0"]}),
                       "CURVE rounds by locale")
     out = {"summary": R.summary_table(runs[0].summary, title=R.run_header(runs[0].summary)), "overview": R.runs_overview(runs),
-           "wide": wide, "scripts": scripts}
+           "wide": wide, "scripts": scripts,
+           "summary-2": R.summary_table(runs[1].summary, title=R.run_header(runs[1].summary)),          # a second run: its own label
+           "long": R.Table(pd.DataFrame({"run": [f"run {i}" for i in range(150)], "accuracy %": ["41.3"] * 150}), "Accuracy of 150 runs")}
     for b in ("hintel", "infinibench", "curve"):
         out[f"ledger-{b}"] = R.Table(fidelity.ledger_table(b), f"Fidelity ledger ({b})")
     return out
 
 
 def test_latex_reads_like_a_paper_table(hintel_runs):
-    "Caption without 'Table N:', a label, decimals by n, prose that wraps, table* when wide, scripts for XeLaTeX."
+    "Caption without 'Table N:', a label, the Markdown's decimals, prose that wraps, table* when wide, scripts for XeLaTeX."
     tables = _paper_tables(RunSet.discover(hintel_runs))
     wide = R.render_table(tables["wide"], "latex")
     assert r"\caption{Accuracy per subset and language (paper Table 3)}" in wide and "Table 3:" not in wide.split(r"\caption")[1][:20]
-    assert r"\label{tab:accuracy-per-subset-and-language-paper}" in wide and r"\begin{table*}" in wide
-    assert "46 (n=3)" in wide and "45.67" not in wide                        # n = 3 carries no decimals
+    assert r"\label{tab:accuracy-per-subset-and-language-paper-" in wide and r"\begin{table*}" in wide and r"\resizebox" not in wide
+    md = R.render_table(tables["wide"], "md")
+    shown = set(re.findall(r"\d+\.\d+ \(n=\d+\)", md))                                      # one precision in every format
+    assert shown and shown == set(re.findall(r"\d+\.\d+ \(n=\d+\)", wide))
     assert r"\toprule" in wide and r"\midrule" in wide and r"\bottomrule" in wide
     ledger = R.render_table(tables["ledger-hintel"], "latex")
     assert re.search(r"\\begin\{tabular\}\{[^}]*p\{0\.\d+\\linewidth\}", ledger)             # prose columns wrap
@@ -237,6 +243,9 @@ def test_every_emitted_table_compiles_inside_the_text_width(hintel_runs, tmp_pat
     assert mine, f"no table for {engine}"
     problems = [p for k, v in mine.items() for p in compile_table(v, tmp_path, k)]
     assert not problems, "\n".join(problems[:20])
+    from texcheck import compile_tables
+    together = compile_tables(mine, tmp_path / "all", "report")                # one output in one paper: labels unique, no float lost
+    assert not together, "\n".join(together[:20])
 
 
 def test_saved_figures_are_paper_ready(tmp_path):
@@ -306,3 +315,71 @@ def test_paired_differences_refuse_two_runs_on_one_side(tmp_path):
     _fake_run(tmp_path, "en-16", [row("en", i, 0) for i in range(4)], benchmark="hintel", language="en", num_frames=16)
     with pytest.raises(R.PoolingError, match="en-16, en-4 all answer VAANI-H in English"):
         T.paired_regression(RunSet.discover(tmp_path), n_resamples=100)
+
+
+def _stored_run(root, name, rows, summary=None, **cfg):
+    c = RunConfig(**{"benchmark": "hintel", "model": "gpt-4.1", **cfg}, run_name=name, output_root=str(root))
+    st = RunStore(root / name, c.hash(), config=c.to_dict()).prepare()
+    st.write_run_json({"config": c.to_dict(), "config_hash": c.hash(), "model": {"model_id": c.model}})
+    st.write_scores_csv(rows); st.write_summary({"overall": rates(rows), **(summary or {})}); st.close()
+
+
+def test_a_run_that_answered_nothing_is_never_a_number_in_any_table(tmp_path, capsys):
+    "Every item a MediaError: the report, HinTel Table 4, InfiniBench Table 3 and CURVE's main table show a blank with the reason, never 0."
+    from vlmlens.cli import main
+    from vlmlens.tables import hintel as TH, infinibench as TI, minerva as TM
+    dead = [{"sample_id": f"s{i}", "subset": "vqav2", "language": "hi", "locale": "te-IN", "valid": False, "error": "MediaError: unreadable",
+             "score": None} for i in range(10)]
+    _stored_run(tmp_path / "h", "dead", dead, language="hi")
+    assert main(["report", str(tmp_path / "h" / "dead")]) == 0
+    out = capsys.readouterr().out
+    assert "nothing answered: every item errored" in out and " 0.0 " not in out and "0.0\n" not in out
+    assert TH.table4(RunSet.discover(tmp_path / "h")).iloc[0].isna().all()
+    bs = {"benchmark_summary": {"n": 10, "n_errors": 10, "acc": 0.0, "score_0_10": 0.0, "overall_0_100": 0.0,
+                                "skills": {"global_appearance": {"accuracy": 0.0, "n": 10}}}}
+    _stored_run(tmp_path / "i", "dead", [{**r, "skill": "global_appearance"} for r in dead], bs, benchmark="infinibench", model="gpt-4o")
+    t3 = TI.table3(RunSet.discover(tmp_path / "i"), random_row=False)
+    assert t3.iloc[0].isna().all(), t3
+    _stored_run(tmp_path / "c", "dead", dead, benchmark="curve", model="openai-compatible:gemini-2.5-pro@http://127.0.0.1:9/v1")
+    main_t = TM.curve_main_table(RunSet.discover(tmp_path / "c"), human=None)
+    assert pd.isna(main_t["aggregate"].iloc[0]) and main_t["paper_aggregate"].iloc[0] == pytest.approx(0.4507)   # a served roster model
+
+
+def test_rounding_is_half_up_and_one_precision_in_md_latex_and_csv():
+    t = R.Table(pd.DataFrame({"model": ["A"], "acc %": [R.pct(23 / 40, 2, n=40)], "score /10": [R.num(4.25, 1)]}))
+    md, tex, csv_text = (R.render_table(t, f) for f in ("md", "latex", "csv"))
+    assert "57.50" in md and "57.50" in tex and "4.3" in md and "4.3" in tex
+    assert csv_text.splitlines()[1].startswith("A,0.575,")                           # the fraction itself, for a machine
+
+
+def test_markdown_cells_keep_their_row_when_the_text_has_newlines():
+    t = R.Table(pd.DataFrame({"round": [1, 2], "reply": ["first line\nsecond line", "one | two"]}))
+    lines = R.render_table(t, "md").splitlines()
+    assert len(lines) == 4 and lines[2] == "| 1 | first line<br>second line |" and lines[3] == r"| 2 | one \| two |"
+
+
+def test_a_finished_run_is_never_silently_rewritten_by_a_smaller_or_differently_judged_rerun(tmp_path, capsys, monkeypatch):
+    "Rerunning a finished configuration with --limit 3 or --judge none is refused in one line; its own --run-name makes a view."
+    import json
+    from vlmlens.benchmarks import hintel as H
+    from vlmlens.cli import main
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    data = H.build_synthetic_hintel(tmp_path / "data", n_per_subset=2)
+    with LoopbackServer() as server:
+        base = ["run", "--benchmark", "hintel", "--data-path", str(data), "--model", f"openai-compatible:gpt-4.1@{server.openai_base_url}",
+                "--language", "hi", "--output-root", str(tmp_path / "runs"), "--run-name", "full", "--no-progress",
+                "--model-kwarg", "cache=false", "--judge", f"openai-compatible:judge@{server.openai_base_url}"]
+        assert main(base) == 0
+        first = json.loads((tmp_path / "runs" / "full" / "summary.json").read_text())
+        assert first["judge_id"] and first["limit"] is None and first["n_items"] == first["overall"]["n"] > 3   # what it covers
+        capsys.readouterr()
+        assert main(base + ["--limit", "3"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "its summary covers" in err and "this run 3 (--limit 3)" in err and "--run-name" in err
+        assert main(base[:-2] + ["--judge", "none"]) == 2
+        assert "is not judged" in capsys.readouterr().err
+        assert json.loads((tmp_path / "runs" / "full" / "summary.json").read_text()) == first           # untouched
+        view = base[:base.index("--run-name") + 1] + ["first3"] + base[base.index("--run-name") + 2:] + ["--limit", "3"]
+        assert main(view) == 0
+        mine = json.loads((tmp_path / "runs" / "first3" / "summary.json").read_text())
+        assert (mine["limit"], mine["n_items"], mine["overall"]["n"]) == (3, 3, 3)

@@ -253,13 +253,16 @@ def _outputs(nb_path):
 
 
 def check_tex_compiles(folder: Path):
-    "Every emitted .tex typesets in a paper-like page without error or overfull box (where its TeX engine is installed)."
-    from texcheck import ENGINES, compile_table, engine_for
-    problems = []
+    "Every emitted .tex typesets in a paper-like page, alone and all together: no error, overfull box, text below 8 pt, float too tall or label twice."
+    from texcheck import ENGINES, compile_table, compile_tables, engine_for
+    problems, texs = [], {}
     for p in sorted(folder.glob("*.tex")):
         tex = p.read_text(encoding="utf-8")
-        if ENGINES[engine_for(tex)]: problems += compile_table(tex, folder.parent / "tex-check", p.stem)
+        if ENGINES[engine_for(tex)]: problems += compile_table(tex, folder.parent / "tex-check", p.stem); texs[p.stem] = tex
+    problems += compile_tables(texs, folder.parent / "tex-check", "all")       # one paper: every label once, no float lost
     assert not problems, "\n".join(problems[:20])
+    labels = re.findall(r"\\label\{([^}]+)\}", "\n".join(texs.values()))
+    assert labels and all(re.match(r"tab:(hintel|infinibench|minerva|curve)-", l) for l in labels), labels   # benchmark + table
 
 
 def check_report(nb_path, report_dir, min_figures: int):
@@ -280,6 +283,7 @@ def check_report(nb_path, report_dir, min_figures: int):
     tex = "\n".join(p.read_text(encoding="utf-8") for p in (Path(report_dir) / "tables").glob("*.tex"))
     assert not re.search(r"(^|&)\s*(None|NaN|nan|<NA>)\s*(&|\\\\)", tex, re.M)
     check_tex_compiles(Path(report_dir) / "tables")
+    assert (Path(report_dir) / "view" / "index.html").is_file() and any('src="' in h and "view/index.html" in h for h in html)  # ends with the viewer
     return "\n".join(text for o in outs for text in [o.get("text", "") or o.get("data", {}).get("text/plain", "")])
 
 

@@ -19,7 +19,7 @@ def test_committed_evaluate_notebook_matches_the_generated_one(repo_root):
 
 def test_sweep_runs_grid_continues_past_a_failure_and_prints_a_table(tmp_path):
     grid = {"name": "t", "base": {"benchmark": "demo", "limit": 2, "num_frames": 4, "max_new_tokens": 4},
-            "grid": {"model": ["tiny-qwen2.5-vl", "no-such-model"], "language": ["en", "hi"]}}
+            "grid": {"model": ["tiny-qwen2.5-vl"], "language": ["en", "hi"], "subset": ["video_color", "no-such-subset"]}}
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump(grid))
     proc = subprocess.run([sys.executable, "-c", "from vlmlens.cli import main; raise SystemExit(main())", "sweep", str(path),
@@ -31,7 +31,7 @@ def test_sweep_runs_grid_continues_past_a_failure_and_prints_a_table(tmp_path):
     assert len(t) == 4
     ok, failed = t[t.status == "ok"], t[t.status == "failed"]
     assert set(ok.model) == {"tiny-qwen2.5-vl"} and len(ok) == 2 and len(failed) == 2
-    assert all("no-such-model" in e for e in failed.error)
+    assert all("no demo items match --subset no-such-subset" in e for e in failed.error)   # found only inside the kernel
     for run in ok.run:
         d = tmp_path / "out" / "t" / run
         assert (d / "evaluate.ipynb").exists() and (d / "summary.json").exists() and (d / "predictions.jsonl").exists()
@@ -43,9 +43,9 @@ def test_sweep_runs_grid_continues_past_a_failure_and_prints_a_table(tmp_path):
     assert "KeyboardInterrupt" not in proc.stderr + proc.stdout                      # successful runs print no kernel error
     assert f"table: {table.resolve()}" in proc.stdout                                 # where sweep.csv went
     same = next(l for l in proc.stdout.splitlines() if l.startswith("every run: "))       # constant columns on one line
-    assert set(same[len("every run: "):].split(", ")) == {"benchmark=demo", "limit=2", "max_new_tokens=4", "num_frames=4"}
+    assert set(same[len("every run: "):].split(", ")) == {"benchmark=demo", "limit=2", "max_new_tokens=4", "num_frames=4", "model=tiny-qwen2.5-vl"}
     head = proc.stdout.splitlines()[1]
-    assert "benchmark" not in head and "num_frames" not in head and "model" in head and "language" in head
+    assert "benchmark" not in head and "num_frames" not in head and "subset" in head and "language" in head
     assert not re.search(r"\b\d+\.\d{2,}\b", proc.stdout.split("table:")[0].split("\n", 2)[2].replace("%", ""))  # wall_s rounded
     again = subprocess.run([sys.executable, "-c", "from vlmlens.cli import main; raise SystemExit(main())", "sweep", str(path),
                             "--output-root", str(tmp_path / "out")], capture_output=True, text=True, timeout=500)

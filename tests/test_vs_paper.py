@@ -150,29 +150,52 @@ def _item(i, subset, lang, score, error=None):
 
 
 HINTEL_JUDGE = "gpt-4.1-2025-04-14"      # the hybrid evaluation's judge, HinTel-AlignBench §4
+IB = {"benchmark": "infinibench", "modality": "video+subtitles"}      # InfiniBench's protocol: video with subtitles (§B.7)
 
 
 @pytest.fixture
 def known_runs(tmp_path):
-    "GPT-4.1 at exactly 68% on Hindi VQAv2 (paper 68.00) and 20% on Telugu VQAv2 (paper 68.70, 5 of its 100 items errored)."
-    _fake_run(tmp_path, "hi", [_item(i, "vqav2", "hi", float(i < 68)) for i in range(100)], language="hi", judge=HINTEL_JUDGE)
-    _fake_run(tmp_path, "te", [_item(i, "vqav2", "te", float(i < 20), "timeout" if i >= 95 else None) for i in range(100)], language="te",
-              judge=HINTEL_JUDGE)
+    "GPT-4.1 at exactly 68% on the 1,000 Hindi VQAv2 items (paper 68.00), 20% on the 1,000 Telugu ones (paper 68.70, 50 errored)."
+    _fake_run(tmp_path, "hi", [_item(i, "vqav2", "hi", float(i < 680)) for i in range(1000)], language="hi", judge=HINTEL_JUDGE)
+    _fake_run(tmp_path, "te", [_item(i, "vqav2", "te", float(i < 200), "timeout" if i >= 950 else None) for i in range(1000)],
+              language="te", judge=HINTEL_JUDGE)
     return tmp_path
 
 
-def test_comparison_has_the_difference_and_marks_the_paper_outside_our_ci(known_runs):
+def test_comparison_has_the_difference_and_a_wilson_verdict_on_the_papers_whole_item_set(known_runs):
     cmp = V.compare(RunSet.discover(known_runs))
     assert sorted(cmp.column) == ["VQAv2 Hi", "VQAv2 Tel"] and not cmp.attrs["unmatched"]
     hi, te = (cmp[cmp.column == c].iloc[0] for c in ("VQAv2 Hi", "VQAv2 Tel"))
-    assert (hi.table, hi.model, hi.paper_value, hi.n) == ("4", "GPT-4.1", 68.0, 100)
-    assert hi.ours == pytest.approx(68.0) and hi["diff"] == pytest.approx(0.0) and hi.outside == False   # noqa: E712
-    assert hi.ci_low < 68 < hi.ci_high and hi.ci_high - hi.ci_low < 25
-    assert te.ours == pytest.approx(20.0) and te["diff"] == pytest.approx(-48.7) and te.outside == True  # errors count as wrong
+    assert (hi.table, hi.model, hi.paper_value, hi.n, hi.paper_n, hi.coverage) == ("4", "GPT-4.1", 68.0, 1000, 1000, "full")
+    assert hi.ours == pytest.approx(68.0) and hi["diff"] == 0.0 and hi.verdict == "within" and hi.outside == False   # noqa: E712
+    assert (round(hi.ci_low, 2), round(hi.ci_high, 2)) == (65.04, 70.82)            # Wilson, 680 of 1,000
+    assert te.ours == pytest.approx(20.0) and te["diff"] == -48.7 and te.verdict == "outside"   # errors count as wrong
     assert te.ci_high < 68.7
 
 
+def test_a_subset_of_the_papers_items_is_labelled_with_its_coverage_and_gets_no_verdict(tmp_path, capsys):
+    from vlmlens.cli import main
+    _fake_run(tmp_path, "four", [_item(i, "vqav2", "hi", 1.0) for i in range(4)], language="hi", judge=HINTEL_JUDGE, limit=4)
+    _fake_run(tmp_path, "few", [_item(i, "vaani_h", "hi", 1.0) for i in range(945)], language="hi", judge=HINTEL_JUDGE, limit=945)
+    cmp = V.compare(RunSet.discover(tmp_path)).set_index("column")
+    assert (cmp.loc["VQAv2 Hi", "coverage"], cmp.loc["VQAv2 Hi", "verdict"]) == ("subset", "subset") and pd.isna(cmp.loc["VQAv2 Hi", "outside"])
+    assert cmp.loc["VAANI-H Hi", "verdict"] == "subset"                             # --limit: never the paper's set, whatever n
+    assert main(["report", str(tmp_path / "four"), "--vs-paper"]) == 0
+    line = next(l for l in capsys.readouterr().out.splitlines() if "VQAv2 Hi" in l)
+    assert "4 of 1,000" in line and "none: subset of items" in line and "paper outside CI" not in line and "within" not in line
+    assert "100.00" in line and "51.01–100.00" in line                               # Wilson: 4 of 4 is not 100–100
+
+
+def test_too_few_items_get_no_verdict_and_intervals_never_collapse():
+    assert V.cell_value([1.0], "%")["ci_low"] < 25 and V.cell_value([1.0] * 4, "%")["ci_high"] == 100
+    scores = V.cell_value([0.7] * 3, "0-10")                                         # three identical 0-10 judge scores
+    assert scores["ci_high"] - scores["ci_low"] > 5 and scores["ours"] == pytest.approx(7.0)
+    assert V._verdict([], "full", V.MIN_ITEMS - 1, 10.0, True) == "too few"
+    assert V._verdict([], "full", V.MIN_ITEMS, 10.0, False) == "outside"
+
+
 def test_cli_prints_ours_beside_the_paper_and_a_message_for_a_model_no_paper_reports(known_runs, capsys):
+    import csv
     from vlmlens.cli import main
     _fake_run(known_runs, "other", [_item(i, "vqav2", "hi", 1.0) for i in range(4)], model="tiny-qwen2.5-vl", language="hi")
     assert main(["report", str(known_runs), "--vs-paper"]) == 0
@@ -180,8 +203,9 @@ def test_cli_prints_ours_beside_the_paper_and_a_message_for_a_model_no_paper_rep
     line = {m.group(1): l for l in cap.out.splitlines() for m in [re.search(r"(GPT-4\.1\s+VQAv2 Hi|GPT 4\.1\s+VQAv2 Tel)", l)] if m}
     assert len(line) == 2, cap.out
     hi, te = (next(v for k, v in line.items() if k.endswith(c)) for c in ("Hi", "Tel"))
-    assert re.search(r"68\.00\s+68\.00\s+\+0\.00\s+\d+\.\d\d–\d+\.\d\d\s+100\s*$", hi)
-    assert re.search(r"68\.70\s+20\.00\s+-48\.70\s+\d+\.\d\d–\d+\.\d\d\s+100\s+yes$", te)
+    assert "HinTel Table 4" in hi and "HinTel Table 3" in te and "hintel T" not in cap.out
+    assert re.search(r"68\.00\s+68\.00\s+\+0\.00\s+65\.04–70\.82\s+1,000\s+paper within CI\s*$", hi)
+    assert re.search(r"68\.70\s+20\.00\s+-48\.70\s+\d+\.\d\d–\d+\.\d\d\s+1,000\s+paper outside CI\s*$", te)
     assert "other: tiny-qwen2.5-vl is not a model the hintel paper reports" in cap.err and "Traceback" not in cap.err
     assert main(["report", str(known_runs / "other"), "--vs-paper"]) == 0     # nothing to compare: a message, exit 0
     cap = capsys.readouterr()
@@ -190,8 +214,13 @@ def test_cli_prints_ours_beside_the_paper_and_a_message_for_a_model_no_paper_rep
     assert main(["report", str(known_runs / "demo"), "--vs-paper"]) == 0
     assert "demo: no published numbers for demo" in capsys.readouterr().err
     assert main(["report", str(known_runs), "--vs-paper", "--format", "csv"]) == 0
-    df = pd.read_csv(io.StringIO(capsys.readouterr().out))
-    assert len(df) == 2 and set(df.outside) == {True, False} and df.paper_value.tolist() != df.ours.tolist()
+    text = capsys.readouterr().out
+    back = list(csv.DictReader(io.StringIO(text), quoting=csv.QUOTE_NONNUMERIC))     # text quoted, numbers bare
+    assert len(back) == 2 and {r["verdict"] for r in back} == {"within", "outside"}
+    assert {r["paper_text"] for r in back} == {"68.00", "68.70"} and all(r["n"] == 1000 for r in back)
+    assert ",1000," in text and "1000.0" not in text                                # counts are integers
+    df = pd.read_csv(io.StringIO(text))
+    assert str(df.n.dtype) == "int64" and str(df.paper_n.dtype) == "int64" and df.setting.isna().all()
 
 
 def test_cells_without_items_are_left_out_or_blank_never_zero(known_runs):
@@ -202,6 +231,22 @@ def test_cells_without_items_are_left_out_or_blank_never_zero(known_runs):
     assert set(empty.column) >= {"RealWorldQA Hi", "Ours-H Hi", "JEE-T Tel"}   # subsets the runs did not score
     assert not full.column.str.endswith(" En").any()                              # a Hindi or Telugu run is not an English one
     assert "–" in V.render_table(V.vs_paper_table(full), "text")
+
+
+def test_a_run_that_answered_nothing_is_never_compared_or_printed_as_a_number(tmp_path, capsys):
+    "GPT-4o on InfiniBench, every item a MediaError (the run exited 3): no row, no 0.00, one line on stderr."
+    from vlmlens.cli import main
+    rows = [{"sample_id": f"{s}{i}", "skill": s, "valid": False, "error": "MediaError: no video", "score": None} for s in SKILLS for i in range(2)]
+    _fake_run(tmp_path, "dead", rows, model="gpt-4o", num_frames=450, judge="gpt-4o", **IB)
+    half = [{**r, "error": None, "valid": True, "score": 0.0} if r["skill"] == "global_appearance" else r for r in rows]
+    _fake_run(tmp_path, "half", half, model="gpt-4o", num_frames=450, judge="gpt-4o", **IB)
+    cmp = V.compare(RunSet.discover(tmp_path), full=True)
+    assert "dead: answered nothing (16 items, every one errored): never compared" in cmp.attrs["unmatched"]
+    assert set(cmp.run) <= {"half"} and not cmp[cmp.ours.notna()].column.isin(["Scene Transitions", "Avg. Acc."]).any()
+    assert any(m.startswith("half: ") and "every one of their items errored" in m for m in cmp.attrs["unmatched"])
+    assert main(["report", str(tmp_path / "dead"), "--vs-paper"]) == 0
+    cap = capsys.readouterr()
+    assert "0.00" not in cap.out and "answered nothing" in cap.err
 
 
 def test_a_real_hintel_run_of_a_served_paper_model(tmp_path, monkeypatch):
@@ -217,58 +262,230 @@ def test_a_real_hintel_run_of_a_served_paper_model(tmp_path, monkeypatch):
     cmp = V.compare(runs)
     s = runs[0].scores()
     got = cmp[~cmp.derived].set_index("column")
-    assert set(got.model) == {"GPT-4.1"} and len(got) >= 3
+    assert set(got.model) == {"GPT-4.1"} and len(got) >= 3 and set(got.verdict) == {"subset"}   # 2 synthetic items of hundreds
     assert not got.index.str.startswith(("VQAv2", "CLEVR-Math")).any()      # unjudged: not the paper's hybrid scoring
-    assert any("paper cells not compared: the paper judged with GPT-4.1 (2025-04-14), this run with none" in m
+    assert any("paper cells left out, setting differs: judge none (paper GPT-4.1 (2025-04-14))" in m
                for m in cmp.attrs["unmatched"]), cmp.attrs["unmatched"]
+    assert len(cmp.run.iloc[0]) <= V.LABEL_CHARS and "/" not in cmp.run.iloc[0]
     for col, r in got.iterrows():
         sub = {"VQAv2": "vqav2", "RealWorldQA": "realworldqa", "CLEVR-Math": "clevr_math", "JEE-H": "jee_h", "VAANI-H": "vaani_h"}[col.split()[0]]
         mine = s[(s.subset == sub) & (s.language == "hi")]
         assert r.ours == pytest.approx(100 * rates(mine.astype(object).where(mine.notna(), None).to_dict("records"))["accuracy"])
-        assert r["diff"] == pytest.approx(r.ours - r.paper_value)
+        assert r["diff"] == pytest.approx(round(r.ours, 2) - r.paper_value)
 
 
 SKILLS = ["global_appearance", "scene_transitions", "character_actions", "chronological_understanding",
           "summarization", "deep_context_understanding", "spoiler_questions", "linking_multiple_events"]
 
 
+def _ib_rows(n=10, right=3, score=0.4):
+    return [{"sample_id": f"{s}{i}", "skill": s, "valid": True, "error": None, "score": float(i < right) if k < 4 else score}
+            for k, s in enumerate(SKILLS) for i in range(n)]
+
+
 def test_infinibench_cells_need_the_frames_and_judge_the_paper_used(tmp_path):
-    "Table 4 cells match a run at the row's frame count; Table 5 cells the run's judge; reasoning scores on 0-10."
-    rows = [{"sample_id": f"{s}{i}", "skill": s, "valid": True, "error": None, "score": float(i < 3) if k < 4 else 0.4}
-            for k, s in enumerate(SKILLS) for i in range(10)]
-    for name, frames, judge in (("q128", 128, "gpt-4o-mini"), ("q8", 8, "gemini-2.0-flash")):
-        _fake_run(tmp_path, name, rows, benchmark="infinibench", model="qwen2.5-vl-7b", num_frames=frames, judge=judge)
-    q128, q8 = V.compare(RunSet.discover(tmp_path / "q128")), V.compare(RunSet.discover(tmp_path / "q8"))
-    assert set(q128.table) == {"4"} and set(q8.table) == {"5"}                       # no Table 4 row has 8 frames
+    "Table 4 cells match a run at the row's frame count; Table 5 cells the run's judge and the model's §B.7 frames; reasoning scores on 0-10."
+    for name, frames, judge in (("q128", 128, "gpt-4o-mini"), ("q8", 8, "gemini-2.0-flash"), ("q768", 768, "gemini-2.0-flash")):
+        _fake_run(tmp_path, name, _ib_rows(), model="qwen2.5-vl-7b", num_frames=frames, judge=judge, **IB)
+    q128, q8, q768 = (V.compare(RunSet.discover(tmp_path / n)) for n in ("q128", "q8", "q768"))
+    assert set(q128.table) == {"4"} and q8.empty and set(q768.table) == {"4", "5"}
     ga = q128[q128.column == "Global Appearance"].iloc[0]
-    assert (ga.paper_value, ga.ours, ga.n) == (32.0, pytest.approx(30.0), 10)       # Table 4, QwenVL2.5 at 128 frames
+    assert (ga.paper_value, ga.ours, ga.n, ga.verdict) == (32.0, pytest.approx(30.0), 10, "items unknown")   # the test split is not released
     summ = q128[q128.column == "Summarization"].iloc[0]
     assert summ.unit == "0-10" and summ.ours == pytest.approx(4.0) and summ["diff"] == pytest.approx(1.1)
     acc = q128[q128.column == "Avg. Acc."].iloc[0]
     assert acc.derived and acc.ours == pytest.approx(30.0) and pd.isna(acc.ci_low)   # a mean of columns: no CI
-    assert not (q128.table == "5").any()                                             # the column prints GPT-4o, the run used GPT-4o mini
-    assert q128.attrs["unmatched"] == ["q128: 3 paper cells not compared: the paper judged with GPT-4o or Gemini 2.0 Flash or "
-                                       "Qwen2.5-VL-7B, this run with GPT-4o mini (--judge-reading compares them, flagged)"]
-    assert not q8.attrs["unmatched"]                                                 # its judge has a column
-    read = V.compare(RunSet.discover(tmp_path / "q128"), judge_reading=True)        # the §4.2 reading, switched on and flagged
-    t5 = read[read.table == "5"]
-    assert t5.column.tolist() == ["judge GPT-4o"] and t5.setting.tolist() == ["judge GPT-4o mini, paper prints GPT-4o"]
-    assert set(read[read.table == "4"].setting) == {""}
-    assert "judge GPT-4o mini, paper prints GPT-4o" in V.render_table(V.vs_paper_table(read), "text")
-    assert q8.column.tolist() == ["judge Gemini 2.0"] and q8.paper_value.tolist() == [4.58]
+    assert not q128.row if hasattr(q128, "row") else True
+    assert q768[q768.table == "5"].column.tolist() == ["judge Gemini 2.0"] and q768[q768.table == "5"].paper_value.tolist() == [4.58]
+    assert q768[(q768.table == "4") & (q768.column == "Summarization")].empty       # 0-10 cells: judged by GPT-4o mini or GPT-4o (§4.2, §B)
+    assert any("judge Gemini 2.0 Flash (paper GPT-4o mini or GPT-4o)" in m for m in q768.attrs["unmatched"])
+    assert "frames 8 (paper 768)" in " ".join(q8.attrs["unmatched"])                # no Table 4 row, no §B.7 setting has 8 frames
 
 
-def test_curve_locale_cells_and_the_aggregate(tmp_path):
+def test_cli_judge_reading_switch(tmp_path, capsys):
+    "`vlmlens report --vs-paper` leaves a GPT-4o mini run out of Table 5's 'GPT-4o' column and says so; --judge-reading compares it, flagged."
+    from vlmlens.cli import main
+    rows = [{"sample_id": f"{s}{i}", "skill": s, "valid": True, "error": None, "score": 0.5} for s in SKILLS for i in range(4)]
+    _fake_run(tmp_path, "mini", rows, model="qwen2.5-vl-7b", num_frames=768, judge="gpt-4o-mini", **IB)
+    assert main(["report", str(tmp_path), "--vs-paper"]) == 0
+    cap = capsys.readouterr()
+    assert "InfiniBench Table 5" not in cap.out and "--judge-reading compares the judge, flagged" in cap.err
+    assert main(["report", str(tmp_path), "--vs-paper", "--judge-reading"]) == 0
+    line = next(l for l in capsys.readouterr().out.splitlines() if "InfiniBench Table 5" in l)
+    assert "judge GPT-4o " in line and "4.56" in line and "judge GPT-4o mini, paper prints GPT-4o" in line
+
+
+def test_infinibench_runs_off_the_papers_protocol_are_left_out_and_counted(tmp_path, capsys):
+    "Video only, strict scoring, no IDK option, lettered options, a fenced judge: each a departure; --include-departures lists them."
+    from vlmlens.cli import main
+    off = {"idk_option": False, "answer_format": "letter", "scoring": "strict", "judge_fence": True}
+    _fake_run(tmp_path, "off", _ib_rows(), benchmark="infinibench", model="qwen2.5-vl-7b", num_frames=128, judge="gpt-4o-mini",
+              modality="video", benchmark_kwargs=off)
+    cmp = V.compare(RunSet.discover(tmp_path))
+    assert cmp.empty
+    msg = cmp.attrs["unmatched"][0]
+    for d in ("modality video (paper video+subtitles)", "idk option False (paper True)", "answer format letter (paper number)",
+              "scoring strict (paper official)", "judge fence True (paper False)"):
+        assert d in msg, msg
+    assert msg.startswith("off: 13 paper cells left out, setting differs: ") and "--include-departures shows them" in msg
+    assert "frames 128 (paper 768)" in msg and "--judge-reading" not in msg     # Table 5's row; the judge alone would not bring it in
+    shown = V.compare(RunSet.discover(tmp_path), include_departures=True)
+    assert len(shown) == 13 and set(shown.table) == {"4", "5"} and set(shown.verdict) == {"setting differs"} and shown.outside.isna().all()
+    assert all("scoring strict (paper official)" in s and "modality video" in s for s in shown.setting)
+    assert main(["report", str(tmp_path), "--vs-paper", "--include-departures"]) == 0
+    out = capsys.readouterr().out
+    assert "none: setting differs" in out and "scoring strict (paper official)" in out
+
+
+def test_hintel_runs_off_the_papers_protocol_are_left_out(tmp_path):
+    "English prompts leave every cell out; the vlmlens JEE scoring and a dropped explanation rule leave only the JEE cells out."
+    rows = [_item(i, s, "hi", 1.0) for s in ("realworldqa", "jee_h") for i in range(5)]
+    _fake_run(tmp_path / "en", "en", rows, language="hi", judge=HINTEL_JUDGE, benchmark_kwargs={"prompt_language": "en"})
+    _fake_run(tmp_path / "jee", "jee", rows, language="hi", judge=HINTEL_JUDGE,
+              benchmark_kwargs={"jee_scoring": "vlmlens", "jee_explanation_rule": False})
+    en, jee = V.compare(RunSet.discover(tmp_path / "en")), V.compare(RunSet.discover(tmp_path / "jee"))
+    assert en.empty and "prompt language en (paper item): 2 cells" in en.attrs["unmatched"][0]
+    assert jee.column.tolist() == ["RealWorldQA Hi"]
+    assert "jee scoring vlmlens (paper official): 1 cell; jee explanation rule False (paper True): 1 cell" in jee.attrs["unmatched"][0]
+
+
+def test_curve_locale_cells_the_aggregate_and_one_comparison_per_number(tmp_path):
     rows = [{"sample_id": f"{loc}{i}", "locale": loc, "valid": True, "error": None, "score": float(i < k)}
             for loc, k in (("te-IN", 3), ("ko-KR", 6)) for i in range(10)]
-    _fake_run(tmp_path, "pro", rows, benchmark="curve", model="gemini-2.5-pro")
+    _fake_run(tmp_path, "pro", rows, benchmark="curve", model="gemini-2.5-pro", judge="gemini-2.5-flash")
     cmp = V.compare(RunSet.discover(tmp_path)).set_index("column")
     assert cmp.loc["Aggregate", "ours"] == pytest.approx(45.0) and cmp.loc["Aggregate", "n"] == 20
-    assert cmp.loc["Aggregate", "paper_value"] == 45.07 and not cmp.loc["Aggregate", "outside"]
+    assert (cmp.loc["Aggregate", "paper_n"], cmp.loc["Aggregate", "verdict"]) == (2400, "subset")
     assert cmp.loc["Lowest Region (te-IN)", "ours"] == pytest.approx(30.0)
-    assert cmp.loc["Highest Region (ko-KR)", "ours"] == pytest.approx(60.0)
+    assert cmp.loc["Lowest Region (te-IN)", "table"] == "main, key findings"          # 28.00 printed twice: one comparison
+    assert cmp.loc["Highest Region (ko-KR)", "table"] == "main, key findings" and "ko-KR" not in cmp.index
     assert "ta-IN" not in cmp.index and "mr-IN" not in cmp.index                     # locales with no items: left out
     assert not (cmp.table == "ablation").any()                                       # ablation cells name no model
+    text = V.render_table(V.vs_paper_table(V.compare(RunSet.discover(tmp_path))), "text")
+    assert "MINERVA-Cultural main results, key findings" in text
+
+
+def test_curve_needs_the_papers_judge_and_accuracy(tmp_path):
+    rows = [{"sample_id": f"te{i}", "locale": "te-IN", "valid": True, "error": None, "score": float(i < 3)} for i in range(10)]
+    _fake_run(tmp_path, "claude", rows, benchmark="curve", model="gemini-2.5-pro", judge="claude-sonnet-4")
+    _fake_run(tmp_path, "half", rows, benchmark="curve", model="gemini-2.5-pro", judge="gemini-2.5-flash",
+              benchmark_kwargs={"accuracy": "mean_half"})
+    cmp = V.compare(RunSet.discover(tmp_path))
+    assert cmp.empty
+    msgs = " | ".join(cmp.attrs["unmatched"])
+    assert "judge Claude" in msgs and "(paper Gemini 2.5 Flash)" in msgs and "accuracy mean_half (paper share_of_2s)" in msgs
+
+
+def test_the_same_number_in_two_hintel_tables_is_one_comparison(tmp_path):
+    "Gemma3-27B's standard-prompt Hindi cells are printed in Table 4 and again in Table 5 (Gemma-27B, Standard)."
+    rows = [_item(i, "realworldqa", "hi", float(i % 2)) for i in range(20)]
+    _fake_run(tmp_path, "g", rows, model="gemma3-27b", language="hi", judge=HINTEL_JUDGE)
+    cmp = V.compare(RunSet.discover(tmp_path))
+    rw = cmp[cmp.column == "RealWorldQA Hi"]
+    t4 = next(c for c in CELLS if c["table"] == "4" and c["row"] == "Gemma3-27B" and c["column"] == "RealWorldQA Hi")
+    t5 = next(c for c in CELLS if c["table"] == "5" and c["row"] == "Standard" and c["column"] == "RealWorldQA Hi")
+    assert len(rw) == (1 if t4["value"] == t5["value"] else 2)
+    if t4["value"] == t5["value"]: assert rw.table.tolist() == ["4, 5"]
+    assert not cmp.duplicated(["run", "column", "paper_value"]).any()
+
+
+def test_run_labels_are_short_and_name_no_path(tmp_path):
+    rows = [_item(i, "realworldqa", "hi", 1.0) for i in range(5)]
+    for name, d in (("a", "/very/long/absolute/path/to/some/data/folder/one"), ("b", "/very/long/absolute/path/to/other/data/two")):
+        _fake_run(tmp_path, name, rows, language="hi", judge=HINTEL_JUDGE, data_path=d, max_new_tokens=64 if name == "a" else 128)
+    cmp = V.compare(RunSet.discover(tmp_path))
+    assert set(cmp.run) == {"max new tokens 64", "max new tokens 128"}
+
+
+def test_cells_that_are_not_scores_are_never_put_beside_a_run(tmp_path):
+    "Table 6 (error shares of GPT 4.1 on VAANI-T) names a model a run can be, but a run's accuracy is not an error share."
+    _fake_run(tmp_path, "te", [_item(i, "vaani_t", "te", 1.0) for i in range(10)], language="te", judge=HINTEL_JUDGE)
+    full = V.compare(RunSet.discover(tmp_path), full=True)
+    assert len(full) and set(full.table) == {"3"} and "6" in set(V.paper_cells("hintel").table)
+
+
+def test_hintel_judged_cells_need_the_papers_judge(tmp_path):
+    "VQAv2/CLEVR-Math (hybrid exact match + gpt-4.1-2025-04-14) are compared only with runs that judge as the paper did."
+    rows = [_item(i, s, "hi", 1.0) for s in ("vqav2", "clevr_math", "realworldqa") for i in range(5)]
+    for name, judge in (("paper", HINTEL_JUDGE), ("mini", "gpt-4o-mini"), ("none", "none"), ("unset", None)):
+        _fake_run(tmp_path, name, rows, language="hi", judge=judge)
+    cmp = V.compare(RunSet.discover(tmp_path))
+    by_run = {r: set(g.column) for r, g in cmp.groupby("run")}
+    paper_run = next(r for r in by_run if "2025-04-14" in r)
+    assert {"VQAv2 Hi", "CLEVR-Math Hi", "RealWorldQA Hi"} <= by_run[paper_run]
+    for r, cols in by_run.items():
+        if r != paper_run: assert cols.isdisjoint({"VQAv2 Hi", "CLEVR-Math Hi"}) and "RealWorldQA Hi" in cols, r
+    msgs = cmp.attrs["unmatched"]
+    assert any(m.startswith("mini: 2 paper cells left out") and "judge GPT-4o mini (paper GPT-4.1 (2025-04-14))" in m for m in msgs)
+    assert sum("judge none (paper GPT-4.1 (2025-04-14))" in m for m in msgs) == 2        # 'none' and no judge at all
+    assert set(cmp.setting) == {""}                                                     # no reading covers a HinTel judge
+
+
+def test_a_judge_is_matched_by_the_model_it_resolves_to_and_only_that(tmp_path):
+    "HinTel: gpt-4.1 (OpenAI's undated alias) is not the dated judge; InfiniBench: the hub id behind qwen2.5-vl-7b is, a look-alike is not."
+    rows = [_item(i, "vqav2", "hi", 1.0) for i in range(5)]
+    for name, judge in (("dated", HINTEL_JUDGE), ("alias", "gpt-4.1")):
+        _fake_run(tmp_path / "h", name, rows, language="hi", judge=judge)
+    summary = tmp_path / "h" / "dated" / "summary.json"                       # the judge id the run recorded
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "judge_id": "hintel-hybrid/gpt-4.1-2025-04-14/t0.7s1"}))
+    dated, alias = (V.compare(RunSet.discover(tmp_path / "h" / n)) for n in ("dated", "alias"))
+    assert set(dated.column) == {"VQAv2 Hi"} and alias.empty
+    assert any("judge GPT-4.1 (paper GPT-4.1 (2025-04-14))" in m for m in alias.attrs["unmatched"])
+    judges = {"hub": "Qwen/Qwen2.5-VL-7B-Instruct", "served": "openai-compatible:Qwen/Qwen2.5-VL-7B-Instruct@http://127.0.0.1:9/v1",
+              "ckpt": "/ckpt/Qwen2.5-VL-7B", "lookalike": "openai-compatible:Qwen2.5-VL-7B@http://127.0.0.1:9/v1"}
+    for name, judge in judges.items():
+        _fake_run(tmp_path / "i", name, _ib_rows(score=0.4), model="qwen2.5-vl-7b", num_frames=768, judge=judge, **IB)
+    judged = {n for n in judges if (V.compare(RunSet.discover(tmp_path / "i" / n)).table == "5").any()}
+    assert judged == {"hub", "served"}, judged          # the same weights; a checkpoint or served name that only looks alike is not
+
+
+def test_infinibench_table_3_cells_carry_the_papers_input_settings(tmp_path):
+    "§4.3.2's Table 3 numbers: video+subtitles at the §B.7 frames (GPT-4o 450, InternVL3 16 or 128); other settings are not matched."
+    rows = _ib_rows(right=5, score=0.6)
+    for name, model, mod, frames in (("g450", "gpt-4o", "video+subtitles", 450), ("g32", "gpt-4o", "video+subtitles", 32),
+                                     ("gvid", "gpt-4o", "video", 450), ("i128", "internvl3-8b", "video+subtitles", 128),
+                                     ("gem", "gemini-2.0-flash", "video+subtitles", 450)):
+        _fake_run(tmp_path, name, rows, benchmark="infinibench", model=model, modality=mod, num_frames=frames, judge="gpt-4o")
+    t3 = {n: V.compare(RunSet.discover(tmp_path / n)) for n in ("g450", "g32", "gvid", "i128", "gem")}
+    t3 = {n: c[c.table.str.contains("3")] for n, c in t3.items()}
+    assert sorted(t3["g450"].column) == ["Avg. Acc.", "Avg. Score"]
+    assert t3["g450"].set_index("column").loc["Avg. Acc.", "ours"] == pytest.approx(50.0)
+    assert t3["g32"].empty and t3["gvid"].empty and t3["gem"].empty                 # other frames, no subtitles, native video
+    assert t3["i128"].column.tolist() == ["Avg. Score"] and t3["i128"].ours.tolist() == [pytest.approx(6.0)]
+    cells = {c["model"]: c["where"] for c in CELLS if c["paper"] == "infinibench" and c["table"] == "3"}
+    assert cells["GPT-4o"]["modality"] == "video+subtitles" and cells["InternVL3"]["num_frames"] == [16, 128]
+    assert all(set(w) <= set(DOC["where_keys"]) for w in cells.values())
+
+
+def test_protocols_are_the_ones_the_papers_state():
+    "Item counts (HinTel Table 2, CURVE's 2,400), InfiniBench's unreleased test split, §B.7 frames and CURVE's judge, from the text."
+    q = _lines("protocols.txt")
+    protos = {(p["paper"], tuple(p["tables"])): p for p in DOC["protocols"]}
+    hin = protos[("hintel", ("3", "4", "5"))]
+    head = q[0].split()[1:]
+    names = {"VQAv2": "vqav2", "RealWorldQA": "realworldqa", "CLEVR-Math": "clevr_math", "JEE-H": "jee_h", "JEE-T": "jee_t",
+             "VAANI-H": "vaani_h", "VAANI-T": "vaani_t"}
+    printed = {names[h]: int(v.replace(",", "")) for line in q[1:4] for h, v in zip(head, line.split()[1:]) if v != "-"}
+    assert hin["items"]["counts"] == printed
+    ib = protos[("infinibench", ("3", "4", "5"))]
+    assert ib["items"] is None and "test split" in q[4] and "will not release the test set" in q[5]
+    assert ib["settings"]["modality"] == "video+subtitles"
+    frames = protos[("infinibench", ("5",))]["model_settings"]
+    assert "768 input frames" in q[6] and frames["Qwen2.5VL"] == frames["Qwen2VL"] == {"num_frames": 768}
+    assert "1,000 frames" in q[7] and frames["Video-Flash"] == {"num_frames": 1000}
+    assert "512 frames" in q[8] and frames["LongVU"] == {"num_frames": 512}
+    cv = protos[("curve", ("main", "key findings"))]
+    assert "(Gemini-2.5-Flash)" in q[9] and cv["settings"]["judge"] == "gemini-2.5-flash"
+    assert "2,400 questions" in q[10] and cv["items"] == {"total": 2400}
+    from vlmlens.benchmarks import hintel as H, infinibench as I, minerva as M
+    options = {"hintel": H.KWARGS_SCHEMA, "infinibench": I.KWARGS_SCHEMA, "curve": M.CURVE_KWARGS}
+    for p in DOC["protocols"]:                                   # every option a protocol names exists, with a value it accepts
+        names_ = {o.name: o for o in options[p["paper"]]}
+        for part in [p.get("settings", {}), *p.get("subset_settings", {}).values()]:
+            for k, v in part.items():
+                if k.startswith("benchmark_kwargs."):
+                    o = names_[k.split(".", 1)[1]]
+                    assert not getattr(o, "choices", None) or v in o.choices, (k, v)
 
 
 def test_hintel_table_6_is_the_printed_error_category_table():
@@ -295,13 +512,6 @@ def test_curve_evidence_statistics_are_quoted_in_the_text():
     assert "Statistically, each question requires an average of 5.0 atomic nodes" in text
 
 
-def test_cells_that_are_not_scores_are_never_put_beside_a_run(tmp_path):
-    "Table 6 (error shares of GPT 4.1 on VAANI-T) names a model a run can be, but a run's accuracy is not an error share."
-    _fake_run(tmp_path, "te", [_item(i, "vaani_t", "te", 1.0) for i in range(10)], language="te", judge=HINTEL_JUDGE)
-    full = V.compare(RunSet.discover(tmp_path), full=True)
-    assert len(full) and set(full.table) == {"3"} and "6" in set(V.paper_cells("hintel").table)
-
-
 def test_published_numbers_live_only_in_the_data_file():
     "The benchmarks' and evidence's published tables are read from the file, in the shapes their callers use."
     import inspect
@@ -325,60 +535,6 @@ def test_published_numbers_live_only_in_the_data_file():
     assert E.EVIDENCE_PAPER["masked_reasoning"][0] == ids["masked_reasoning"] and E.EVIDENCE_PAPER["nodes_per_question"][0] == ids["nodes_per_question"]
 
 
-def test_hintel_judged_cells_need_the_papers_judge(tmp_path):
-    "VQAv2/CLEVR-Math (hybrid exact match + gpt-4.1-2025-04-14) are compared only with runs that judge as the paper did."
-    rows = [_item(i, s, "hi", 1.0) for s in ("vqav2", "clevr_math", "realworldqa") for i in range(5)]
-    for name, judge in (("paper", HINTEL_JUDGE), ("mini", "gpt-4o-mini"), ("none", "none"), ("unset", None)):
-        _fake_run(tmp_path, name, rows, language="hi", judge=judge)
-    cmp = V.compare(RunSet.discover(tmp_path))
-    by_run = {r: set(g.column) for r, g in cmp.groupby("run")}
-    paper_run = next(r for r in by_run if "2025-04-14" in r)
-    assert {"VQAv2 Hi", "CLEVR-Math Hi", "RealWorldQA Hi"} <= by_run[paper_run]
-    for r, cols in by_run.items():
-        if r != paper_run: assert cols.isdisjoint({"VQAv2 Hi", "CLEVR-Math Hi"}) and "RealWorldQA Hi" in cols, r
-    msgs = " | ".join(cmp.attrs["unmatched"])
-    assert "mini: " in msgs and "this run with GPT-4o mini" in msgs and "this run with none" in msgs and "this run with no judge" in msgs
-    assert set(cmp.setting) == {""}                                               # no reading covers a HinTel judge
-
-
-def test_a_judge_is_matched_by_the_model_it_resolves_to_and_only_that(tmp_path):
-    "HinTel: gpt-4.1 (OpenAI's undated alias) is not the dated judge; InfiniBench: the hub id behind qwen2.5-vl-7b is, a look-alike is not."
-    rows = [_item(i, "vqav2", "hi", 1.0) for i in range(5)]
-    for name, judge in (("dated", HINTEL_JUDGE), ("alias", "gpt-4.1")):
-        _fake_run(tmp_path / "h", name, rows, language="hi", judge=judge)
-    summary = tmp_path / "h" / "dated" / "summary.json"                       # the judge id the run recorded
-    summary.write_text(json.dumps({**json.loads(summary.read_text()), "judge_id": "hintel-hybrid/gpt-4.1-2025-04-14/t0.7s1"}))
-    dated, alias = (V.compare(RunSet.discover(tmp_path / "h" / n)) for n in ("dated", "alias"))
-    assert set(dated.column) == {"VQAv2 Hi"} and alias.empty
-    assert any("paper judged with GPT-4.1 (2025-04-14), this run with GPT-4.1" in m for m in alias.attrs["unmatched"])
-    skills = [{"sample_id": f"{s}{i}", "skill": s, "valid": True, "error": None, "score": 0.4} for s in SKILLS for i in range(10)]
-    judges = {"hub": "Qwen/Qwen2.5-VL-7B-Instruct", "served": "openai-compatible:Qwen/Qwen2.5-VL-7B-Instruct@http://127.0.0.1:9/v1",
-              "ckpt": "/ckpt/Qwen2.5-VL-7B", "lookalike": "openai-compatible:Qwen2.5-VL-7B@http://127.0.0.1:9/v1"}
-    for name, judge in judges.items():
-        _fake_run(tmp_path / "i", name, skills, benchmark="infinibench", model="qwen2.5-vl-7b", num_frames=8, judge=judge)
-    judged = {n for n in judges if (V.compare(RunSet.discover(tmp_path / "i" / n)).table == "5").any()}
-    assert judged == {"hub", "served"}, judged          # the same weights; a checkpoint or served name that only looks alike is not
-
-
-def test_infinibench_table_3_cells_carry_the_papers_input_settings(tmp_path):
-    "§4.3.2's Table 3 numbers: video+subtitles at the §B.7 frames (GPT-4o 450, InternVL3 16 or 128); other settings are not matched."
-    rows = [{"sample_id": f"{s}{i}", "skill": s, "valid": True, "error": None, "score": float(i < 5) if k < 4 else 0.6}
-            for k, s in enumerate(SKILLS) for i in range(10)]
-    for name, model, mod, frames in (("g450", "gpt-4o", "video+subtitles", 450), ("g32", "gpt-4o", "video+subtitles", 32),
-                                     ("gvid", "gpt-4o", "video", 450), ("i128", "internvl3-8b", "video+subtitles", 128),
-                                     ("gem", "gemini-2.0-flash", "video+subtitles", 450)):
-        _fake_run(tmp_path, name, rows, benchmark="infinibench", model=model, modality=mod, num_frames=frames, judge="gpt-4o")
-    t3 = {n: V.compare(RunSet.discover(tmp_path / n)) for n in ("g450", "g32", "gvid", "i128", "gem")}
-    t3 = {n: c[c.table == "3"] for n, c in t3.items()}
-    assert sorted(t3["g450"].column) == ["Avg. Acc.", "Avg. Score"]
-    assert t3["g450"].set_index("column").loc["Avg. Acc.", "ours"] == pytest.approx(50.0)
-    assert t3["g32"].empty and t3["gvid"].empty and t3["gem"].empty                 # other frames, no subtitles, native video
-    assert t3["i128"].column.tolist() == ["Avg. Score"] and t3["i128"].ours.tolist() == [pytest.approx(6.0)]
-    cells = {c["model"]: c["where"] for c in CELLS if c["paper"] == "infinibench" and c["table"] == "3"}
-    assert cells["GPT-4o"]["modality"] == "video+subtitles" and cells["InternVL3"]["num_frames"] == [16, 128]
-    assert all(set(w) <= set(DOC["where_keys"]) for w in cells.values())
-
-
 def test_judge_and_input_settings_are_the_ones_the_papers_state():
     "Each `where` judge/frames/modality of the judged HinTel cells, InfiniBench Table 3 and Table 5's GPT-4o column is in the quoted text."
     q = _lines("judge_and_input_settings.txt")
@@ -400,14 +556,21 @@ def test_judge_and_input_settings_are_the_ones_the_papers_state():
     assert all(w["modality"] == "video+subtitles" for w in t3.values()) and "subtitle" in line["GPT-4o OpenAI"]
 
 
-def test_cli_judge_reading_switch(tmp_path, capsys):
-    "`vlmlens report --vs-paper` leaves a GPT-4o mini run out of Table 5's 'GPT-4o' column and says so; --judge-reading compares it, flagged."
+def test_report_csv_and_vs_paper_csv_share_one_schema(known_runs, capsys):
+    "`run`, `model`, `language`, `n` mean the same in `report --format csv`, `--vs-paper --format csv` and sweep.csv: codes and integers."
+    import csv
     from vlmlens.cli import main
-    rows = [{"sample_id": f"{s}{i}", "skill": s, "valid": True, "error": None, "score": 0.5} for s in SKILLS for i in range(4)]
-    _fake_run(tmp_path, "mini", rows, benchmark="infinibench", model="qwen2.5-vl-7b", num_frames=16, judge="gpt-4o-mini")
-    assert main(["report", str(tmp_path), "--vs-paper"]) == 0
-    cap = capsys.readouterr()
-    assert "infinibench T5" not in cap.out and "--judge-reading compares them, flagged" in cap.err
-    assert main(["report", str(tmp_path), "--vs-paper", "--judge-reading"]) == 0
-    line = next(l for l in capsys.readouterr().out.splitlines() if "infinibench T5" in l)
-    assert "judge GPT-4o " in line and "4.56" in line and "judge GPT-4o mini, paper prints GPT-4o" in line
+    from vlmlens.sweep import sweep_row
+    assert main(["report", str(known_runs), "--format", "csv"]) == 0
+    rep = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert main(["report", str(known_runs), "--vs-paper", "--format", "csv"]) == 0
+    vs_text = capsys.readouterr().out
+    vs = pd.read_csv(io.StringIO(vs_text))
+    assert set(rep.run) == set(vs.run) == {"hi", "te"} and set(rep.model) == {"gpt-4.1"} and set(rep.language) == {"hi", "te"}
+    assert str(rep.n.dtype) == str(vs.n.dtype) == "int64" and "paper_model" in vs.columns and "model" not in vs.columns
+    row = sweep_row({"run_name": "hi", "params": {"model": "gpt-4.1", "language": "hi"}}, "ok", known_runs / "hi", None)
+    assert set(row) >= {"run", "n", "accuracy", "accuracy_answered", "invalid_rate", "n_errors"}
+    assert {"accuracy", "accuracy_answered", "invalid_rate", "n_errors"} <= set(rep.columns)
+    assert rep[rep.run == "hi"].n.iloc[-1] == row["n"] == vs[vs.run == "hi"].n.item() == 1000          # the "all items" row
+    first = next(csv.reader(io.StringIO(vs_text.splitlines()[1]), quoting=csv.QUOTE_NONNUMERIC))
+    assert all(isinstance(v, str) for v in first[:2])                               # text fields quoted

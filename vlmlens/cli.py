@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import logging
+import os
 import sys
 from dataclasses import MISSING, fields
 from pathlib import Path
@@ -21,13 +23,14 @@ from .curation import cli as curation_cli
 from .evidence import isolate_run
 from .report import machine_frame, model_name, rates_table, render_table, run_context, run_header, summary_table
 from .runner import check_answered, estimate_run, launch_env, rescore, run
-from .store import RunSet
+from .store import RunSet, open_run
 from .sweep import compact_table, run_sweep
+from . import view
 from .vs_paper import vs_paper_report
 
 # %% auto #0
-__all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'print_summary', 'report',
-           'print_estimate', 'main']
+__all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'partial_note', 'print_summary',
+           'report', 'print_estimate', 'check_isolatable', 'mistake_line', 'main']
 
 # %% ../nbs/42_cli.ipynb #6d2e3f40
 def _kind(f) -> str:
@@ -77,6 +80,7 @@ def _add_subcommands(sub):
     s.add_argument("run_dirs", nargs="+"); s.add_argument("--format", default="text", choices=("text", "md", "latex", "csv"))
     s.add_argument("--vs-paper", action="store_true", help="also print ours beside the papers' numbers (difference, our 95%% CI); with csv, only that")
     s.add_argument("--judge-reading", action="store_true", help="with --vs-paper, compare GPT-4o mini runs with InfiniBench's 'GPT-4o' judge cells, flagged")
+    s.add_argument("--include-departures", action="store_true", help="with --vs-paper, also show cells whose protocol the run departs from, each departure listed")
     s = sub.add_parser("isolate", help="evidence graphs + iterative error isolation on a finished MINERVA/CURVE run")
     s.add_argument("run_dir"); s.add_argument("--compiler", required=True, help="model that compiles reasoning chains into graphs")
     s.add_argument("--labeller", required=True, help="model that aligns answers with graphs and labels errors")
@@ -86,7 +90,7 @@ def _add_subcommands(sub):
     s.add_argument("--graphs", default="failed", choices=("failed", "all"),
                    help="compile evidence graphs for failed items only, or for all (graph statistics over all, as the paper)")
     curation_cli.add_parser(sub, extensions=CURATE_EXTENSIONS)
-    data.add_parser(sub)
+    data.add_parser(sub); view.add_parser(sub)             # `vlmlens view`, and `report --to wandb`
     s = sub.add_parser("demo", help="run the shipped demo benchmark on the tiny offline model")
     s.add_argument("--model", default="tiny-qwen2.5-vl"); s.add_argument("--output-root", default="outputs")
     s.add_argument("--frames", dest="num_frames", type=int, default=8); s.add_argument("--limit", type=int)
@@ -116,27 +120,42 @@ def _run_table(summary: dict, config: dict | None = None, run_dir=None):
     t.context = {**run_context(summary, config), "run_dir": str(run_dir or summary.get("run_dir") or "")}
     return t
 
+def partial_note(n: int, missing: int) -> str | None:
+    "'2 of 6 items (4 not run: rerun to finish)' for a run with items not run yet, else None."
+    return f"{n} of {n + missing} items ({missing} not run: rerun to finish)" if missing and missing > 0 else None
+
 def print_summary(summary: dict, config: dict | None = None, fmt: str = "text"):
-    "Print a run's table under a header line naming the run (in CSV the run's settings are columns)."
+    "Print a run's table under a header line naming the run (in CSV the run's settings are columns); a partial run says so."
     print(render_table(_run_table(summary, config), fmt))
+    o = summary.get("overall") or {}
+    note = partial_note(int(o.get("n") or 0), int(o.get("n_missing") or 0))
+    if note: print(f"{Path(summary.get('run_dir') or 'run').name}: {note}", file=sys.stdout if fmt == "text" else sys.stderr)
     if summary.get("run_dir") and fmt == "text": print(f"results in {summary['run_dir']}")
 
-def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: bool = False) -> int:
-    "Print the table of every run below `run_dirs` (CSV: one table, a header row, one block of rows per run), then with `vs_paper` ours beside the papers' numbers (CSV: only that); 1 if some run could not be read."
+# %% ../nbs/42_cli.ipynb #ba03c69a
+def _unsummarised(r) -> str:
+    "The line for a run folder without a summary: its problem, or how far it got."
+    if r.problem: return f"{r.dir}: {r.problem}"
+    n, total = len(r.predictions()), (r.info or {}).get("n_items")
+    got = partial_note(n, total - n) if total else f"{n} items answered"
+    return f"{r.dir}: no summary.json yet, {got or f'{n} of {total} items answered'}; vlmlens score {r.dir} summarises what is there"
+
+def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False) -> int:
+    "Print the table of every run below `run_dirs` (CSV: one table, a header row, one block of rows per run), then with `vs_paper` ours beside the papers' numbers (CSV: only that); 1 if some run could not be read (an unfinished one is said, not an error)."
     import pandas as pd
     runs = RunSet.discover(*run_dirs)
     if not len(runs): raise FileNotFoundError(f"no runs (folders with a run.json) below {', '.join(map(str, run_dirs))}")
     bad, frames = 0, []
     for r in runs:
-        if r.summary is None:
-            print(f"{r.dir}: {r.problem or 'no summary.json yet (run it, or vlmlens score it)'}", file=sys.stderr); bad += 1
+        if r.summary is None:                      # a run stopped before its summary is unfinished, not an error
+            print(_unsummarised(r), file=sys.stderr); bad += r.problem is not None
             continue
         cfg = r.config.to_dict() if r.config else None
         if fmt == "csv": frames.append(machine_frame(_run_table(r.summary, cfg, r.dir)))
         else: print_summary(r.summary, cfg, fmt); print()
     if frames and not vs_paper: print(pd.concat(frames, ignore_index=True).to_csv(index=False).rstrip("\n"))
     if vs_paper:
-        text, unmatched = vs_paper_report(runs, fmt, judge_reading=judge_reading)
+        text, unmatched = vs_paper_report(runs, fmt, judge_reading=judge_reading, include_departures=include_departures)
         for m in unmatched: print(f"vs paper: {m}", file=sys.stderr)
         if text: print(text)
         else: print("vs paper: no run matches a cell of the papers' tables", file=sys.stderr)
@@ -176,6 +195,14 @@ def _sweep(a) -> int:
     if not failed["error"].astype(str).str.startswith(NothingAnswered.__name__).all(): return 1
     return 0 if a.allow_failures else NothingAnswered.exit_code        # only runs that answered nothing failed
 
+# %% ../nbs/42_cli.ipynb #db0cd62f
+def check_isolatable(run_dir):
+    "Refuse (one-line ValueError) a run `isolate` cannot work on: error isolation reads CURVE/MINERVA reasoning chains."
+    cfg, _, _ = open_run(run_dir)
+    if cfg.benchmark not in ("curve", "minerva"):
+        raise ValueError(f"isolate needs a CURVE or MINERVA run (it compiles their reasoning chains into evidence graphs); "
+                         f"{run_dir} is a {cfg.benchmark} run")
+
 # %% ../nbs/42_cli.ipynb #db0cd630
 def _dispatch(a) -> int:
     if a.command == "run" and a.help_kwargs: print(get_benchmark(a.benchmark).kwargs_help())
@@ -192,11 +219,14 @@ def _dispatch(a) -> int:
     elif a.command == "score":
         _printed(lambda: check_answered(rescore(a.run_dir)), lambda s: print_summary(s, RunSet.discover(a.run_dir)[0].info.get("config")))
     elif a.command == "isolate":
+        check_isolatable(a.run_dir)                               # before any compiler or labeller model is loaded
         _printed(lambda: isolate_run(a.run_dir, compiler=a.compiler, labeller=a.labeller, model=a.model, max_rounds=a.max_rounds,
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),
                  lambda out: print(json.dumps(out, indent=1, default=str)))
-    elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading)
+    elif a.command == "report" and a.to == "wandb": return view.report_to_wandb(a.run_dirs)
+    elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures)
     elif a.command == "data": return data.main(a)
+    elif a.command == "view": return view.main(a)
     elif a.command == "curate": return curation_cli.main(a, extensions=CURATE_EXTENSIONS)
     return 0
 
@@ -208,20 +238,39 @@ def _parse(argv) -> argparse.Namespace:
     p = Parser(prog="vlmlens run", add_help=False); p.add_argument("--benchmark", required=True); p.add_argument("-v", "--verbose", action="store_true")
     return argparse.Namespace(command="run", help_kwargs=True, **vars(p.parse_known_args(argv[1:])[0]))
 
+# %% ../nbs/42_cli.ipynb #1d296c85
+def mistake_line(e: BaseException) -> str | None:
+    "The one line a user's mistake prints (a path the OS refused: the path and the reason), or None when `e` is not one."
+    if isinstance(e, KeyError): msg = str(e.args[0]) if e.args else ""
+    elif isinstance(e, OSError) and e.filename is not None: msg = f"{e.filename}: {e.strerror or type(e).__name__}"
+    elif isinstance(e, (ValueError, OSError, data.Offline)): msg = str(e)
+    else: return None
+    return (msg.strip().splitlines() or [type(e).__name__])[0]
+
+def _quiet_stdout():
+    "Point stdout at /dev/null, so that the interpreter's last flush into a closed pipe says nothing."
+    try: os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation): pass
+
+# %% ../nbs/42_cli.ipynb #1d296c84
 def main(argv=None) -> int:
-    "Entry point of the `vlmlens` console script: user errors print one line and exit 2; a run that answered nothing exits 3."
+    "Entry point of the `vlmlens` console script: user errors print one line and exit 2; a run that answered nothing exits 3; a closed pipe 141; Ctrl-C 130."
     a = _parse(argv)
     logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try: return _dispatch(a)
+    try:
+        rc = _dispatch(a)
+        sys.stdout.flush()                            # a reader gone (`| head -1`) shows here, inside the boundary
+        return rc
     except NothingAnswered as e:                      # saved and shown; not a user mistake, not a crash
         allow = getattr(a, "allow_failures", False)
         print(f"vlmlens: {'warning' if allow else 'error'}: {e}", file=sys.stderr)
         return 0 if allow else e.exit_code
-    except (ValueError, KeyError, FileNotFoundError, data.Offline) as e:
-        if a.verbose: raise
-        msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
-        print(f"vlmlens: error: {msg.splitlines()[0] if msg else type(e).__name__}", file=sys.stderr)
-        return 2
+    except BrokenPipeError:                           # the reader of our output went away: stop quietly, as SIGPIPE would
+        _quiet_stdout(); return 128 + 13
     except KeyboardInterrupt:
         print("vlmlens: interrupted; finished items are saved, rerun the same command to resume", file=sys.stderr)
         return 130
+    except (ValueError, KeyError, OSError, data.Offline) as e:
+        if a.verbose: raise
+        print(f"vlmlens: error: {mistake_line(e)}", file=sys.stderr)
+        return 2

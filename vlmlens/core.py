@@ -172,6 +172,7 @@ class Generation(Record):
     latency_s: float | None = None
     error: str | None = None
     finish_reason: str | None = None
+    thinking: str | None = None          # a reasoning model's thinking, kept apart from the answer in `text`
 
 def text_part(text: str) -> dict: return {"type": "text", "text": text}
 
@@ -201,6 +202,7 @@ class Prediction(Record):
     score: float | None = None
     finish_reason: str | None = None
     raw_truncated: bool = False
+    thinking: str | None = None          # the model's thinking before its answer (`raw` is the answer alone)
 
     def __post_init__(self):
         who = f"Prediction {self.sample_id!r}"
@@ -209,7 +211,7 @@ class Prediction(Record):
         for name, types, opt in (("sample_id", (str,), False), ("config_hash", (str,), False), ("raw", (str,), True),
                                  ("valid", (bool,), False), ("error", (str,), True), ("usage", (dict,), False),
                                  ("latency_s", (int, float), True), ("extra", (dict,), False), ("score", (int, float), True),
-                                 ("options", (list,), True), ("raw_truncated", (bool,), False)):
+                                 ("options", (list,), True), ("raw_truncated", (bool,), False), ("thinking", (str,), True)):
             _check_type(who, name, getattr(self, name), types, opt)
 
 # %% ../nbs/00_core.ipynb #c0a1b2d3

@@ -22,13 +22,13 @@ from .core import RunConfig, as_bool, cache_root, file_sha256, sha256_json, utc_
 from .readers import read_records
 
 # %% auto #0
-__all__ = ['INFINIBENCH_REVISION', 'SPLIT_ALIASES', 'RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED', 'VIDEO_MAP', 'CHUNK',
-           'YOUTUBE_URL', 'TVQA_FPS', 'Release', 'split_name', 'data_root', 'release_dir', 'release', 'data_files',
-           'read_lock', 'write_lock', 'verify', 'need', 'Offline', 'is_offline', 'check_consent', 'fetch_https',
-           'fetch_youtube', 'fetch_hub', 'get', 'default_data_path', 'provenance', 'text_encoding', 'split_rows',
-           'read_rows', 'resolve_data_path', 'list_releases', 'unpack_parts', 'tvqa_clip', 'tvqa_episodes',
-           'write_episode', 'episode_subtitles', 'episode_paths', 'assemble_episode', 'prepare_tvqa',
-           'minerva_video_map', 'prepare', 'add_parser', 'main']
+__all__ = ['INFINIBENCH_REVISION', 'SPLIT_ALIASES', 'NEPTUNE_RELEASES', 'RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED',
+           'VIDEO_MAP', 'CHUNK', 'YOUTUBE_URL', 'TVQA_FPS', 'Release', 'split_name', 'data_root', 'release_dir',
+           'release', 'data_files', 'read_lock', 'write_lock', 'verify', 'need', 'Offline', 'is_offline',
+           'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub', 'url_variable', 'fetch_file', 'get',
+           'default_data_path', 'provenance', 'text_encoding', 'split_rows', 'read_rows', 'resolve_data_path',
+           'list_releases', 'unpack_parts', 'tvqa_clip', 'tvqa_episodes', 'write_episode', 'episode_subtitles',
+           'episode_paths', 'assemble_episode', 'prepare_tvqa', 'map_videos', 'prepare', 'add_parser', 'main']
 
 # %% ../nbs/06_data.ipynb #7b8e7500
 @dataclass(frozen=True)
@@ -42,10 +42,10 @@ class Release:
     needs: str
     splits: tuple = ()          # hub folders; the first is the default
     files: tuple = ()           # hub glob patterns of the annotations, `{split}` filled in
-    videos: tuple = ()          # hub glob patterns of the videos, or ("youtube",)
+    videos: tuple = ()          # hub glob patterns of the videos, ("youtube",), or ("hd-epic",) (the user's own copy)
     data_file: str = ""         # what `--data-path` defaults to, relative to the release folder
     consent: str = ""           # terms shown before the videos are first fetched; accepted with --accept-license
-    revision: str = "main"
+    revision: str = "main"         # hub revision, or the commit a `{revision}` in `location` is filled with
     packaged: tuple = ()        # (benchmark_kwarg, value) pairs under which the benchmark reads data shipped with vlmlens
 
 # %% ../nbs/06_data.ipynb #eea444d2
@@ -56,6 +56,24 @@ def split_name(split) -> str | None:
     "A split as vlmlens names it: lower case, `dev` read as `validation`; None for none."
     s = str(split or "").strip().lower()
     return SPLIT_ALIASES.get(s, s) or None
+
+# %% ../nbs/06_data.ipynb #e0c4a1f1
+NEPTUNE_RELEASES = (
+    Release("curve", "https", "https://storage.googleapis.com/neptunedata/curve.json",
+            "annotations: CC BY 4.0 (google-deepmind/neptune); videos: YouTube, their owners' rights",
+            "JSON; ~2,200 questions in 18 locales over 540 YouTube videos of 1 min to over 1 h",
+            "the YouTube videos (--videos, yt-dlp)", videos=("youtube",), data_file="curve.json",
+            consent="MINERVA-Cultural's (CURVE's) videos are YouTube videos owned by their uploaders; vlmlens fetches "
+            "them with yt-dlp for research evaluation only; you are responsible for complying with YouTube's terms of service."),
+    Release("minerva-ego", "https", "https://raw.githubusercontent.com/google-deepmind/neptune/{revision}/minerva-ego_20260205.json",
+            "annotations: CC BY 4.0 (google-deepmind/neptune); videos: HD-EPIC, under HD-EPIC's own terms",
+            "JSON; 1,160 five-way questions over HD-EPIC videos (HD-EPIC's videos: 115.5 GB)",
+            "your HD-EPIC copy (HD-EPIC's downloader, --videos), mapped by `vlmlens data prepare minerva-ego --videos DIR`",
+            videos=("hd-epic",), data_file="minerva-ego_20260205.json", revision="95ee29048c6ebac478884e4e1bc698f8779820a3",
+            consent="Minerva-Ego's videos are HD-EPIC recordings (University of Bristol, https://hd-epic.github.io/), "
+            "distributed by HD-EPIC under its own terms; you download them yourself with HD-EPIC's downloader, and by "
+            "mapping them you confirm that you accepted HD-EPIC's terms and use them for research evaluation only."),
+)
 
 # %% ../nbs/06_data.ipynb #5a2a3aa3
 RELEASES = {r.benchmark: r for r in (
@@ -74,8 +92,7 @@ RELEASES = {r.benchmark: r for r in (
             videos=("youtube",), data_file="minerva.json",
             consent="MINERVA's videos are YouTube videos owned by their uploaders; vlmlens fetches them with yt-dlp "
             "for research evaluation only; you are responsible for complying with YouTube's terms of service."),
-    Release("curve", "none", "https://github.com/google-deepmind/neptune#minerva-cultural",
-            "announced with the paper; not yet public", "-", "the release when published; until then --data-path"),
+    *NEPTUNE_RELEASES,
     Release("hintel", "none", "HinTel-AlignBench paper (no fetchable release address found)",
             "VQAv2, VAANI, CLEVR-Math CC BY 4.0; RealWorldQA CC BY-ND 4.0; JEE CC BY-NC 4.0 (paper, A.5)", "-",
             "the canonical <root>/<subset>/<lang>.jsonl layout (--data-path)"),
@@ -84,7 +101,8 @@ RELEASES = {r.benchmark: r for r in (
 _CITED = {"infinibench": "Vision-CAIR/Infinibench README.md, 'Download The Benchmark'; hub commit " + INFINIBENCH_REVISION +
                          " (test/test.csv, validation/skills_json/*.json, train/train.csv; sizes and counts from the dataset card)",
           "minerva": "google-deepmind/neptune README.md, MINERVA ('a json file that contains the YouTube IDs and annotations')",
-          "curve": "MINERVA-Cultural paper, abstract ('will be publicly available under ...#minerva-cultural')",
+          "curve": "google-deepmind/neptune README.md @bdde4b1, Minerva-cultural ('Downloading the Data': curve.json)",
+          "minerva-ego": "google-deepmind/neptune README.md @bdde4b1, Minerva-Ego ('Downloading the Data'); file added in 95ee290",
           "hintel": "HinTel-AlignBench paper, A.5 Licenses"}
 for _r in RELEASES.values():
     fidelity.record(_r.benchmark, "official data release", "data", f"{_r.location}; {_CITED[_r.benchmark]}",
@@ -186,8 +204,8 @@ def check_consent(rel: Release, folder, accept: bool = False) -> None:
     p.write_text(json.dumps({"terms": rel.consent, "date": utc_now()}, indent=1))
 
 # %% ../nbs/06_data.ipynb #2c2b3dd5
-def fetch_https(url: str, dest, chunk: int = CHUNK, progress: bool = True, headers: dict | None = None) -> str | None:
-    "Download `url` to `dest` (resuming `dest.part`); returns the server's ETag or Last-Modified."
+def fetch_https(url: str, dest, chunk: int = CHUNK, progress: bool = True, headers: dict | None = None) -> tuple:
+    "Download `url` to `dest` (resuming `dest.part`); (the server's ETag or Last-Modified, the address after redirects)."
     requests = need("requests")
     from tqdm.auto import tqdm
     dest = Path(dest); part = dest.with_name(dest.name + ".part")
@@ -206,7 +224,7 @@ def fetch_https(url: str, dest, chunk: int = CHUNK, progress: bool = True, heade
         for b in r.iter_content(chunk):
             f.write(b); bar.update(len(b))
     part.replace(dest)
-    return r.headers.get("ETag") or r.headers.get("Last-Modified")
+    return r.headers.get("ETag") or r.headers.get("Last-Modified"), r.url
 
 # %% ../nbs/06_data.ipynb #272c6827
 YOUTUBE_URL = "https://www.youtube.com/watch?v={id}"
@@ -287,6 +305,18 @@ def _split(rel: Release, split: str | None) -> str | None:
     if split not in rel.splits: raise ValueError(f"{rel.benchmark} has splits {', '.join(rel.splits)}, not {split!r}")
     return split
 
+# %% ../nbs/06_data.ipynb #e0c4a1f8
+def url_variable(benchmark: str) -> str:
+    "The environment variable that overrides a file release's address: `VLMLENS_<NAME>_URL`."
+    return f"VLMLENS_{re.sub(r'[^A-Z0-9]+', '_', benchmark.upper())}_URL"
+
+def fetch_file(rel: Release, folder, progress: bool = True) -> tuple:
+    "Fetch a file release's annotations into `folder`; (revision, the address actually fetched)."
+    url = os.environ.get(url_variable(rel.benchmark), "").strip() or rel.location
+    pinned = "{revision}" in url
+    tag, address = fetch_https(url.replace("{revision}", rel.revision), Path(folder) / rel.data_file, progress=progress)
+    return (rel.revision if pinned else tag), address
+
 # %% ../nbs/06_data.ipynb #f88cf6d9
 def get(benchmark: str, split: str | None = None, videos: bool = False, accept_license: bool = False,
         progress: bool = True, revision: str | None = None) -> dict:
@@ -296,12 +326,13 @@ def get(benchmark: str, split: str | None = None, videos: bool = False, accept_l
     if revision and rel.source != "hub": raise ValueError(f"--revision: only for releases on the hub, not {benchmark}")
     split, folder = _split(rel, split), release_dir(benchmark)
     if is_offline(): raise Offline(f"offline mode (HF_HUB_OFFLINE): cannot fetch {benchmark}; unset it, or pass --data-path")
+    if videos and rel.videos == ("hd-epic",):
+        raise ValueError(f"{benchmark}: vlmlens does not fetch HD-EPIC's videos: download them with HD-EPIC's downloader "
+                         f"(--videos), then run `vlmlens data prepare {benchmark} --videos DIR --accept-license`")
     if videos: check_consent(rel, folder, accept_license)
     where = {}
     if rel.source == "hub": where = fetch_hub(rel, split, videos, folder, progress, revision=revision); revision = where.pop("revision")
-    else:
-        url = os.environ.get(f"VLMLENS_{benchmark.upper()}_URL", "").strip() or rel.location
-        revision = fetch_https(url, folder / rel.data_file, progress=progress)
+    else: revision, where["address"] = fetch_file(rel, folder, progress)
     failed = {}
     if videos and rel.videos == ("youtube",):
         failed = fetch_youtube(_youtube_ids(folder / rel.data_file), folder / "videos", progress=progress)
@@ -320,7 +351,7 @@ def default_data_path(benchmark: str, split: str | None = None) -> Path | None:
     return p if lock is not None and p.exists() else None
 
 def provenance(data_path) -> dict | None:
-    "Where `data_path` came from: a fetched release (source, location, revision, lock digest) or a local path."
+    "Where `data_path` came from: a fetched release (source, location, address fetched, revision, lock digest) or a local path."
     if not data_path: return None
     p = Path(data_path).expanduser().resolve()
     for b in RELEASES:
@@ -389,8 +420,10 @@ def _here(b: str) -> str:
     rep = release_dir(b) / REPORT
     failed = len(json.loads(rep.read_text()).get("failed", {})) if rep.is_file() else 0
     splits = ", ".join(lock.get("splits") or ([lock["split"]] if lock.get("split") else []))
-    return (f"fetched{' ' + splits if splits else ''} @ {str(lock.get('revision'))[:12]} on {lock['date'][:10]}: "
-            f"{n} files, {size / 1e6:.1f} MB" + (f", {failed} videos failed (see {REPORT})" if failed else ""))
+    mirror = lock.get("address") and lock["address"] != str(lock.get("location")).replace("{revision}", str(lock.get("revision")))
+    return (f"fetched{' ' + splits if splits else ''} @ {str(lock.get('revision'))[:12]} on {lock['date'][:10]}"
+            + (f" from {lock['address']}" if mirror else "") + f": {n} files, {size / 1e6:.1f} MB"
+            + (f", {failed} videos failed (see {REPORT})" if failed else ""))
 
 def list_releases() -> list[dict]:
     "One row per benchmark: its release and what is on this machine."
@@ -591,13 +624,15 @@ def prepare_tvqa(clips_root, out, subtitles_root=None, rows_file=None, progress:
 # %% ../nbs/06_data.ipynb #d8c66537
 _YT_NAME = re.compile(r"\[([\w-]{11})\]$")
 
-def minerva_video_map(data_file, videos_dir, dest=None) -> dict:
-    "Write `video_map.csv` for the videos of MINERVA's JSON found in `videos_dir`; `{map, mapped, missing: {id: reason}}`."
+def map_videos(data_file, videos_dir, dest=None, benchmark: str = "minerva") -> dict:
+    "Write `video_map.csv` for the videos of a MINERVA-style JSON found in `videos_dir`; `{map, mapped, missing: {id: reason}}`."
     import csv
-    data_file, videos_dir = Path(data_file), Path(videos_dir).expanduser()
-    if not data_file.is_file(): raise FileNotFoundError(f"minerva: no {data_file.name} in {data_file.parent}: run `vlmlens data get minerva` first")
+    data_file, videos_dir, b = Path(data_file), Path(videos_dir).expanduser(), benchmark
+    own = b in RELEASES and RELEASES[b].videos == ("hd-epic",)          # the user's own copy: nothing was ever fetched
+    if not data_file.is_file(): raise FileNotFoundError(f"{b}: no {data_file.name} in {data_file.parent}: run `vlmlens data get {b}` first")
     if not videos_dir.is_dir():
-        raise FileNotFoundError(f"minerva: no videos folder {videos_dir}: run `vlmlens data get minerva --videos --accept-license` or pass --videos DIR")
+        how = ("pass --videos DIR (your HD-EPIC copy)" if own else f"run `vlmlens data get {b} --videos --accept-license` or pass --videos DIR")
+        raise FileNotFoundError(f"{b}: no videos folder {videos_dir}: {how}")
     found = {}
     for p in sorted(videos_dir.rglob("*")):                 # <id>.<ext> (data get) or yt-dlp's default "<title> [<id>].<ext>"
         if p.is_file() and p.suffix.lower() in _CLIP_EXTS:
@@ -611,21 +646,23 @@ def minerva_video_map(data_file, videos_dir, dest=None) -> dict:
         w = csv.writer(f); w.writerow(["video_id", "path"])
         for v in ids:
             if v in found: w.writerow([v, os.path.relpath(found[v], dest.parent)])
-    missing = {v: tried.get(v, "not downloaded") for v in ids if v not in found}
+    missing = {v: tried.get(v, f"not in {videos_dir}" if own else "not downloaded") for v in ids if v not in found}
     (dest.parent / PREPARED).write_text(json.dumps({"date": utc_now(),
                                                     "videos": str(videos_dir), "missing": missing}, indent=1, sort_keys=True) + "\n")
     return {"map": dest, "mapped": len(ids) - len(missing), "missing": missing}
 
 # %% ../nbs/06_data.ipynb #73c2e9ea
 def prepare(benchmark: str, split: str | None = None, progress: bool = True, tvqa_clips=None, tvqa_subtitles=None,
-            out=None, videos=None) -> dict:
-    "Put a benchmark's videos where its loader reads them: MINERVA's video map, InfiniBench's TVQA episodes or its archive."
+            out=None, videos=None, accept_license: bool = False) -> dict:
+    "Put a benchmark's videos where its loader reads them: a video map (MINERVA, CURVE, Minerva-Ego), InfiniBench's TVQA episodes or its archive."
     rel, folder = release(benchmark), release_dir(benchmark)
     lock = read_lock(folder)
     tvqa = [f for f, v in (("--tvqa-clips", tvqa_clips), ("--tvqa-subtitles", tvqa_subtitles), ("--out", out)) if v is not None]
     if benchmark != "infinibench" and tvqa: raise ValueError(f"{', '.join(tvqa)}: only for infinibench (its TVQA episodes)")
-    if benchmark != "minerva" and videos is not None: raise ValueError("--videos DIR: only for minerva (its video map)")
-    if benchmark == "minerva": return minerva_video_map(folder / rel.data_file, videos or folder / "videos")
+    mapped = rel.source == "https" and bool(rel.videos)
+    if not mapped and videos is not None: raise ValueError(f"--videos DIR: only for {', '.join(b for b, r in RELEASES.items() if r.source == 'https' and r.videos)} (their video map)")
+    if mapped and rel.videos == ("hd-epic",) and (folder / rel.data_file).is_file(): check_consent(rel, folder, accept_license)
+    if mapped: return map_videos(folder / rel.data_file, videos or folder / "videos", benchmark=benchmark)
     if rel.source != "hub" or not rel.videos:
         raise ValueError(f"{benchmark}: nothing to prepare (its files are read as fetched)")
     if tvqa_subtitles is not None and tvqa_clips is None: raise ValueError("--tvqa-subtitles needs --tvqa-clips (the TVQA frames or clip videos)")
@@ -656,12 +693,13 @@ def add_parser(sub):
     g.add_argument("--revision", help="hub releases: the commit, tag or branch to fetch (default: the commit vlmlens pins)")
     g.add_argument("--no-progress", dest="progress", action="store_false")
     v = dsub.add_parser("verify", help="check the files against data.lock.json"); v.add_argument("benchmark")
-    r = dsub.add_parser("prepare", help="put the videos where the loader reads them (InfiniBench: TVQA episodes or the archive; MINERVA: the video map)")
+    r = dsub.add_parser("prepare", help="put the videos where the loader reads them (InfiniBench: TVQA episodes or the archive; MINERVA, CURVE, Minerva-Ego: the video map)")
     r.add_argument("benchmark"); r.add_argument("--split"); r.add_argument("--no-progress", dest="progress", action="store_false")
     r.add_argument("--tvqa-clips", help="InfiniBench: your TVQA copy, <show>_frames/<clip>/ frame folders (frames_hq) or <clip>.mp4 videos")
     r.add_argument("--tvqa-subtitles", help="InfiniBench: TVQA's subtitles folder (<clip>.srt)")
     r.add_argument("--out", help="InfiniBench: where the episodes go (default: the fetched split's folder, beside its rows)")
-    r.add_argument("--videos", help="MINERVA: the folder of downloaded videos (default: the release's videos/)")
+    r.add_argument("--videos", help="MINERVA, CURVE: the folder of downloaded videos (default: the release's videos/); Minerva-Ego: your HD-EPIC copy")
+    r.add_argument("--accept-license", action="store_true", help="Minerva-Ego: accept HD-EPIC's terms shown for its videos")
 
 # %% ../nbs/06_data.ipynb #4d6e5e8d
 def _print_prepared(b: str, out: dict):
@@ -689,7 +727,8 @@ def main(a) -> int:
         for vid, why in out["failed"].items(): print(f"  video {vid} not fetched: {why}", file=sys.stderr)
         return 0
     if a.data_command == "prepare":
-        _print_prepared(a.benchmark, prepare(a.benchmark, a.split, a.progress, a.tvqa_clips, a.tvqa_subtitles, a.out, a.videos))
+        _print_prepared(a.benchmark, prepare(a.benchmark, a.split, a.progress, a.tvqa_clips, a.tvqa_subtitles, a.out, a.videos,
+                                             a.accept_license))
         return 0
     bad = verify(release_dir(release(a.benchmark).benchmark))
     for line in bad: print(f"{a.benchmark}: {line}", file=sys.stderr)

@@ -28,6 +28,7 @@ from fastcore.basics import patch
 from PIL import Image, ImageOps
 
 from .core import cache_root
+from .store import flocked
 
 # %% auto #0
 __all__ = ['DEFAULT_MAX_PIXELS', 'DEFAULT_NUM_FRAMES', 'FRAME_CACHE_ENV', 'MediaError', 'inside_root', 'clip_args',
@@ -838,14 +839,9 @@ class DiskFrameStore:
 
     @contextlib.contextmanager
     def locked(self, key: tuple):
-        "Hold `key`'s lock: other processes asking for it wait here."
-        import fcntl
+        "Hold `key`'s lock (`store.flocked`, the one lock helper): other processes asking for it wait here."
         self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / f"{self.name(key)}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally: os.close(fd)
+        with flocked(self.root / f"{self.name(key)}.lock"): yield
 
 # %% ../nbs/03_media.ipynb #9e1a0c15
 _FRAME_META = ("timestamps_s", "duration_s", "source_fps", "frame_pts_s", "stats")

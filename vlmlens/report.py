@@ -9,8 +9,10 @@ import json
 import math
 import os
 import re
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Sequence
 
 from fastcore.basics import patch
@@ -23,8 +25,9 @@ from .models import registry
 from .store import Run, RunSet
 
 # %% auto #0
-__all__ = ['BLANK', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell',
-           'pct', 'num', 'language_name', 'model_name', 'judge_model', 'judge_name', 'as_runset', 'run_settings',
+__all__ = ['BLANK', 'NOTHING_ANSWERED', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'TEXT_HEIGHT_PT',
+           'FONT_PT', 'MACHINE_NAMES', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell', 'fixed', 'pct', 'num',
+           'answered_nothing', 'language_name', 'model_name', 'judge_model', 'judge_name', 'as_runset', 'run_settings',
            'differing_settings', 'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'clean_scores',
            'grouped_rates', 'Table', 'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'rate_cell',
            'rate_grid', 'usage_note', 'summary_table', 'run_context', 'run_header', 'rates_table', 'runs_overview']
@@ -46,13 +49,25 @@ class Cell(str):
         c.value, c.n, c.percent = value, n, percent
         return c
 
+def fixed(x, digits: int, scale: int = 1) -> str:
+    "`x` × `scale` with `digits` decimals, rounded half-up on its decimal value (`0.575` → `57.50`, `4.25` → `4.3`), as in the papers."
+    d = Decimal(f"{float(x):.15g}") * scale                                  # the decimal the float stands for, not its binary tail
+    return str(d.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
 def pct(x, digits: int = 1, n=None) -> str:
-    "A fraction as a percentage string (`0.3125` → `31.2`), remembering the fraction (and `n`); '–' when missing."
-    return BLANK if _missing(x) else Cell(f"{100 * float(x):.{digits}f}", float(x), None if _missing(n) else int(n), True)
+    "A fraction as a percentage string (`0.3125` → `31.3`, half-up), remembering the fraction (and `n`); '–' when missing."
+    return BLANK if _missing(x) else Cell(fixed(x, digits, 100), float(x), None if _missing(n) else int(n), True)
 
 def num(x, digits: int = 2) -> str:
-    "A number on its native scale, remembering the number; '–' when missing."
-    return BLANK if _missing(x) else Cell(f"{float(x):.{digits}f}", float(x))
+    "A number on its native scale (half-up), remembering the number; '–' when missing."
+    return BLANK if _missing(x) else Cell(fixed(x, digits), float(x))
+
+NOTHING_ANSWERED = "nothing answered: every item errored"
+
+def answered_nothing(stats: dict) -> bool:
+    "Whether a run's or group's stats (`metrics.rates`) count items none of which was answered: its rates are never shown as numbers."
+    n = stats.get("n") or 0
+    return bool(n) and (stats.get("n_answered") == 0 or (stats.get("n_errors") or 0) >= n)
 
 # %% ../nbs/52_report.ipynb #5b2e1f3a
 def language_name(code) -> str:
@@ -238,6 +253,8 @@ _LATEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{"
 def _tex(s) -> str:
     out = re.sub(r"(?<![\w.])-(?=\d)", "−", str(s))                      # a negative number's minus sign
     out = "".join(_LATEX.get(ch, ch) for ch in out)
+    out = re.sub(r'"([^"]*)"', r"``\1''", out)                           # typographic quotes
+    out = re.sub(r"(^|[\s(\[{])'(?=\S)", r"\1`", out)
     return re.sub(f"([{_MARKS}])", lambda m: r"\textsuperscript{" + "abcdefghij"[_MARKS.index(m.group(1))] + "}", out)
 
 def _head(c) -> str: return " ".join(str(x) for x in c if str(x) != "") if isinstance(c, tuple) else str(c)
@@ -272,7 +289,9 @@ def latex_caption(title: str, label: str = "") -> tuple[str, str]:
     title = str(title or "")
     m = _PAPER_REF.match(title)
     text = f"{title[m.end():].strip()} (paper {m['ref']})" if m else title
+    text = text[:1].upper() + text[1:]                                       # sentence case
     slug = "-".join(re.findall(r"[a-z0-9]+", (label or text).lower())[:6]) or "table"
+    if not label: slug += f"-{zlib.crc32(text.encode('utf-8')) % 65536:04x}"   # two captions that share their first words stay apart
     return text, f"tab:{slug}"
 
 # %% ../nbs/52_report.ipynb #h9c5l005
@@ -296,61 +315,87 @@ def _script_preamble(found: set) -> list[str]:
 
 # %% ../nbs/52_report.ipynb #h9c5l007
 COLUMN_PT, TEXT_PT, PROSE_CHARS = 238.0, 498.0, 40            # 3.3 in and 6.9 in; a cell longer than this is prose
-
-def _by_n(v, percent: bool):
-    "A percentage cell that knows its n, else None."
-    c = _as_cell(v, percent)
-    return c if isinstance(c, Cell) and c.percent and c.n is not None and c.value is not None else None
+TEXT_HEIGHT_PT, FONT_PT = 648.0, {"small": 9.0, "footnotesize": 8.0}   # a 9 in page; a 10 pt paper's sizes, never below 8 pt
+_NUMERIC = re.compile(r"^[−+-]?\d[\d,]*(?:\.\d+)?(?:\s|%|$)")
 
 def _tex_cell(v, percent: bool = False) -> str:
-    "A cell for LaTeX; a percentage with its n gets `digits_for(n)` decimals (a shown string only ever loses digits)."
-    c = _by_n(v, percent)
-    if c is None: return _tex(v)
-    shown, d = str(c).split(" ")[0], digits_for(c.n)
-    if not isinstance(v, Cell) and d >= len(shown.partition(".")[2]): return _tex(v)
-    return _tex(f"{100 * c.value:.{d}f}" + str(c)[len(shown):])
+    "A cell for LaTeX: the string the Markdown and text show (one precision per table in every format)."
+    return _tex(v)
 
-def _colspec(df) -> tuple[str, float, list]:
-    "The column spec (prose columns as wrapping `p`), the estimated natural width in pt (5 pt a character, 12 pt padding), which are prose."
-    widths = [max([len(_head(c)) if df.columns.nlevels == 1 else len(str(c[-1]))] +
-                  [len(str(v)) for v in df[c]]) for c in df.columns]
+def _numeric(col) -> bool:
+    "Whether a column shows numbers (set right-aligned); a text column is set left-aligned."
+    vals = [v for v in col if not _missing(v) and str(v) and not str(v).startswith(BLANK)]
+    return all(isinstance(v, (int, float, Cell)) or _NUMERIC.match(str(v)) for v in vals)
+
+def _colspec(df, size: str = "small") -> tuple[str, float, list]:
+    "The column spec (text left, numbers right, prose as wrapping `p`), the natural width in pt at `size` (5 pt a character at 9 pt), which are prose."
+    k = FONT_PT[size] / 9
+    span = Counter(c[0] for c in df.columns) if df.columns.nlevels > 1 else {}
+    head = lambda c: len(_head(c)) if df.columns.nlevels == 1 else max(len(str(c[-1])), -(-len(str(c[0])) // span[c[0]]))  # a spanning head widens its columns
+    widths = [max([head(c)] + [len(str(v)) for v in df.iloc[:, i]]) for i, c in enumerate(df.columns)]
     prose = [w > PROSE_CHARS for w in widths]
-    fixed = sum(5 * w + 12 for w, p in zip(widths, prose) if not p)
-    if not any(prose): return "l" + "r" * (len(widths) - 1), fixed, prose
-    share = max(0.15, (1 - fixed / TEXT_PT) / sum(prose) - 0.02)
-    spec = "".join(rf"p{{{share:.2f}\linewidth}}" if p else ("l" if i == 0 else "r") for i, p in enumerate(prose))
-    return spec, fixed + sum(prose) * share * TEXT_PT, prose
+    align = ["r" if i and _numeric(df.iloc[:, i]) else "l" for i in range(df.shape[1])]
+    fixed = k * sum(5 * w + 12 for w, p in zip(widths, prose) if not p)
+    if not any(prose): return "".join(align), fixed, prose
+    share = max(0.15, (1 - (fixed + 12 * sum(prose)) / TEXT_PT) / sum(prose) - 0.01)   # a prose column's padding counts too
+    spec = "".join(rf"p{{{share:.2f}\linewidth}}" if p else a for p, a in zip(prose, align))
+    return spec, fixed + sum(prose) * (share * TEXT_PT + 12), prose
 
 def _breakable(tex: str) -> str:
     "Prose with a break allowed after `_ . / = : @ >` inside long identifiers and paths (`benchmark_kwargs.prompt_language=en`)."
     return re.sub(r"(\\_|\\textgreater\{\}|[./=:@])(?=[^\s$])", r"\1\\allowbreak{}", tex)
 
-def _latex_notes(notes: list[str], by_n: bool) -> list[str]:
-    if not by_n: return list(notes)
-    out = [re.sub(r" ?\(\d+ decimals?\)", "", re.sub(r"\(\d+ decimals?; ", "(", n)) for n in notes]
-    return out + ["Percentages carry the decimals their n supports: none below 97 items, 1 below 9,605, 2 beyond "
-                  "(one digit finer than the 95% confidence half-width)."]
+# %% ../nbs/52_report.ipynb #h9c5l00c
+def _column_groups(df) -> tuple[str, list[list[int]]]:
+    "The font size (small, else footnotesize: never below 8 pt) and column groups that each fit the text width (the first column in each)."
+    fits = lambda d, size: _colspec(d, size)[1] <= 0.95 * TEXT_PT                # 5% for the estimate's error
+    for size in FONT_PT:
+        if fits(df, size): return size, [list(range(df.shape[1]))]
+    groups, cur = [], [0]
+    for i in range(1, df.shape[1]):
+        if len(cur) > 1 and not fits(df.iloc[:, cur + [i]], "footnotesize"): groups.append(cur); cur = [0]
+        cur.append(i)
+    return "footnotesize", groups + [cur]
+
+def _row_chunks(df, per_line: list, size: str, reserve: float) -> list[tuple[int, int]]:
+    "Row ranges that each fit a page below `reserve` pt of caption, head and notes (`per_line`: a prose column's characters per line, else None)."
+    chunks, start, used, line = [], 0, 0.0, FONT_PT[size] + 3
+    for i in range(len(df)):
+        h = line * max([1] + [-(-len(str(df.iat[i, j])) // c) + 1 for j, c in enumerate(per_line) if c])   # +1: words do not fill lines
+        if used + h > 0.9 * TEXT_HEIGHT_PT - reserve and i > start: chunks.append((start, i)); start, used = i, 0.0
+        used += h
+    return chunks + [(start, len(df))]
 
 # %% ../nbs/52_report.ipynb #h9c5l008
-def _latex(df, t: Table, notes: list[str]) -> str:
-    "A `table` (or `table*`) float: caption, label, booktabs rules, decimals by n, wrapping prose, script fonts named."
-    heads = _latex_head(df)
-    pcts = [_head(c).endswith("%") for c in df.columns]
-    spec, width, prose = _colspec(df)
+def _tabular(part, size: str) -> tuple[list[str], str, float, list[str], list]:
+    "(head lines, column spec, width in pt, body lines, characters per line of each prose column) of a column group."
+    spec, width, prose = _colspec(part, size)
+    pcts = [_head(c).endswith("%") for c in part.columns]
     cell = lambda v, p, w: _breakable(_tex_cell(v, p)) if w else _tex_cell(v, p)
-    body = [" & ".join(cell(v, p, w) for v, p, w in zip(row, pcts, prose)) + r" \\" for row in df.itertuples(index=False)]
-    by_n = any(_by_n(v, p) is not None for row in df.itertuples(index=False) for v, p in zip(row, pcts))
-    notes = _latex_notes(notes, by_n)
-    wide = width > COLUMN_PT
-    env = "table*" if wide else "table"
+    body = [" & ".join(cell(v, p, w) for v, p, w in zip(row, pcts, prose)) + r" \\" for row in part.itertuples(index=False)]
+    shares = iter(float(x) for x in re.findall(r"p\{([\d.]+)\\linewidth\}", spec))
+    per_line = [max(8, int(next(shares) * TEXT_PT / (4.8 * FONT_PT[size] / 9))) if p else None for p in prose]
+    return _latex_head(part), spec, width, body, per_line
+
+def _latex(df, t: Table, notes: list[str]) -> str:
+    "`table`/`table*` floats at 9 pt (8 pt if that fits): caption, label, booktabs rules, wrapping prose; too wide: column groups; too long: continued floats."
+    size, groups = _column_groups(df)
     caption, label = latex_caption(t.title, t.label)
     foot = [r"\par\smallskip{\footnotesize " + r" \\ ".join(_tex(n) for n in notes) + "}"] if notes else []
-    tab = [r"\begin{tabular}{" + spec + "}", r"\toprule", *heads, r"\midrule", *body, r"\bottomrule", r"\end{tabular}"]
-    if wide: tab = [r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{%", *tab, "}"]
-    lines, found = _script_runs("\n".join([rf"\begin{{{env}}}[t]", r"\centering", r"\small",
-                                           *([rf"\caption{{{_tex(caption)}}}"] if caption else []), rf"\label{{{label}}}",
-                                           *tab, *foot, rf"\end{{{env}}}"]))
-    return "\n".join([*_script_preamble(found), r"% Needs \usepackage{booktabs}" + (r" and \usepackage{graphicx}." if wide else "."), lines])
+    parts = []
+    for cols in groups:
+        heads, spec, width, body, per_line = _tabular(df.iloc[:, cols], size)
+        reserve = 40 + 14 * len(heads) + 10 * sum(-(-len(n) // 90) for n in notes)
+        parts += [(heads, spec, width, body[a:b]) for a, b in _row_chunks(df.iloc[:, cols], per_line, size, reserve)]
+    env = "table*" if any(w > COLUMN_PT for _, _, w, _ in parts) else "table"
+    out = []
+    for k, (heads, spec, _, body) in enumerate(parts):
+        cap = caption if k == 0 else f"{caption} (continued, part {k + 1} of {len(parts)})"
+        out += [rf"\begin{{{env}}}[tp]", r"\centering", "\\" + size, *([rf"\caption{{{_tex(cap)}}}"] if caption else []),
+                rf"\label{{{label if k == 0 else f'{label}-{k + 1}'}}}", r"\begin{tabular}{" + spec + "}", r"\toprule", *heads,
+                r"\midrule", *body, r"\bottomrule", r"\end{tabular}", *(foot if k == len(parts) - 1 else []), rf"\end{{{env}}}"]
+    lines, found = _script_runs("\n".join(out))
+    return "\n".join([*_script_preamble(found), r"% Needs \usepackage{booktabs}.", lines])
 
 # %% ../nbs/52_report.ipynb #h9c5v002
 _SHOWN = re.compile(r"^(?P<v>-?\d+(?:\.\d+)?)(?: \(n=(?P<n>\d+)\))?$")
@@ -366,8 +411,14 @@ def _plain(v):
     if isinstance(v, str) and (v == "" or v.startswith(BLANK) and all(ch in _MARKS for ch in v[1:])): return None
     return v.value if isinstance(v, Cell) else v
 
+MACHINE_NAMES = {"answered acc.": "accuracy_answered", "invalid": "invalid_rate", "errors": "n_errors", "error": "error_rate",
+                 "judge invalid": "judge_invalid_rate", "rows not read": "n_rows_not_read"}   # the names metrics.rates and sweep.csv use
+
+def _machine_name(name: str) -> str:
+    return MACHINE_NAMES.get(name) or re.sub(r"^(\w+) /(\d+)$", r"\1_0_\2", name)   # 'score /10' -> score_0_10
+
 def machine_frame(table):
-    "A `Table` as numbers: context columns first, fractions for percentages, `<column> n` for each cell's n, blanks empty."
+    "A `Table` as numbers: context columns first, fractions for percentages, `<column> n` for each cell's n, blanks empty, metric names as in sweep.csv."
     import pandas as pd
     t = table if isinstance(table, Table) else Table(table)
     df = t.frame()
@@ -376,7 +427,7 @@ def machine_frame(table):
         name = _head(c)
         col = [_as_cell(v, name.endswith("%")) for v in df[c]]
         cells = [v for v in col if isinstance(v, Cell)]
-        if all(v.percent for v in cells): name = re.sub(r"\s*%$", "", name)
+        if all(v.percent for v in cells): name = _machine_name(re.sub(r"\s*%$", "", name))
         out[name] = [t.context[name] if name in t.context and _plain(v) is None else _plain(v) for v in col]
         if any(v.n is not None and "(n=" in v for v in cells): out[f"{name} n"] = [v.n if isinstance(v, Cell) else None for v in col]
     return pd.DataFrame(out).convert_dtypes()
@@ -392,8 +443,9 @@ def render_table(table, fmt: str = "text") -> str:
     if fmt == "text":
         body = df.to_string(index=False) if len(df) else "(no rows)"
         return "\n".join(([t.title] if t.title else []) + [body] + notes)
-    head = [_head(c).replace("|", r"\|") for c in df.columns]
-    rows = ["| " + " | ".join(str(v).replace("|", r"\|") for v in r) + " |" for r in df.itertuples(index=False)]
+    md = lambda v: str(v).replace("|", r"\|").replace("\r\n", "<br>").replace("\n", "<br>")      # a newline would end the row
+    head = [md(_head(c)) for c in df.columns]
+    rows = ["| " + " | ".join(md(v) for v in r) + " |" for r in df.itertuples(index=False)]
     md = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|", *rows]
     return "\n".join(([f"**{t.title}**", ""] if t.title else []) + md + ([""] + [n + "  " for n in notes] if notes else []))
 
@@ -461,6 +513,7 @@ def _summary_row(t: Table, g: dict, label: dict, judged: bool, native: list, dig
     on_native = any(c in g for c in native)
     def rate(k):
         if mixed: return t.blank("not pooled: the groups are on different scales (see the paper metrics)")
+        if answered_nothing(g): return t.blank(NOTHING_ANSWERED)
         if on_native: return t.blank("scored on a native scale (see its column)")
         n = g.get("n_answered") if k == "accuracy_answered" else g.get("n")
         return pct(g.get(k), digits, n) if not _missing(g.get(k)) else t.blank("no scored items")
@@ -470,9 +523,9 @@ def _summary_row(t: Table, g: dict, label: dict, judged: bool, native: list, dig
         if g.get("n_judged") else t.blank("no item went to the judge")
     for c in native:
         m = _NATIVE.match(c)
-        v = None if _no_valid(g) else g.get(c)
+        v = None if _no_valid(g) or answered_nothing(g) else g.get(c)
         r[f"{m['name']} /{m['top']}"] = num(v) if not _missing(v) else t.blank(
-            "no valid judgments" if _no_valid(g) else "not pooled: the groups are on different scales (see the paper metrics)"
+            NOTHING_ANSWERED if answered_nothing(g) else "no valid judgments" if _no_valid(g) else "not pooled: the groups are on different scales (see the paper metrics)"
             if mixed else "not on this scale" if c not in g else "not judged")
     return r
 
@@ -523,18 +576,34 @@ def summary_table(summary: dict, digits: int = 1, title: str = "") -> Table:
     keys = [k for k in _GROUP_KEYS if any(k in g for g in groups)]
     t = Table(title=title, notes=[f"Rates in % ({digits} decimal{'s' if digits != 1 else ''}); accuracy counts errored items as "
                                   "wrong; answered acc. is over answered items only."])
-    show = lambda k, v: language_name(v) if k in ("language", "locale") else (BLANK if _missing(v) or v == "" else str(v))
+    show = lambda k, v: (Cell(language_name(v), v) if not _missing(v) else BLANK) if k in ("language", "locale") \
+        else (BLANK if _missing(v) or v == "" else str(v))                  # a language shows its name and keeps its code for a machine
     rows = [_summary_row(t, g, {k: show(k, g.get(k)) for k in keys}, judged, native, digits) for g in groups]
     mixed = (bool(native) and any(not any(c in g for c in native) for g in groups)) or bool(o.get("headline"))
     label = {k: ("all items" if i == 0 else "") for i, k in enumerate(keys)} if keys else {"group": "all items"}
     rows.append(_summary_row(t, {k: v for k, v in o.items() if not _NATIVE.match(k)}, label, judged, native, digits, mixed))
-    for note in (_headline_note(t, bs, groups, digits), usage_note(o)):
+    for note in (None if answered_nothing(o) else _headline_note(t, bs, groups, digits), usage_note(o)):
         if note: t.notes.append(note)
     t.data = _with_unread_rows(t, pd.DataFrame(rows, dtype=object), summary)
     return t
 
 # %% ../nbs/52_report.ipynb #d716cabd
+def _served_id(m) -> str | None:
+    "A model as a code: a served `openai-compatible:<id>@<url>` is its id (no address); else as configured."
+    if _missing(m) or not str(m).strip(): return None
+    served = re.match(r"^openai-compatible:(.+)@https?://\S+$", str(m).strip())
+    return served.group(1) if served else str(m).strip()
+
 def run_context(summary: dict, config: dict | None = None) -> dict:
+    "A run's identifying settings as codes, named as in `RunConfig` and sweep.csv (the CSV columns of `vlmlens report`)."
+    c = config or {}
+    video = (c.get("modality") or "video") in VIDEO_MODALITIES
+    return {"run": c.get("run_name") or os.path.basename(str(summary.get("run_dir") or "").rstrip("/")) or None,
+            "benchmark": summary.get("benchmark") or c.get("benchmark"), "model": _served_id(summary.get("model") or c.get("model")),
+            "language": c.get("language"), "strategy": c.get("strategy") or "standard", "modality": c.get("modality") or "video",
+            "num_frames": c.get("num_frames") if video else None, "fps": c.get("fps") if video else None, "judge": _served_id(c.get("judge"))}
+
+def _reader_context(summary: dict, config: dict | None = None) -> dict:
     "A run's identifying settings for a reader: benchmark, model, language, strategy, input, frames (and judge when set)."
     c = config or {}
     modality = c.get("modality") or "video"
@@ -549,11 +618,11 @@ def run_context(summary: dict, config: dict | None = None) -> dict:
 
 def run_header(summary: dict, config: dict | None = None) -> str:
     "One line naming a run: benchmark, model, language, strategy, modality, frames, judge, n."
-    x = run_context(summary, config)
+    x = _reader_context(summary, config)
     parts = [x["benchmark"], x["model"], f"language {x['language']}", f"strategy {x['strategy']}", f"input {x['input']}", x["frames"]]
     if "judge" in x: parts.append(setting_text("judge", config["judge"]))
     ds = summary.get("dataset") or {}
-    if ds.get("digest"): parts.append(f"data {ds.get('location')} @ {str(ds.get('revision') or '?').strip(chr(34))[:12]} (lock {ds['digest'][:8]})")
+    if ds.get("digest"): parts.append(f"data {ds.get('address') or ds.get('location')} @ {str(ds.get('revision') or '?').strip(chr(34))[:12]} (lock {ds['digest'][:8]})")
     return " · ".join(parts + [f"n {(summary.get('overall') or {}).get('n', BLANK)}"])
 
 # %% ../nbs/52_report.ipynb #e61d7a5e
@@ -584,9 +653,11 @@ def runs_overview(runs, digits: int = 1) -> Table:
         return setting_text(k, s.get(k), named=False)
     heads = list(dict.fromkeys(k for r in runs for k in (r.overall.get("headline") or ()) if k in _HEADLINE))
     def rate(o, k):
+        if answered_nothing(o): return t.blank(NOTHING_ANSWERED)
         return t.blank("not pooled: the benchmark's headline is its own (see its columns)") if o.get("headline") else pct(o.get(k), digits)
     def head(o, k):
         v, unit = o.get(k), _HEADLINE[k][1]
+        if answered_nothing(o): return t.blank(NOTHING_ANSWERED)
         if _missing(v): return t.blank("not this benchmark's number" if k not in (o.get("headline") or ()) else "not scored")
         return pct(v, digits) if unit == "%" else num(v)
     for r in runs:

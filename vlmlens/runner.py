@@ -8,7 +8,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 import shutil
+import tempfile
 import time
 import traceback
 from collections import Counter
@@ -18,10 +20,11 @@ from typing import Any, Callable, Iterable
 from . import data, media, prompts
 from .benchmarks.base import Benchmark, get_benchmark
 from .core import VIDEO_MODALITIES, Generation, Judgment, NothingAnswered, Prediction, RunConfig, Sample, most_common_error
-from .judges import JudgeItem, reference_text
+from .judges import LANG_NAMES, JudgeItem, reference_text
 from .metrics import aggregate, rates
 from .models import registry
 from .models.api import cost_usd
+from .scoring import THINKING_UNFINISHED
 from .store import RunStore, open_run, shard_filter
 
 log = logging.getLogger("vlmlens")
@@ -29,12 +32,13 @@ log = logging.getLogger("vlmlens")
 # %% auto #0
 __all__ = ['log', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_selection', 'frame_fit', 'prepare', 'gold_text',
            'needs_judge', 'finish_prediction', 'prediction_of', 'run_batch', 'latest_judgments', 'make_judge',
-           'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize', 'write_summary', 'run_notes', 'reopen',
-           'rescore', 'rejudge', 'score_files', 'launch_env', 'apply_launch', 'launch_barrier', 'write_launch_summary',
-           'load_run_samples', 'video_key', 'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams',
-           'stream_pending', 'generate_claimed', 'generate_pending', 'fit_context', 'judge_pending', 'backend_options',
-           'check_output_root', 'check_before_run', 'open_locked', 'discard_unused', 'check_answered', 'run',
-           'price_estimate', 'estimate_run']
+           'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize', 'scored_summary', 'write_summary',
+           'run_notes', 'reopen', 'rescore', 'rejudge', 'score_files', 'launch_env', 'apply_launch', 'launch_barrier',
+           'write_launch_summary', 'encoding_problem', 'nothing_readable', 'load_run_samples', 'video_key',
+           'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams', 'stream_pending',
+           'generate_claimed', 'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'check_device',
+           'check_languages', 'check_output_root', 'check_before_run', 'check_config', 'open_locked', 'discard_unused',
+           'check_answered', 'check_rerun', 'run', 'price_estimate', 'estimate_run']
 
 # %% ../nbs/40_runner.ipynb #66ec6bad
 def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | None = None) -> tuple[list[Sample], dict]:
@@ -148,15 +152,17 @@ def _generate(backend, reqs, cfg) -> tuple[list[Generation], float]:
 
 # %% ../nbs/40_runner.ipynb #9d3e4f75
 def prediction_of(bench: Benchmark, s: Sample, cfg: RunConfig, backend, texts: list, usages: list, latency: float,
-                  finish: str | None, error: str | None = None) -> Prediction:
-    "One sample's finished Prediction from its stages' texts (the last is the answer), or its error."
+                  finish: str | None, error: str | None = None, thinking: str | None = None) -> Prediction:
+    "One sample's finished Prediction from its stages' texts (the last is the answer) and thinking, or its error."
+    cap = cfg.max_raw_chars
     common = dict(usage=_sum_usage(usages), latency_s=latency or None, model_id=backend.model_id,
-                  model_revision=backend.revision, finish_reason=finish)
+                  model_revision=backend.revision, finish_reason=finish, thinking=thinking[:cap] if thinking and cap else thinking)
     if error is not None: p = Prediction(s.id, cfg.hash(), raw=(texts or [None])[-1], error=error, **common)
     else:
         parsed, valid = bench.parse(s, texts[-1])
         p = Prediction(s.id, cfg.hash(), raw=texts[-1], parsed=parsed, valid=bool(valid),
                        extra={"stages": texts[:-1]} if len(texts) > 1 else {}, **common)
+        if thinking is not None and not (texts[-1] or "").strip(): p.extra["invalid_reason"] = THINKING_UNFINISHED
     return finish_prediction(bench, s, p, cfg.max_raw_chars)
 
 def run_batch(bench: Benchmark, backend, batch: list[Sample], cfg: RunConfig, cache=None, frames: int | None = None,
@@ -164,7 +170,7 @@ def run_batch(bench: Benchmark, backend, batch: list[Sample], cfg: RunConfig, ca
     "Generate (all stages), parse and finish one batch; one Prediction per sample, errors included."
     errors, fit = {}, frame_fit(backend)
     texts, usages = {s.id: [] for s in batch}, {s.id: [] for s in batch}
-    lat, finish = {s.id: 0.0 for s in batch}, {s.id: None for s in batch}
+    lat, finish, think = {s.id: 0.0 for s in batch}, {s.id: None for s in batch}, {}
     for stage in range(max(1, int(bench.num_stages(cfg)))):
         ready, reqs = [], []
         for s in (s for s in batch if s.id not in errors):
@@ -176,10 +182,10 @@ def run_batch(bench: Benchmark, backend, batch: list[Sample], cfg: RunConfig, ca
         for s, g in zip(ready, gens):
             usages[s.id].append(g.usage); finish[s.id] = g.finish_reason
             lat[s.id] += g.latency_s if g.latency_s is not None else dt / len(reqs)
-            texts[s.id].append(g.text)
+            texts[s.id].append(g.text); think[s.id] = g.thinking
             if g.error is not None: errors[s.id] = g.error
-    return [prediction_of(bench, s, cfg, backend, texts[s.id], usages[s.id], lat[s.id], finish[s.id], errors.get(s.id))
-            for s in batch]
+    return [prediction_of(bench, s, cfg, backend, texts[s.id], usages[s.id], lat[s.id], finish[s.id], errors.get(s.id),
+                          think.get(s.id)) for s in batch]
 
 # %% ../nbs/40_runner.ipynb #0138901b
 def latest_judgments(judgments: Iterable[Judgment], judge_id: str | None = None) -> dict:
@@ -263,22 +269,30 @@ def summarize(bench: Benchmark, rows: list[dict], cfg: RunConfig, n_expected: in
     return out
 
 # %% ../nbs/40_runner.ipynb #9dfc37a8
+def scored_summary(store: RunStore, bench: Benchmark, samples: list[Sample], cfg: RunConfig, notes: dict | None = None,
+                   judge_id: str | None = None) -> tuple[list[dict], dict]:
+    "(score rows, summary) of every stored prediction for `samples` (with `judge_id`'s judgments, else the latest); nothing written."
+    rows = score_rows(bench, samples, store.load_predictions(), latest_judgments(store.load_judgments(), judge_id))
+    summary = summarize(bench, rows, cfg, n_expected=len(samples))
+    summary.update(benchmark=cfg.benchmark, model=cfg.model, config_hash=cfg.hash(), run_dir=str(store.run_dir),
+                   judge_id=judge_id, n_items=len(samples), limit=cfg.limit)          # what the numbers cover
+    kept = {**run_notes(store, summary), **(notes or {})}
+    summary.update({k: v for k, v in kept.items() if k not in summary})
+    return rows, summary
+
 def write_summary(store: RunStore, bench: Benchmark, samples: list[Sample], cfg: RunConfig, notes: dict | None = None,
                   judge_id: str | None = None) -> dict:
-    "Score every stored prediction for `samples` (with `judge_id`'s judgments, else the latest), write scores.csv and summary.json."
-    with store.summary_lock():                    # read every file and write under one lock: a later writer saw more
-        preds = store.load_predictions()
-        rows = score_rows(bench, samples, preds, latest_judgments(store.load_judgments(), judge_id))
-        summary = summarize(bench, rows, cfg, n_expected=len(samples))
-        summary.update(benchmark=cfg.benchmark, model=cfg.model, config_hash=cfg.hash(), run_dir=str(store.run_dir),
-                       judge_id=judge_id)
-        kept = {**run_notes(store, summary), **(notes or {})}
-        summary.update({k: v for k, v in kept.items() if k not in summary})
-        files = bench.run_files(store, samples, summary)            # e.g. InfiniBench's official prediction files
-        if files: summary["files"] = {k: str(v) for k, v in files.items()}
-        store.write_scores_csv(rows)
-        store.write_summary(summary)
-    return summary
+    "Write scores.csv and summary.json from every stored result, never waiting on a peer: while one writes, it writes again if results came after its read."
+    while True:
+        with store.summary_lock(wait=False) as held:
+            if held is None: return scored_summary(store, bench, samples, cfg, notes, judge_id)[1]   # the holder covers ours
+            state = store.results_state()                 # read under the lock: what this summary covers
+            rows, summary = scored_summary(store, bench, samples, cfg, notes, judge_id)
+            files = bench.run_files(store, samples, summary)        # e.g. InfiniBench's official prediction files
+            if files: summary["files"] = {k: str(v) for k, v in files.items()}
+            store.write_scores_csv(rows)
+            store.write_summary(summary)
+        if store.results_state() == state: return summary   # else a peer recorded results (and found us holding it): again
 
 def run_notes(store: RunStore, scored: dict) -> dict:
     "The run's notes so far: the previous summary's keys that `scored` does not hold (else the notes run.json lists)."
@@ -374,6 +388,27 @@ def write_launch_summary(launch: dict, store: RunStore, bench: Benchmark, sample
     if created: dist.destroy_process_group()
     return summary if summary is not None else store.read_summary()
 
+# %% ../nbs/40_runner.ipynb #8f90a1f0
+_BOMS = {b"\xff\xfe\x00\x00": "UTF-32", b"\x00\x00\xfe\xff": "UTF-32", b"\xff\xfe": "UTF-16", b"\xfe\xff": "UTF-16"}
+
+def encoding_problem(path) -> str | None:
+    "'<file> is UTF-16 encoded; save it as UTF-8' for the first data file under `path` whose bytes are not UTF-8 text, else None."
+    p = Path(path).expanduser() if path else None
+    if p is None or not p.exists(): return None
+    files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.suffix in (".jsonl", ".json", ".csv", ".tsv") and f.is_file())
+    for f in files[:200]:
+        with open(f, "rb") as fh: head = fh.read(4096)
+        enc = next((e for bom, e in _BOMS.items() if head.startswith(bom)), "UTF-16" if b"\x00" in head else None)
+        if enc: return f"{f} is {enc} encoded; save it as UTF-8"
+    return None
+
+def nothing_readable(cfg: RunConfig, row_errors: list) -> str:
+    "The one line for a benchmark's data with no readable row."
+    where = cfg.data_path or f"the {cfg.benchmark} data"
+    why = encoding_problem(cfg.data_path) or (f"{len(row_errors)} rows refused, the first: {row_errors[0]}" if row_errors else
+                                               "it is empty or holds no row of this benchmark")
+    return f"{where}: no readable {cfg.benchmark} row ({why}); nothing to run"
+
 # %% ../nbs/40_runner.ipynb #8f90a1fd
 def load_run_samples(bench: Benchmark, cfg: RunConfig, languages: tuple, samples: list[Sample] | None = None):
     "The run's item set (benchmark filters, language gating, limit) and notes for run.json (row errors, skips)."
@@ -383,6 +418,7 @@ def load_run_samples(bench: Benchmark, cfg: RunConfig, languages: tuple, samples
         samples = bench.filter(loaded, cfg)
         if not samples and (cfg.subset or cfg.language):      # say what exists (a benchmark's load may filter already)
             check_selection(bench.load(dataclasses.replace(cfg, subset=None, language=None))[0], samples, cfg)
+        if not loaded: raise ValueError(nothing_readable(cfg, row_errors))   # nothing to do is a mistake: no folder is made
         for e in row_errors: log.warning("row error: %s", e)
     samples, notes = select_samples(samples, cfg, languages)
     notes["row_errors"] = [str(e) for e in row_errors]
@@ -451,7 +487,8 @@ def stream_pending(bench: Benchmark, backend, items: list[Sample], cfg: RunConfi
             sent.append(s); yield req
     for i, g in backend.generate_iter(requests(), max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature,
                                       seed=cfg.seed, progress=False):
-        done([prediction_of(bench, sent[i], cfg, backend, [g.text], [g.usage], g.latency_s or 0.0, g.finish_reason, g.error)])
+        done([prediction_of(bench, sent[i], cfg, backend, [g.text], [g.usage], g.latency_s or 0.0, g.finish_reason, g.error,
+                            g.thinking)])
 
 # %% ../nbs/40_runner.ipynb #b2c3d41b
 def generate_claimed(bench: Benchmark, backend, items: list[Sample], cfg: RunConfig, store: RunStore, cache, frames, done,
@@ -531,6 +568,30 @@ def backend_options(cfg: RunConfig, spec) -> dict:
     if spec is not None and spec.backend in registry.LOCAL_BACKENDS and cfg.batch_size > 1: opts["batch_size"] = cfg.batch_size
     return {**opts, **cfg.model_kwargs}
 
+# %% ../nbs/40_runner.ipynb #e1de52c0
+def check_device(device: str | None):
+    "Refuse (one-line ValueError) a `--device` torch cannot parse or this machine lacks; nothing else is checked for `cpu`/`auto`/none."
+    if device in (None, "", "auto", "cpu"): return
+    import torch
+    try: d = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise ValueError(f"--device {device}: not a device; use cpu, cuda, cuda:N or mps") from None
+    n = _cuda_devices() if d.type == "cuda" else int(torch.backends.mps.is_available()) if d.type == "mps" else None
+    if n == 0: raise ValueError(f"--device {device}: this machine has no {d.type} device (torch sees none); use --device cpu")
+    if n is not None and d.index is not None and d.index >= n:
+        raise ValueError(f"--device {device}: this machine has {n} {d.type} device(s), {d.type}:0 to {d.type}:{n - 1}")
+
+# %% ../nbs/40_runner.ipynb #e1de52c2
+def check_languages(language: str | None, flag: str = "--language"):
+    "Refuse (one-line ValueError) a `flag` entry that is not a language code, suggesting the code of a name (`hindi` → `hi`)."
+    import difflib
+    for lang in (l.strip() for l in (language or "").split(",") if l.strip()):
+        if re.fullmatch(r"[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*", lang): continue
+        names = {v.lower(): k for k, v in LANG_NAMES.items()}
+        near = names.get(lang.lower()) or next((names[n] for n in difflib.get_close_matches(lang.lower(), names, n=1)), None)
+        raise ValueError(f"{flag} {lang}: not a language code" + (f"; did you mean {near}?" if near else
+                         " (use ISO codes such as hi, te or ta-IN)"))
+
 # %% ../nbs/40_runner.ipynb #e1de52d2
 def check_output_root(path) -> Path:
     "`path` made absolute; a one-line ValueError when it cannot be created or written (nothing is created)."
@@ -539,13 +600,28 @@ def check_output_root(path) -> Path:
     while not probe.exists() and probe.parent != probe: probe = probe.parent
     if not probe.is_dir(): raise ValueError(f"--output-root {path}: {probe} is a file, not a folder")
     if not os.access(probe, os.W_OK | os.X_OK): raise ValueError(f"--output-root {path}: no permission to write in {probe}")
+    try: os.rmdir(tempfile.mkdtemp(prefix=".vlmlens-probe-", dir=probe))   # the OS's own answer (EPERM, EROFS: root too)
+    except OSError as e: raise ValueError(f"--output-root {path}: cannot create folders in {probe} ({e.strerror})") from None
     return p
 
 def check_before_run(bench: Benchmark, cfg: RunConfig):
     "The checks that need neither the items nor the model: the benchmark's options, the run folder's place (one line each)."
     bench.check_kwargs(cfg.benchmark_kwargs)
+    check_device(cfg.device)
     check_output_root(cfg.output_root)
 
+def check_config(cfg: RunConfig, spec=None) -> tuple[RunConfig, Benchmark, dict | None]:
+    "What `run` (and a sweep, for each of its runs) checks before creating anything: `(cfg with the model's preset, benchmark, preset)`."
+    preset = None
+    check_languages(cfg.language)
+    if spec is not None:
+        cfg, preset = registry.apply_preset(cfg, spec)    # the paper's frames for this model when none are given
+        spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
+    bench = get_benchmark(cfg.benchmark)
+    check_before_run(bench, cfg)
+    return cfg, bench, preset
+
+# %% ../nbs/40_runner.ipynb #e1de52d3
 def open_locked(cfg: RunConfig, judge=None) -> tuple[RunStore, Path | None]:
     "The run's store, created and locked, and the outermost folder that creating it made (None if the folder was there)."
     made = Path(cfg.output_root, cfg.run_name or cfg.default_run_name()).absolute()
@@ -569,23 +645,36 @@ def check_answered(summary: dict, store: RunStore | None = None) -> dict:
     errors = [p.error for p in store.load_predictions().values() if p.error]
     raise NothingAnswered(Path(summary.get("run_dir") or "run").name, int(o["n"]), most_common_error(errors), result=summary)
 
+# %% ../nbs/40_runner.ipynb #c8e1f0a2
+def check_rerun(cfg: RunConfig, judge, n_items: int):
+    "ValueError (one line) when `cfg` would rewrite a finished run's summary over fewer items or with another judge."
+    import json
+    path = Path(cfg.output_root) / (cfg.run_name or cfg.default_run_name()) / "summary.json"
+    try: old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError): return
+    if cfg.overwrite or not isinstance(old, dict) or old.get("config_hash") != cfg.hash(): return   # another configuration: the store says so
+    o, new_id = old.get("overall") or {}, getattr(judge, "judge_id", None)
+    had = old.get("n_items") or (o.get("n") or 0) + (o.get("n_missing") or 0)
+    why = (f"its summary covers {had} items, this run {n_items} (--limit {cfg.limit})" if n_items < had else
+           f"its summary was judged by {old['judge_id']}, this run {'by ' + new_id if new_id else 'is not judged'}"
+           if old.get("judge_id") and old["judge_id"] != new_id else None)
+    if why: raise ValueError(f"{path.parent} holds a finished run of this configuration: {why}; rerunning would rewrite its numbers. "
+                             "Give this view its own --run-name (or --overwrite to rewrite them)")
+
 # %% ../nbs/40_runner.ipynb #db0975e2
 def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     "Run one configuration end to end; return its summary (also written to `summary.json`); NothingAnswered after it if no item was answered."
     cfg = (config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))).validate()
     spec, preset = None if backend is not None else registry.get_spec(cfg.model), None
     launch, cfg = launch_env(), apply_launch(cfg, spec is not None and spec.backend in registry.LOCAL_BACKENDS)
-    if spec is not None:
-        cfg, preset = registry.apply_preset(cfg, spec)    # the paper's frames for this model when none are given
-        spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
-    bench = get_benchmark(cfg.benchmark)
-    check_before_run(bench, cfg)                          # options, output root: one line, nothing created
+    cfg, bench, preset = check_config(cfg, spec)          # preset, model input, options, device, output root: nothing created
     if samples is None: cfg = data.resolve_data_path(cfg)   # the fetched release when no --data-path; else one line naming `vlmlens data get`
     samples, notes = load_run_samples(bench, cfg, languages_of(backend or spec, cfg.benchmark), samples)
     if cfg.data_path: notes["dataset"] = data.provenance(cfg.data_path)   # source, revision, lock digest: runs on other data never pool
     if preset: notes["preset"] = preset
     if spec is not None: registry.preflight(spec, cfg, **backend_options(cfg, spec))   # keys, model options, checkpoint
     judge = make_judge(bench, cfg, shard_filter(samples, cfg))   # before anything exists: a missing judge key fails here
+    check_rerun(cfg, judge, len(samples))                 # a finished run's numbers are never silently rewritten
     store, made = open_locked(cfg, judge)
     try:
         mine = shard_filter(samples, cfg)
@@ -649,9 +738,7 @@ def estimate_run(config) -> dict:
     cfg = (config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))).validate()
     cfg, spec = data.resolve_data_path(cfg), registry.get_spec(cfg.model)
     if spec.backend in registry.LOCAL_BACKENDS: raise ValueError(f"--dry-run estimates what an API run is billed; {cfg.model} runs locally")
-    cfg, _ = registry.apply_preset(cfg, spec); spec.check(cfg)
-    bench = get_benchmark(cfg.benchmark)
-    check_before_run(bench, cfg)
+    cfg, bench, _ = check_config(cfg, spec)
     samples, _ = load_run_samples(bench, cfg, languages_of(spec, cfg.benchmark), None)
     opts = {**backend_options(cfg, spec), "cache": False, "progress": False}
     registry.preflight(spec, cfg, **opts)

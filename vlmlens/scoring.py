@@ -13,9 +13,9 @@ from typing import Any, Sequence
 from .core import Sample
 
 # %% auto #0
-__all__ = ['JEE_TYPES', 'ascii_digits', 'extract_choice', 'score_mcq', 'parse_number', 'final_answer_text', 'normalize_text',
-           'exact_match', 'vqa_normalize', 'vqa_accuracy', 'jee_score', 'english_reasoning', 'has_extra_explanation',
-           'parse_answer', 'score_answer']
+__all__ = ['JEE_TYPES', 'THINKING_UNFINISHED', 'ascii_digits', 'extract_choice', 'score_mcq', 'parse_number', 'final_answer_text',
+           'normalize_text', 'exact_match', 'vqa_normalize', 'vqa_accuracy', 'jee_score', 'english_reasoning',
+           'has_extra_explanation', 'split_thinking', 'parse_answer', 'score_answer']
 
 # %% ../nbs/20_scoring.ipynb #7aeca550
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
@@ -57,6 +57,14 @@ def _tokens(text: str) -> list:
     "Tokens (numbers, words, single punctuation marks) with their spans."
     return [(m.group(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
 
+# %% ../nbs/20_scoring.ipynb #1e15e505
+_WIDE = "\u0600-\u06ff\u0900-\u0dff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_SCRIPT_GAP = re.compile(f"(?<=[{_WIDE}])(?=[A-Za-z0-9(\\[])|(?<=[A-Za-z0-9)\\]])(?=[{_WIDE}])")
+
+def _spaced(text: str) -> str:
+    "A space wherever Latin letters or digits touch Arabic, Indic, CJK or Hangul letters."
+    return _SCRIPT_GAP.sub(" ", text)
+
 # %% ../nbs/20_scoring.ipynb #d6d3893a
 _NUM = re.compile(
     r"\\d?frac\s*\{\s*(?P<fn>-?\d+(?:\.\d+)?)\s*\}\s*\{\s*(?P<fd>-?\d+(?:\.\d+)?)\s*\}"
@@ -84,7 +92,7 @@ def _first_number(text: str) -> float | None:
 # %% ../nbs/20_scoring.ipynb #04617023
 def _norm_opt(text: str) -> str:
     "Comparison form of an option text or answer span: casefolded, punctuation (but decimal points) to spaces."
-    t = _prep(text).casefold()
+    t = _spaced(_prep(text)).casefold()
     t = re.sub(r"(?<=\d),(?=\d{3})", "", t)
     out = []
     for i, ch in enumerate(t):
@@ -111,7 +119,7 @@ class _Ctx:
         self.index = {l.casefold(): i for i, l in enumerate(labels)}
         self.opts = None if option_texts is None else [_norm_opt(str(o)) for o in option_texts]
         self.opt_nums = None if option_texts is None else [_number_of_option(str(o)) for o in option_texts]
-        self.numeric_opts = option_texts is not None and any(re.search(r"\d", str(o)) for o in option_texts)
+        self.numeric_opts = option_texts is not None and any(re.match(r"\W{0,2}\d", _prep(str(o)).strip()) for o in option_texts)
         self.number_base = number_base
 
     def letter(self, ch: str):
@@ -122,22 +130,25 @@ class _Ctx:
             if 0 <= i < self.n: return i
         return None
 
-    def number(self, tok: str):
-        "Index named by an integer token: a label, else a position (when allowed)."
+    def number(self, tok: str, optword: bool = False):
+        "Index named by an integer token: a label, else a position (when allowed; after 'option' even for numeric options)."
         if tok.casefold() in self.index: return self.index[tok.casefold()]
-        if self.number_base is None or self.numeric_opts or len(tok) > 2: return None
+        if self.number_base is None or len(tok) > 2 or (self.numeric_opts and not (optword and self.letters)): return None
         i = int(tok) - self.number_base
         return i if 0 <= i < self.n else None
 
 # %% ../nbs/20_scoring.ipynb #7e3e86cb
+_OPTION_WORDS = {"option", "options", "choice", "choices", "विकल्प", "ऑप्शन", "ఎంపిక", "ఆప్షన్", "选项", "選項", "選択肢",
+                 "الخيار", "خيار", "الاختيار"}
 _FILLER_WORDS = {"is", "are", "was", "be", "would", "should", "will", "could", "must", "the", "a", "an", "my",
-                 "option", "options", "choice", "choices", "letter", "number", "answer", "answers", "final", "correct",
+                 "letter", "number", "answer", "answers", "final", "correct", "i", "think", "believe", "guess", "it", "s",
                  "right", "best", "most", "likely", "probably", "therefore", "so", "thus", "hence", "then",
                  "विकल्प", "ऑप्शन", "उत्तर", "जवाब", "अतः", "इसलिए", "अंतिम", "सही", "है", "होगा", "मेरा",
-                 "ఎంపిక", "ఆప్షన్", "సమాధానం", "సమాధానము", "జవాబు", "కాబట్టి", "సరైన", "తుది"}
+                 "ఎంపిక", "ఆప్షన్", "సమాధానం", "సమాధానము", "జవాబు", "కాబట్టి", "సరైన", "తుది",
+                 "是", "为", "為", "は", "هي", "هو", "الإجابة", "الصحيحة", "الصحيح", "رقم"} | _OPTION_WORDS
 _FILLER_PUNCT = set(":=-*#\"'`{[(<|>~,")
-_SEP = {",", "&", "/", "+", ";", "and", "और", "तथा", "మరియు"}
-_HEDGE = {"or", "या", "अथवा", "లేదా"}
+_SEP = {",", "&", "/", "+", ";", "and", "और", "तथा", "మరియు", "،", "、", "和"}
+_HEDGE = {"or", "या", "अथवा", "లేదా", "أو", "或", "还是", "還是", "か"}
 _CLOSE = set(")]}*\"'`")
 _CLAUSE_VERBS = {"is", "was", "isn", "seems", "looks", "has", "can", "could", "might", "may", "does", "doesn", "would", "will"}
 
@@ -145,13 +156,13 @@ def _clause_follows(toks, k) -> bool:
     "True when token k+1 is a verb that starts a clause about the label at k."
     return k + 1 < len(toks) and toks[k + 1][0].casefold() in _CLAUSE_VERBS
 
-def _label_at(toks, k, text, ctx, strict_upper=False):
-    "Indices named by token k (or None)."
+def _label_at(toks, k, text, ctx, strict_upper=False, optword=False):
+    "Indices named by token k (or None); `optword`: the word 'option' came before it."
     tok, s, e = toks[k]
     nxt = text[e:e+1]
     prev = text[s-1:s] if s else ""
     if tok.isdigit():
-        i = ctx.number(tok)
+        i = ctx.number(tok, optword)
         return None if i is None else [i]
     if len(tok) == 1 and tok.isascii() and tok.isalpha():
         if nxt in ("'", "-") or prev in ("'", "-"): return None
@@ -171,13 +182,14 @@ def _label_at(toks, k, text, ctx, strict_upper=False):
 def _read_labels(span: str, ctx: _Ctx, max_fill: int = 8):
     "Labels asserted at the start of `span`: `(indices, hedged, end)` or None."
     toks = _tokens(span)
-    k = 0
+    k, optword = 0, False
     while k < len(toks) and k < max_fill and (toks[k][0] in _FILLER_PUNCT or toks[k][0].casefold() in _FILLER_WORDS):
         # a filler word that can be a label ("A", or "a" with nothing after it) is read as a label
         if toks[k][0].casefold() in _FILLER_WORDS and _label_at(toks, k, span, ctx) is not None: break
+        optword |= toks[k][0].casefold() in _OPTION_WORDS
         k += 1
     if k >= len(toks): return None
-    first = _label_at(toks, k, span, ctx)
+    first = _label_at(toks, k, span, ctx, optword=optword)
     if first is None: return None
     found, hedged, end = list(first), False, toks[k][2]
     k += 1
@@ -233,26 +245,89 @@ def _match_options(span: str, ctx: _Ctx, multi: bool = False, contain: bool = Tr
             hits = [i for i, x in enumerate(ctx.opt_nums) if x is not None and abs(x - v) <= 1e-9 * max(1.0, abs(v))]
             if len(hits) == 1: return hits
     if not contain: return None
-    inside = [i for i, o in enumerate(ctx.opts) if o and re.search(r"(?<!\w)" + re.escape(o) + r"(?!\w)", s)]
+    inside = [i for i, o in enumerate(ctx.opts) if o and (re.search(r"(?<!\w)" + re.escape(o) + r"(?!\w)", s)
+              or (len(o) >= 2 and re.fullmatch(f"[{_WIDE}]+", o) is not None and o in s))]   # CJK: no word boundaries
     inside = [i for i in inside if not any(j != i and ctx.opts[i] != ctx.opts[j] and ctx.opts[i] in ctx.opts[j] for j in inside)]
     if len(inside) == 1: return inside
     if len(inside) > 1: return sorted(inside) if multi else _AMBIG
     return None
 
 # %% ../nbs/20_scoring.ipynb #32218c34
-_M1 = [r"\\boxed\s*\{", r"final\s+answer", r"अंतिम\s+(?:उत्तर|जवाब)", r"(?:తుది|చివరి)\s+(?:సమాధానం|సమాధానము|జవాబు)"]
+_M1 = [r"\\boxed\s*\{", r"final\s+answer", r"अंतिम\s+(?:उत्तर|जवाब)", r"(?:తుది|చివరి)\s+(?:సమాధానం|సమాధానము|జవాబు)",
+       r"(?:ال)?(?:إجابة|اجابة|جواب)\s+(?:ال)?نهائي(?:ة)?(?:\s+(?:هي|هو))?"]
 _M2 = [r"(?:correct|right|best|most\s+likely|most\s+appropriate|final)\s+(?:answer|option|choice)s?",
        r"answer\s+(?:to|for)\s+[^.\n]{0,80}?\s(?:is|would\s+be|will\s+be)", r"answers?(?=\s*(?:[:=\-(\"'*{]|is\b|are\b|would\b|should\b|will\b|must\b|was\b|\n|$))", r"ans\.?(?=\s*[:=\-(])",
        r"(?:the\s+)?(?:option|choice)\s+(?:is|would\s+be)",
        r"सही\s+(?:उत्तर|जवाब|विकल्प)", r"उत्तर", r"जवाब",
-       r"సరైన\s+(?:సమాధానం|సమాధానము|జవాబు|ఎంపిక)", r"సమాధానం|సమాధానము", r"జవాబు"]
-_TIER1 = re.compile(_NB + "(?:" + "|".join(_M1[1:]) + ")" + _NA + "|" + _M1[0], re.I)
-_TIER2 = re.compile(_NB + "(?:" + "|".join(_M2) + ")" + _NA, re.I)
+       r"సరైన\s+(?:సమాధానం|సమాధానము|జవాబు|ఎంపిక)", r"సమాధానం|సమాధానము", r"జవాబు",
+       r"(?:ال)?(?:إجابة|اجابة|جواب)(?:\s+(?:ال)?صحيح(?:ة)?)?(?:\s+(?:هي|هو))?"]
+_CJK1 = r"最终答案|最終答案|最終的な答え|最終回答"                      # no spaces in CJK: no word boundaries
+_CJK2 = r"(?:正确|正確)?答案(?:应该|應該|应当|可能)?(?:是|为|為)?|(?:正しい)?(?:答え|解答|正解)(?:は|が)?"
+_TIER1 = re.compile(_NB + "(?:" + "|".join(_M1[1:]) + ")" + _NA + "|" + _M1[0] + "|" + _CJK1, re.I)
+_TIER2 = re.compile(_NB + "(?:" + "|".join(_M2) + ")" + _NA + "|" + _CJK2, re.I)
 _POST = re.compile(r"\s*(?:(?:is|are|would\s+be|seems\s+to\s+be|must\s+be)\s+(?:all\s+)?(?:the\s+)?(?:most\s+)?"
                    r"(?:correct|right|best|true|accurate)(?:\s+(?:answers?|options?|choices?))?"
-                   r"(?!\s+(?!because|since|as|here|for|in|and|but)[A-Za-z])|is\s+the\s+answer"
-                   r"|सही\s+(?:उत्तर\s+|जवाब\s+|विकल्प\s+)?(?:है|हैं)|సరైనది|సరైనవి|సరైన\s+(?:సమాధానం|జవాబు|ఎంపిక))" + _NA, re.I)
+                   r"(?!\s+(?!because|since|as|here|for|in|and|but)[A-Za-z])|is\s+the\s+answer|fits\s+(?:better|best)"
+                   r"|सही\s+(?:उत्तर\s+|जवाब\s+|विकल्प\s+)?(?:है|हैं)|సరైనది|సరైనవి|సరైన\s+(?:సమాధానం|జవాబు|ఎంపిక)"
+                   r"|(?:هي|هو)\s+(?:الإجابة\s+|الخيار\s+)?(?:الصحيحة|الصحيح))" + _NA
+                   + r"|\s*(?:是|为|為)?(?:正确|正確)(?:的|答案)?", re.I)
 _CHUNK_START = re.compile(r".*(?:[\n!?;]|\.\s)", re.S)
+
+# %% ../nbs/20_scoring.ipynb #14b1d39e
+_X = r"(?<![A-Za-z0-9])[(\[]?\s*[A-Za-z0-9]\s*[)\]]?"                # a label in a contrast pattern
+_CHOOSE = re.compile(
+    _NB + r"(?:(?:I'?ll|I\s+will|I'?d|I\s+would)\s+say|go(?:ing)?\s+with|choose|chose|choosing|pick(?:ing)?|select(?:ing)?"
+    r"|opt(?:ing)?\s+for|settle\s+on|(?:correspond(?:s|ing)?|match(?:es|ing)?|aligns?|fits|consistent)"
+    r"(?:\s+(?:best|most\s+closely|closely|exactly))?(?:\s+(?:to|with))?(?=\s*(?:the\s+)?(?:(?:option|choice)\s*[(\[]?\s*"
+    r"[A-Za-z0-9](?![A-Za-z])|[(\[]\s*[A-Za-z0-9]\s*[)\]]))|मेरा\s+(?:चुनाव|चयन)|నా\s+ఎంపిక|سأختار|أختار|اختار|اخترت|نختار"
+    r"|(?:يتوافق|تتوافق|يتطابق|يطابق)\s+مع)" + _NA + r"|(?:选择|選擇|选|選)(?![项項択肢びぶばべ])|对应|對應", re.I)
+_NEGATED = re.compile(r"(?:\bnot|cannot|n't|\bnever|لن|لا|لم|不|不会|不會|别|別)\s*\S*\s*$", re.I)
+_CONTRAST = re.compile(
+    r"(?:\bnot|n't)\s+(?:(?:option|choice)\s+)?" + _X + _NA + r"\s*(?:[,;:.\-]\s*)?(?:but\s+|rather\s*,?\s*|instead\s*,?\s*)?"
+    r"(?:(?:it'?s|it\s+is|it\s+must\s+be|that'?s|the\s+answer\s+is)\s+)?"
+    r"|(?:\bnot|n't)\b[^.\n;!?]{1,60}?[,;:\-]\s*(?:but\s+)?(?:it'?s|it\s+is|rather|instead)\s+"
+    r"|" + _X + r"\s*नहीं\s*(?:है)?\s*[,।]?\s*(?:बल्कि|पर|लेकिन)?\s*|" + _X + r"\s*కాదు\s*[,.]?\s*(?:కానీ|బదులుగా)?\s*"
+    r"|不是\s*(?:选项|選項)?\s*" + _X + r"\s*[,;、]?\s*(?:而)?(?:是|选|選)?\s*|" + _X + r"\s*(?:では|じゃ)なく(?:て)?\s*[,、]?\s*"
+    r"|(?:ليس|ليست)\s+(?:الخيار\s+)?" + _X + r"\s*[,،]?\s*(?:بل|وإنما|ولكن|لكن)\s+(?:هي\s+|هو\s+)?", re.I)
+_POST_VERB = re.compile(
+    r"\s*,?\s*(?:not|rather\s+than|instead\s+of)\s+(?:(?:option|choice)\s+)?" + _X + _NA
+    + r"|\s*(?:को\s*)?(?:चुनूँगा|चुनूंगा|चुनूँगी|चुनूंगी|चुनता|चुनती|चुनें|चुनेंगे)|\s*से\s+मेल\s+खा"
+    r"|\s*(?:ని|ను)?\s*(?:ఎంచుకుంటాను|ఎంచుకుంటున్నాను|ఎంచుకున్నాను|ఎంచుకోండి)|\s*(?:కి|కు)?\s*సరిపోతుంది"
+    r"|\s*(?:を|に)\s*(?:選び(?!ませ)|選ぶ|選択(?:します|する)|します)|\s*に\s*対応", re.I)
+_HEDGED_AFTER = re.compile(r"[^.\n]*?\b(?:maybe|perhaps|possibly|might|could)\b", re.I)
+_DENIED = re.compile(r"\s*(?:नहीं|కాదు|では|じゃ|is\s+not\b|isn't|is\s+(?:wrong|incorrect)\b)", re.I)
+
+# %% ../nbs/20_scoring.ipynb #8ffb9db4
+def _label_before(text: str, pos: int, ctx: _Ctx):
+    "The label ending right before `pos` (`B` in 'मैं B चुनूँगा', 'B を選びます'), `_AMBIG` after a hedge, or None."
+    head = text[:pos]
+    toks = _tokens(head)
+    k = len(toks) - 1
+    while k >= 0 and toks[k][0] in _CLOSE: k -= 1
+    if k < 0: return None
+    opt = k > 0 and toks[k-1][0].casefold() in _OPTION_WORDS
+    got = _label_at(toks, k, head, ctx, strict_upper=True, optword=opt)
+    if got is None: return None
+    j = k - 1 - opt
+    while j >= 0 and toks[j][0] in ("(", "["): j -= 1
+    if j >= 1 and toks[j][0].casefold() in _HEDGE:
+        i = j - 1
+        while i > 0 and toks[i][0] in _CLOSE: i -= 1
+        if _label_at(toks, i, head, ctx, strict_upper=True) is not None: return _AMBIG
+    return got
+
+# %% ../nbs/20_scoring.ipynb #a867ea9e
+_SKIP = "skip"
+_NOT_LABEL_AFTER_AI = re.compile(r"\s+(?!(?:or|and|is|was|seems|looks|because|since|as)\b)[a-z]", re.I)
+
+def _article(line: str, ctx: _Ctx):
+    "How a line that opens with the article-like 'A <word>' names an option: indices, `_SKIP` (none), or None."
+    if ctx.opts is None or not line.startswith("A") or not _NOT_LABEL_AFTER_AI.match(line[1:]): return None
+    hit = _match_options(line, ctx, contain=False)
+    if hit is not None and hit != _AMBIG: return hit
+    a, rest = ctx.letter("A"), _norm_opt(line[1:])
+    if a is not None and ctx.opts[a] and (rest == ctx.opts[a] or rest.startswith(ctx.opts[a] + " ")): return [a]
+    return _SKIP if any(o.startswith(("a ", "an ")) for o in ctx.opts) else None
 
 # %% ../nbs/20_scoring.ipynb #03f1bf07
 _LINE_LEAD = re.compile(r"^(?:\s|[:=\-#*\"'`{(\[]|(?:is|are|would\s+be|है)(?=\s))+", re.I)
@@ -266,19 +341,27 @@ def _line_after(text: str, pos: int) -> str:
         if line.strip(): return line
     return ""
 
+def _after_marker(text: str, m, ctx: _Ctx, multi: bool, contain: bool = True):
+    "What the answer after marker match `m` names: indices, `_AMBIG`, or None."
+    span = text[m.end():]
+    line = _LINE_LEAD.sub("", _line_after(text, m.end()))
+    if m.group().startswith("\\boxed"): line = line.split("}")[0]
+    art = _article(line, ctx)
+    if art is not None: return None if art == _SKIP else art
+    r = _read_labels(span, ctx)
+    if r is not None:
+        idx, hedged, end = r
+        if _DENIED.match(span[end:]): return None
+        return _AMBIG if hedged or (not multi and len(set(idx)) > 1) else sorted(set(idx))
+    return _match_options(line, ctx, multi, contain=contain) or _ordinal(line, ctx)
+
+# %% ../nbs/20_scoring.ipynb #e8e4e364
 def _assertions(text: str, ctx: _Ctx, multi: bool):
     "Yield (tier, position, result) for every answer assertion in `text`."
-    for tier, rx in ((1, _TIER1), (2, _TIER2)):
+    for tier, rx in ((1, _TIER1), (2, _TIER2), (2, _CHOOSE), (2, _CONTRAST)):
         for m in rx.finditer(text):
-            span = text[m.end():]
-            r = _read_labels(span, ctx)
-            if r is not None:
-                idx, hedged, _ = r
-                yield tier, m.end(), (_AMBIG if hedged or (not multi and len(set(idx)) > 1) else sorted(set(idx)))
-                continue
-            line = _LINE_LEAD.sub("", _line_after(text, m.end()))
-            if m.group().startswith("\\boxed"): line = line.split("}")[0]
-            hit = _match_options(line, ctx, multi)
+            if rx is _CHOOSE and _NEGATED.search(text[max(0, m.start() - 14):m.start()]): continue
+            hit = _after_marker(text, m, ctx, multi, contain=rx is not _CONTRAST)
             if hit is not None: yield tier, m.end(), hit
     for m in _POST.finditer(text):
         before = text[:m.start()]
@@ -289,6 +372,9 @@ def _assertions(text: str, ctx: _Ctx, multi: bool):
             if r is not None:
                 yield 2, m.start(), (_AMBIG if r == _AMBIG or (not multi and len(set(r)) > 1) else sorted(set(r)))
                 break
+    for m in _POST_VERB.finditer(text):
+        r = _label_before(text, m.start(), ctx)
+        if r is not None: yield 2, m.start(), (_AMBIG if _HEDGED_AFTER.match(text, m.end()) else r)
 
 # %% ../nbs/20_scoring.ipynb #523a7362
 def _asserted(text: str, ctx: _Ctx, multi: bool):
@@ -328,23 +414,24 @@ def _leading_label(text: str, ctx: _Ctx):
 
 # %% ../nbs/20_scoring.ipynb #9aa45b08
 _STRONG = re.compile(r"\(\s*(?P<a>[A-Za-z]|\d+)\s*\)|\[\s*(?P<b>[A-Z])\s*\]|" + _NB +
-                     r"(?:option|choice|विकल्प|ऑप्शन|ఎంపిక|ఆప్షన్)\s*[(\[]?\s*(?P<c>[A-Za-z]|\d+)" + _NA, re.I)
+                     r"(?:option|choice|विकल्प|ऑप्शन|ఎంపిక|ఆప్షన్|الخيار)\s*[(\[]?\s*(?P<c>[A-Za-z]|\d+)" + _NA
+                     + r"|(?:选项|選項|選択肢)\s*[(\[]?\s*(?P<d>[A-Za-z]|\d+)(?![A-Za-z0-9])", re.I)
 
 def _strong_mentions(text: str, ctx: _Ctx) -> set:
     "Options named in explicit label form anywhere in the text."
     out = set()
     for m in _STRONG.finditer(text):
-        lab = m.group("a") or m.group("b") or m.group("c")
-        if lab.isdigit() and m.group("c") is None: i = ctx.index.get(lab)    # "(1)" is an equation number unless 1 is a label
-        else: i = ctx.number(lab) if lab.isdigit() else ctx.letter(lab)
+        lab = m.group("a") or m.group("b") or m.group("c") or m.group("d")
+        if lab.isdigit() and m.group("c") is None and m.group("d") is None: i = ctx.index.get(lab)    # "(1)" is an equation number unless 1 is a label
+        else: i = ctx.number(lab, True) if lab.isdigit() else ctx.letter(lab)
         if i is not None: out.add(i)
     for i, l in enumerate(ctx.labels):
         if len(l) >= 3 and re.search(r"(?<![\w.])" + re.escape(l) + r"(?![\w])", text, re.I): out.add(i)
     return out
 
 # %% ../nbs/20_scoring.ipynb #32fe80e3
-_NEG_HEDGE = re.compile(_NB + r"(?:not|or|either|maybe|नहीं|या|కాదు|లేదా)" + _NA + "|n't", re.I)
-_NOT_LABEL_AFTER_AI = re.compile(r"\s+(?!(?:or|and|is|was|seems|looks|because|since)\b)[a-z]", re.I)
+_NEG_HEDGE = re.compile(_NB + r"(?:not|or|either|neither|nor|none|never|maybe|नहीं|या|కాదు|లేదా|ليس|ليست|لا|لن|لم|أو)"
+                        + _NA + r"|n't|不|或|还是|還是|ない|ません|なく|(?<=\s)か(?=\s)", re.I)
 
 def _lone_capital(text: str, ctx: _Ctx):
     "The one standalone capital-letter label in a short response, or None."
@@ -356,6 +443,27 @@ def _lone_capital(text: str, ctx: _Ctx):
         i = ctx.letter(ch)
         if i is not None: hits.add(i)
     return hits.pop() if len(hits) == 1 else None
+
+# %% ../nbs/20_scoring.ipynb #aa77ee09
+_ORDINALS = {w: i for i, w in enumerate("first second third fourth fifth sixth seventh eighth ninth tenth".split())}
+_ORDINAL = re.compile(r"^\W*(?:the\s+)?(?P<w>[a-z]+|(?P<n>\d+)(?:st|nd|rd|th))\s+(?:option|choice|one)\W*$"
+                      r"|^\W*第\s*(?P<z>\d+)\s*(?:个|個)?\s*(?:选项|選項|项|項|選択肢)\W*$", re.I)
+
+def _ordinal(line: str, ctx: _Ctx):
+    "The option a line that is nothing but an ordinal phrase names (`the second option` → [1]), or None."
+    m = _ORDINAL.match(line.strip())
+    if m is None: return None
+    num = m.group("n") or m.group("z")
+    i = int(num) - 1 if num else _ORDINALS.get(m.group("w").casefold())
+    return [i] if i is not None and 0 <= i < ctx.n else None
+
+# %% ../nbs/20_scoring.ipynb #b070d595
+def _named_text(text: str, ctx: _Ctx):
+    "The one option whose text a response contains, when it neither denies, hedges, nor labels another option."
+    if _NEG_HEDGE.search(text): return None
+    r = _match_options(text, ctx)
+    if r is None or r == _AMBIG: return r
+    return r if _strong_mentions(text, ctx) <= set(r) else None
 
 # %% ../nbs/20_scoring.ipynb #590f6669
 def _finish(r, multi):
@@ -372,7 +480,7 @@ def extract_choice(text: str | None, num_options: int, option_texts: Sequence | 
     option number counts from 1 (default) or 0 (None: numbers never name options by position)."""
     ctx = _Ctx(num_options, option_texts, labels, number_base)
     if text is None: return None
-    t = _prep(text).strip()
+    t = _spaced(_prep(text)).strip()
     if not t: return None
     lines = [l for l in t.split("\n") if l.strip()]
     r = _label_only(t, ctx)
@@ -384,8 +492,8 @@ def extract_choice(text: str | None, num_options: int, option_texts: Sequence | 
         if r is not None: return _finish(r, multi)
     r = _leading_label(t, ctx)
     if r is not None: return _finish(r, multi)
-    r = _match_options(t, ctx, multi=False)
-    if r is not None: return _finish(r, multi)
+    r = _match_options(t, ctx, multi=False, contain=False) or _ordinal(t, ctx) or _named_text(t, ctx)
+    if r is not None and (multi or r != _AMBIG): return _finish(r, multi)
     if multi: return None
     strong = _strong_mentions(t, ctx)
     if len(strong) == 1: return strong.pop()
@@ -681,6 +789,23 @@ def has_extra_explanation(text: str | None, max_words: int = 12) -> bool:
     if _CUES.search(t): return True
     return sum(1 for tok, *_ in _tokens(t) if re.match(_L, tok)) > max_words
 
+# %% ../nbs/20_scoring.ipynb #6cbb78f8
+_THINK_OPEN = re.compile(r"^\s*<(think|thinking|reasoning)>", re.I)
+_THINK_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.I)
+THINKING_UNFINISHED = "the reply ended inside its thinking"
+
+def split_thinking(text: str | None) -> tuple:
+    "`(thinking, answer)` of a reply: its `<think>…</think>` part and the rest; answer None when the thinking never closed."
+    if text is None: return None, None
+    closes = list(_THINK_CLOSE.finditer(text))
+    if not closes:
+        m = _THINK_OPEN.match(text)
+        return (text[m.end():].strip(), None) if m else (None, text)
+    last = closes[-1]
+    head = text[:last.start()]
+    m = _THINK_OPEN.match(head)
+    return (head[m.end():] if m else head).strip(), text[last.end():].strip()
+
 # %% ../nbs/20_scoring.ipynb #91897bd6
 def _gold_indices(sample: Sample) -> list:
     "The gold option indices of an mcq/mcq_multi sample (ints, labels or a letter string)."
@@ -702,6 +827,7 @@ def _gold_indices(sample: Sample) -> list:
 def parse_answer(sample: Sample, text: str | None) -> tuple:
     "Parse model text for `sample` into `(parsed, valid)`."
     kind = sample.answer_type
+    text = split_thinking(text)[1]
     if text is None: return None, False
     if kind in ("mcq", "mcq_multi"):
         if not sample.options: raise ValueError(f"Sample {sample.id}: {kind} sample has no options")

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+import time
 import uuid
 import warnings
 from dataclasses import dataclass, field, fields
@@ -352,16 +353,28 @@ def load_judgments(self: RunStore, all_shards: bool = True) -> list[Judgment]:
     return list(_records(self, "judgments", Judgment, all_shards))
 
 # %% ../nbs/02_store.ipynb #c1a1b0b1
-@contextlib.contextmanager
-def flocked(path):
-    "Hold an exclusive `flock` on `path` (a folder, or a file created if missing) for the `with` block; yields the fd."
+def _lock_fd(path: Path, wait: bool) -> int | None:
+    "An open descriptor of `path` holding its exclusive flock (None: busy and not `wait`); a file removed meanwhile is opened anew."
     import fcntl
-    path = Path(path)
-    fd = os.open(path, os.O_RDONLY) if path.is_dir() else os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield fd
-    finally: os.close(fd)                                   # closing the descriptor releases the lock
+    while True:
+        fd = os.open(path, os.O_RDONLY) if path.is_dir() else os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try: fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd); return None
+        except BaseException:
+            os.close(fd); raise
+        try: same = os.path.samestat(os.fstat(fd), os.stat(path))   # a holder may have removed it (the last worker does)
+        except FileNotFoundError: same = False
+        if same: return fd
+        os.close(fd)
+
+@contextlib.contextmanager
+def flocked(path, wait: bool = True):
+    "Hold an exclusive `flock` on `path` (a folder, or a file created if missing) for the `with` block; yields the fd, or None when another process holds it and not `wait`."
+    fd = _lock_fd(Path(path), wait)
+    try: yield fd
+    finally:
+        if fd is not None: os.close(fd)                     # closing the descriptor releases the lock
 
 def _worker_alive(path: Path) -> bool:
     "Whether the process that made worker file `path` still holds its lock (a missing file is a gone worker)."
@@ -419,23 +432,27 @@ def _become_worker(self: RunStore):
 
 @patch
 def _release_claims(self: RunStore):
-    "Give up this process's claims; the last worker of a run empties the claims log."
+    "Give up this process's claims, never waiting long on a peer; the last worker of a run removes the claims log and workers folder."
     c, self._claims = self._claims, None
     if c is None or c.fd is None: return
+    workers, fd = self.run_dir / _WORKERS, None
     try:
-        with flocked(self.run_dir / _CLAIMS) as fd:
-            (self.run_dir / _WORKERS / c.token).unlink(missing_ok=True)
-            os.close(c.fd); c.fd = None
-            if not any(_worker_alive(p) for p in (self.run_dir / _WORKERS).iterdir()):
-                os.ftruncate(fd, 0)
-                for p in (self.run_dir / _WORKERS).iterdir(): p.unlink(missing_ok=True)
-                (self.run_dir / _WORKERS).rmdir()
+        for _ in range(20):               # a peer holds the log for microseconds; a paused one is left the tidying
+            if (fd := _lock_fd(self.run_dir / _CLAIMS, wait=False)) is not None: break
+            time.sleep(0.05)
+        (workers / c.token).unlink(missing_ok=True)
+        os.close(c.fd); c.fd = None
+        if fd is not None and workers.is_dir() and not any(_worker_alive(p) for p in workers.iterdir()):
+            for p in workers.iterdir(): p.unlink(missing_ok=True)
+            workers.rmdir()
+            (self.run_dir / _CLAIMS).unlink(missing_ok=True)     # under its lock: a waiting peer opens the path anew
     except Exception as e:                                  # (also at interpreter exit, when modules are half gone)
         try: warnings.warn(f"{self.run_dir}: could not release this process's claims ({e})")
         except Exception: pass
     finally:
-        if c.fd is not None:
-            try: os.close(c.fd)
+        for d in (c.fd, fd):
+            try:
+                if d is not None: os.close(d)
             except Exception: pass
 
 # %% ../nbs/02_store.ipynb #c1a1b0b5
@@ -511,10 +528,15 @@ def read_summary(self: RunStore) -> dict | None:
     except ValueError as e: raise ValueError(f"{self.summary_path}: not valid JSON ({e})") from None
 
 @patch
-def summary_lock(self: RunStore):
-    "A context manager holding the run's summary lock: read every file, compute and write the summary inside it."
+def summary_lock(self: RunStore, wait: bool = True):
+    "A context manager holding the run's summary lock (yields None when another process holds it and not `wait`)."
     self.run_dir.mkdir(parents=True, exist_ok=True)
-    return flocked(self.run_dir)
+    return flocked(self.run_dir, wait)
+
+@patch
+def results_state(self: RunStore) -> tuple:
+    "The size of each predictions and judgments file: a summary written from this state covers every result recorded."
+    return tuple((p.name, p.stat().st_size) for kind in ("predictions", "judgments") for p in self._files(kind, True))
 
 # %% ../nbs/02_store.ipynb #72f79b2c
 def open_run(run_dir) -> tuple[RunConfig, RunStore, dict]:
@@ -592,13 +614,16 @@ def judgments(self: Run) -> list[Judgment]: return self.store.load_judgments() i
 _ID_COLS = {"sample_id": str, "align_id": str, "subset": str, "language": str}
 
 @patch
-def scores(self: Run):
-    "The run's score rows as a DataFrame (empty, with a `sample_id` column, when there are none)."
+def scores(self: Run, columns=None):
+    "The run's score rows as a DataFrame (empty, with a `sample_id` column, when there are none); `columns`: only those that exist."
     import pandas as pd
     p = self.dir / "scores.csv"
-    if not p.exists() or not p.read_text(encoding="utf-8").strip(): return pd.DataFrame(columns=["sample_id", "score"])
-    try: return pd.read_csv(p, dtype=_ID_COLS, keep_default_na=False, na_values=[""])
+    if not p.exists() or p.stat().st_size == 0: return pd.DataFrame(columns=["sample_id", "score"])
+    use = None if columns is None else (lambda c: c in columns)
+    try: df = pd.read_csv(p, dtype=_ID_COLS, keep_default_na=False, na_values=[""], usecols=use)
+    except pd.errors.EmptyDataError: return pd.DataFrame(columns=["sample_id", "score"])
     except Exception as e: raise ValueError(f"{p}: cannot read ({type(e).__name__}: {e})") from None
+    return df
 
 # %% ../nbs/02_store.ipynb #3cef5822
 _NOT_RESULTS = ("run_name", "output_root", "progress", "overwrite", "limit", "shard", "batch_size", "device", "force",
@@ -680,17 +705,29 @@ def table(self: RunSet):
 
 # %% ../nbs/02_store.ipynb #6e1c9a35
 @patch
-def scores(self: RunSet):
-    "All score rows of all runs, each tagged with `run`, `run_dir` and its run's `cfg_*` settings."
-    import pandas as pd
-    frames = []
+def scores(self: RunSet, columns=None, categorical: bool = False):
+    "All score rows of all runs, each tagged with `run`, `run_dir` and its run's `cfg_*` settings; `columns`: only those (score and tag columns alike)."
+    import numpy as np, pandas as pd
+    frames, tags = [], []
     for r in self.runs:
         if r.status == "broken": continue
-        s = r.scores()
+        s = r.scores(columns)
         if not len(s): continue
-        for k, v in {"run": r.name, "run_dir": str(r.dir), **config_columns(r)}.items(): s[k] = v
-        frames.append(s)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "sample_id", "score"])
+        tag = {k: v for k, v in {"run": r.name, "run_dir": str(r.dir), **config_columns(r)}.items() if columns is None or k in columns}
+        if not categorical:
+            for k, v in tag.items(): s[k] = v
+        frames.append(s); tags.append(tag)
+    if not frames: return pd.DataFrame(columns=list(columns) if columns else ["run", "sample_id", "score"])
+    out = pd.concat(frames, ignore_index=True)
+    if not categorical: return out
+    which = np.repeat(np.arange(len(frames)), [len(f) for f in frames])
+    for k in dict.fromkeys(k for t in tags for k in t):                # a tag is one value per run: one code per row
+        vals = [t.get(k) for t in tags]
+        if all(v is None or isinstance(v, str) for v in vals):
+            cats = sorted({v for v in vals if v is not None})
+            out[k] = pd.Categorical.from_codes(np.array([cats.index(v) if v is not None else -1 for v in vals])[which], cats)
+        else: out[k] = pd.Series(vals).to_numpy()[which]
+    return out
 
 @patch
 def varying(self: RunSet) -> dict[str, list]:

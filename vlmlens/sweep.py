@@ -5,6 +5,7 @@
 # %% ../nbs/41_sweep.ipynb #db5c6603
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import logging
@@ -21,16 +22,16 @@ from .core import RunConfig, sha256_json, slug
 from .models import registry
 from .secrets import looks_secret, scrub_secrets
 from .store import Run, atomic_write
-from .runner import check_output_root
+from .runner import backend_options, check_config, check_output_root
 
 log = logging.getLogger("vlmlens")
 
 # %% auto #0
 __all__ = ['log', 'RUN_CELL', 'EXECUTORS', 'EXECUTOR_OPTIONS', 'GPU_MEMORY_GB', 'LOST', 'EXECUTOR_ROWS', 'expand_grid',
-           'parameters_cell', 'build_notebook', 'make_evaluate_notebook', 'find_notebook', 'kernel_manager',
-           'render_report', 'sweep_row', 'execute_run', 'slurm_minutes', 'executor_options', 'default_gpus',
-           'run_resources', 'SweepJob', 'finished_row', 'lost_row', 'local_rows', 'ray_rows', 'slurm_rows',
-           'load_sweep', 'check_runs', 'write_table', 'run_sweep', 'compact_table']
+           'parameters_cell', 'refuse_undeclared', 'build_notebook', 'make_evaluate_notebook', 'find_notebook',
+           'kernel_manager', 'render_report', 'sweep_row', 'execute_run', 'slurm_minutes', 'executor_options',
+           'default_gpus', 'run_resources', 'SweepJob', 'finished_row', 'lost_row', 'local_rows', 'ray_rows',
+           'slurm_rows', 'load_sweep', 'check_runs', 'check_notebook', 'write_table', 'run_sweep', 'compact_table']
 
 # %% ../nbs/41_sweep.ipynb #abfc5fc5
 _FIELDS = {f.name for f in fields(RunConfig)}
@@ -53,6 +54,7 @@ def expand_grid(spec: dict) -> list[dict]:
         if k not in _FIELDS: raise ValueError(f"unknown sweep parameter {k!r}; RunConfig fields are: {', '.join(sorted(_FIELDS))}")
     for k, v in grid.items():
         if not isinstance(v, list): raise ValueError(f"grid entry {k!r} must be a list, got {v!r}")
+        if not v: raise ValueError(f"grid entry {k!r} is an empty list: the sweep has no runs")
     keys, runs = list(grid), []
     for combo in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
         params = {**base, **dict(zip(keys, combo))}
@@ -64,7 +66,8 @@ def expand_grid(spec: dict) -> list[dict]:
 # %% ../nbs/41_sweep.ipynb #eefc9978
 def parameters_cell() -> str:
     "The papermill parameters cell: one line per `RunConfig` field, with its default and help."
-    lines = ["# Parameters (papermill overrides these). Secrets never go here: backends read API keys from the environment."]
+    lines = ["# Parameters (papermill overrides these). Secrets never go here: backends read API keys from the environment.",
+             "globals().setdefault('_names_before', set(globals()))  # a parameter the notebook does not declare is refused"]
     for f in fields(RunConfig):
         default = f.default if f.default is not MISSING else f.default_factory() if f.default_factory is not MISSING else None
         if f.name == "benchmark": default = "demo"
@@ -73,7 +76,19 @@ def parameters_cell() -> str:
         lines.append(f"{f.name} = {default!r}  # {help_}")
     return "\n".join(lines)
 
-RUN_CELL = """from vlmlens.core import RunConfig
+def refuse_undeclared(namespace: dict, before: set, declared=_FIELDS):
+    "Refuse (one-line ValueError) a name papermill injected that the parameters cell does not declare (`-p modle x`)."
+    import difflib
+    extra = sorted(k for k, v in namespace.items() if k not in before and k not in declared and not k.startswith("_")
+                   and v is not refuse_undeclared)
+    if not extra: return
+    near = difflib.get_close_matches(extra[0], list(declared), n=1)
+    raise ValueError(f"unknown parameter {extra[0]!r}" + (f" (did you mean {near[0]!r}?)" if near else "") +
+                     f"; this notebook's parameters are RunConfig fields: {', '.join(sorted(declared))}")
+
+RUN_CELL = """from vlmlens.sweep import refuse_undeclared
+refuse_undeclared(globals(), _names_before)
+from vlmlens.core import RunConfig
 from vlmlens.report import summary_table
 from vlmlens.runner import run
 
@@ -376,7 +391,11 @@ def load_sweep(spec_or_path) -> dict:
     if not isinstance(spec_or_path, (str, Path)): return dict(spec_or_path)
     p = Path(spec_or_path)
     if not p.is_file(): raise FileNotFoundError(f"sweep file not found: {p}")
-    spec = yaml.safe_load(p.read_text(encoding="utf-8"))
+    try: spec = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        m = getattr(e, "problem_mark", None)
+        where = f" (line {m.line + 1}, column {m.column + 1})" if m is not None else ""
+        raise ValueError(f"{p}: not valid YAML: {getattr(e, 'problem', None) or e}{where}") from None
     if not isinstance(spec, dict): raise ValueError(f"{p}: a sweep file must be a YAML mapping")
     return spec
 
@@ -402,20 +421,39 @@ def _data_problem(cfg: RunConfig, root: Path) -> str | None:
     where = "" if p.is_absolute() else f" (a relative path is read from the sweep folder {root})"
     return f"data_path {cfg.data_path}: no such file or folder{where}; set data_path to the data's location"
 
+def _run_problem(cfg: RunConfig, root: Path, checked: dict) -> str | None:
+    "Why one configuration cannot start: its data, the runner's own checks, its model's keys and options (None when it can)."
+    try:
+        if why := _data_problem(cfg, root): return why                  # a placeholder path: every run's problem, named first
+        spec = registry.get_spec(cfg.model)
+        cfg, _, _ = check_config(dataclasses.replace(cfg, output_root=str(root)), spec)
+        key = (cfg.model, json.dumps(cfg.model_kwargs, sort_keys=True, default=str), cfg.device)
+        if key not in checked: checked[key] = registry.preflight(spec, cfg, **backend_options(cfg, spec))
+        return None
+    except registry.LanguageNotClaimed: return None          # its kernel records the run as skipped
+    except (ValueError, KeyError, OSError) as e:
+        return str(e.args[0] if isinstance(e, KeyError) and e.args else e) or type(e).__name__
+
 def check_runs(runs: list[dict], root: Path):
-    "Refuse (one ValueError) when any configuration's benchmark, benchmark options or data path is wrong; nothing is started."
-    problems: dict = {}
+    "Refuse (one ValueError) when any configuration fails the checks `run` makes before it creates anything; nothing is started."
+    problems, checked = {}, {}
     for r in runs:
-        cfg = RunConfig(**{"benchmark": "-", "model": "-", **r["params"]})
-        try:
-            get_benchmark(cfg.benchmark).check_kwargs(cfg.benchmark_kwargs)
-            why = _data_problem(cfg, root)
-        except (ValueError, KeyError, FileNotFoundError) as e: why = str(e.args[0] if isinstance(e, KeyError) and e.args else e)
+        why = _run_problem(RunConfig(**{"benchmark": "-", "model": "-", **r["params"]}), root, checked)
         if why: problems.setdefault(why.splitlines()[0], []).append(r["run_name"])
     if not problems: return
-    why, names = next(iter(problems.items()))
+    why, names = max(problems.items(), key=lambda kv: len(kv[1]))     # the problem most runs share first
     others = f"; {len(problems) - 1} other problem{'s' if len(problems) > 2 else ''} too" if len(problems) > 1 else ""
     raise ValueError(f"sweep not started: {why} ({len(names)} of {len(runs)} runs, e.g. {names[0]}){others}")
+
+# %% ../nbs/41_sweep.ipynb #6f1526a1
+def check_notebook(nb_path, runs: list[dict]):
+    "Refuse (one ValueError) a notebook whose parameters cell lacks a parameter the sweep gives each run."
+    import papermill as pm
+    declared = set(pm.inspect_notebook(str(nb_path)))
+    extra = sorted(({k for r in runs for k in r["params"]} | {"run_name", "output_root", "progress"}) - declared)
+    if extra: raise ValueError(f"sweep not started: {nb_path} has no parameter {', '.join(extra[:3])}"
+                               f"{' …' if len(extra) > 3 else ''} (a sweep runs a notebook that takes RunConfig fields, "
+                               "as evalnb/evaluate.ipynb does)")
 
 # %% ../nbs/41_sweep.ipynb #5c1e0a31
 def write_table(root: Path, rows: list[dict], order: list[str]):
@@ -438,6 +476,7 @@ def run_sweep(spec_or_path, output_root=None, notebook=None, kernel_name=None, p
     nb_path = find_notebook(notebook or spec.get("notebook")).resolve()
     rows = [r for r in (finished_row(run, root) for run in runs) if r is not None] if root.is_dir() else []
     done = {r["run"] for r in rows}
+    check_notebook(nb_path, runs)
     check_runs([r for r in runs if r["run_name"] not in done], root)   # every configuration, before any kernel starts
     root.mkdir(parents=True, exist_ok=True)
     jobs = [SweepJob(run, root, nb_path, kernel_name, opts["retries"], run_resources(run, opts)) for run in runs if run["run_name"] not in done]

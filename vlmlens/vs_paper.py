@@ -5,16 +5,25 @@
 # %% ../nbs/56_vs_paper.ipynb #7407a9ff
 from __future__ import annotations
 
+import json
+import math
+import re
+from collections import Counter
+from functools import lru_cache
+
 from . import fidelity
-from .metrics import paired_bootstrap, rates
+from .benchmarks.base import get_benchmark
+from .core import VIDEO_MODALITIES, as_bool
+from .metrics import rates, round_half_up
 from .models import registry
 from .report import BLANK, Table, as_runset, clean_scores, judge_model, judge_name, model_name, render_table, run_labels
 from .store import Run
 
 # %% auto #0
-__all__ = ['COMPARED', 'PAPER_OF_BENCHMARK', 'ITEM_KEYS', 'SCALE', 'COLUMNS', 'OUTSIDE', 'paper_cells', 'model_id_of',
-           'paper_models', 'run_judge', 'run_fits', 'item_values', 'cell_value', 'compare', 'vs_paper_table',
-           'vs_paper_report']
+__all__ = ['COMPARED', 'PAPER_OF_BENCHMARK', 'ITEM_KEYS', 'SCALE', 'MIN_ITEMS', 'COLUMNS', 'LABEL_CHARS', 'VERDICTS',
+           'paper_cells', 'model_id_of', 'paper_models', 'cell_protocol', 'paper_items', 'run_judge', 'run_value',
+           'departures', 'departure_text', 'item_rows', 'item_values', 'wilson', 'cell_value', 'paper_label',
+           'short_labels', 'compare', 'vs_paper_table', 'vs_paper_report']
 
 # %% ../nbs/56_vs_paper.ipynb #b6e9ae44
 COMPARED = ("accuracy", "score_0_10")   # the metrics a run's per-item scores measure
@@ -45,6 +54,12 @@ fidelity.record("curve", "published numbers: main results, ablation, key finding
                 "MINERVA-Cultural Main Results, Ablation Study, Key Findings, Key Designs 2-3", "verbatim",
                 f"{_FILE}; the evidence statistics are vlmlens.evidence.EVIDENCE_PAPER; the 18-locale table is not in the text; the ablation numbers name no model (kept, never compared); "
                 "'2k' tokens read as 2048")
+fidelity.record("infinibench", "Tables 3-5 protocol: compared runs", "table", "InfiniBench §3.3, §4.2, §A.1, §B, §B.7", "reading",
+                f"{_FILE} protocols: video+subtitles, the official prompt and scoring; 0-10 cells judged by GPT-4o mini (§4.2) or GPT-4o (§B), "
+                "which one per table is not stated; Table 5 at each model's §B.7 frames; the test split is not released, so no run gets a verdict")
+fidelity.record("curve", "main results protocol: compared runs", "table", "MINERVA-Cultural, Evaluation; Main Results", "reading",
+                f"{_FILE} protocols: Gemini-2.5-Flash judge, accuracy as the share of 2s; frames, audio and token budget are not stated "
+                "and not checked; per-locale item counts are not printed, so locale cells get no verdict")
 for _p in ("hintel", "infinibench", "curve"):
     fidelity.record(_p, "printed model names -> registry names (vs paper)", "model_id", f"{_FILE} aliases", "reading",
                     "the sizes a paper does not print (7B/8B) are ours")
@@ -67,107 +82,264 @@ def paper_models(paper: str, model: str) -> list[str]:
     return [printed for printed, names in fidelity.paper_file()["aliases"].get(paper, {}).items()
             if any(m in _model_ids(n) for n in names)]
 
-# %% ../nbs/56_vs_paper.ipynb #41b8cb2e
+# %% ../nbs/56_vs_paper.ipynb #3c1e5a70
 ITEM_KEYS = ("subset", "skill", "locale", "language")
 SCALE = {"%": 100.0, "0-10": 10.0}
 
+def _protocols() -> list[dict]: return fidelity.paper_file().get("protocols", [])
+
+def _parts(c: dict) -> list:
+    "The subsets or skills a cell covers (a derived cell: the columns it averages)."
+    return list(c.get("mean_of") or [c["where"].get("subset") or c["where"].get("skill")])
+
+def cell_protocol(c: dict, protocols: list | None = None) -> dict:
+    "Every run setting the paper fixes for cell `c`: its table's protocol (subset-, metric- and model-specific parts), then the cell's own `where`."
+    out = {}
+    for p in protocols if protocols is not None else _protocols():
+        if p["paper"] != c["paper"] or c["table"] not in p["tables"]: continue
+        out.update(p.get("settings", {}))
+        for s in _parts(c): out.update(p.get("subset_settings", {}).get(s, {}))
+        out.update(p.get("metric_settings", {}).get(c["metric"], {}))
+        out.update(p.get("model_settings", {}).get(c["model"], {}))
+    out.update({k: v for k, v in c["where"].items() if k not in ITEM_KEYS})
+    return out
+
+def paper_items(c: dict, protocols: list | None = None) -> int | None:
+    "How many items the paper's cell `c` is measured on (None where the paper does not print it)."
+    for p in protocols if protocols is not None else _protocols():
+        if p["paper"] != c["paper"] or c["table"] not in p["tables"] or not p.get("items"): continue
+        it = p["items"]
+        if "total" in it: return it["total"] if not any(k in c["where"] for k in ITEM_KEYS) else None
+        got = [it["counts"].get(s) for s in _parts(c)]
+        return None if any(g is None for g in got) else sum(got)
+    return None
+
+# %% ../nbs/56_vs_paper.ipynb #41b8cb2e
 def run_judge(run: Run) -> str | None:
     "The judge that scored `run` (the summary's judge id, else the configured one)."
     return (run.summary or {}).get("judge_id") or (run.config.judge if run.config else None)
 
 def _one_of(v) -> list: return list(v) if isinstance(v, (list, tuple)) else [v]
 
-def _judge_matches(run: Run, judge) -> bool:
-    "Whether `run` was judged, unfenced, by one of `judge`'s models (a registry name matches the model id it resolves to)."
+def _judge_models(run: Run) -> list | None:
+    "`[(model, fenced)]` of the judge (each member of a vote); None when the run was not judged."
     jid = (run.summary or {}).get("judge_id")                          # `<template>/<model>/…`; the configured judge is the model
-    got = judge_model(jid) if jid else ((run.config.judge, False) if run.config and run.config.judge else None)
-    return got is not None and not got[1] and model_id_of(got[0]) in {model_id_of(j) for j in _one_of(judge)}
+    if not jid: return [(run.config.judge, False)] if run.config and run.config.judge and run.config.judge != "none" else None
+    vote = re.search(r"/vote\((.*)\)$", str(jid).strip())
+    if not vote: return [judge_model(jid)]
+    return [judge_model("x/" + m) for m in re.split(r",(?=[^,/]+(?:/|$))", vote.group(1))]
 
-def run_fits(run: Run, where: dict) -> bool:
-    "Whether `run`'s settings are the ones `where` asks for (item keys are checked on rows, not here)."
-    s = run.settings()
-    for k, v in where.items():
-        if k == "language" and s.get("language"):
-            if v not in str(s["language"]).split(","): return False
-        if k in ITEM_KEYS: continue
+def _judge_matches(run: Run, judge) -> bool:
+    "Whether `run` was judged, unfenced, by one of `judge`'s models (a vote: every member; a registry name matches the model id it resolves to)."
+    got, want = _judge_models(run), {model_id_of(j) for j in _one_of(judge)}
+    return bool(got) and all(g is not None and not g[1] and model_id_of(g[0]) in want for g in got)
+
+@lru_cache(maxsize=None)
+def _option_defaults(benchmark: str) -> dict:
+    try: return {o.name: o.default for o in get_benchmark(benchmark).kwargs_schema}
+    except (KeyError, AttributeError): return {}
+
+def run_value(run: Run, key: str, settings: dict | None = None):
+    "The value of setting `key` `run` ran with (an unset option: the benchmark's default; unset frames: the model's preset)."
+    s = run.settings() if settings is None else settings
+    if key.startswith("benchmark_kwargs.") and key not in s: return _option_defaults(run.config.benchmark).get(key.split(".", 1)[1])
+    if key == "num_frames" and s.get("num_frames") is None and s.get("modality") in VIDEO_MODALITIES:
+        try: return registry.get_spec(run.config.model).preset(run.config.benchmark).get("num_frames")
+        except (KeyError, ValueError): return None
+    return s.get(key)
+
+
+
+# %% ../nbs/56_vs_paper.ipynb #5d0e1a11
+def _falsy(v) -> bool: return v is None or v == {} or v == [] or v == ""
+
+def _same(run_v, paper_v) -> bool:
+    "Whether a run's value is the paper's (`paper_v` a list: any one of them; booleans read as booleans; empty is empty)."
+    for p in _one_of(paper_v):
+        if isinstance(p, bool):
+            try:
+                if as_bool(run_v) == p: return True
+            except (ValueError, TypeError): pass
+        elif _falsy(p) and _falsy(run_v) or run_v == p or (run_v is not None and str(run_v) == str(p)): return True
+    return False
+
+def departures(run: Run, protocol: dict, settings: dict | None = None) -> list[tuple]:
+    "`[(setting, run's value, paper's value)]` for each setting of `protocol` that `run` does not have."
+    s = run.settings() if settings is None else settings
+    out = []
+    for k, v in protocol.items():
+        if k == "language": continue                                     # an item key: rows select it
         if k == "judge":
-            if not _judge_matches(run, v): return False
-        elif s.get(k) not in _one_of(v): return False        # a list: the paper leaves which one unstated
-    return True
+            if not _judge_matches(run, v): out.append((k, run_judge(run), v))
+        elif not _same(run_value(run, k, s), v): out.append((k, run_value(run, k, s), v))
+    return out
 
-def item_values(scores, where: dict) -> list[float]:
-    "Per-item values of the score rows selected by `where`'s item keys: the score, 0 for an errored item."
+def _value_text(k: str, v) -> str:
+    if k == "judge": return "none" if _falsy(v) or v == "none" else " or ".join(judge_name(x) if "/" in str(x) else model_name(x) for x in _one_of(v))
+    if k == "video_input": return {"native": "native video", "clips": "retrieved clips"}.get(v, "sampled frames" if v is None else str(v))
+    if isinstance(v, list): return " or ".join(_value_text(k, x) for x in v)
+    return "default" if v is None else ("none" if _falsy(v) else str(v))
+
+def departure_text(d: tuple) -> str:
+    "A departure for a reader: 'modality video (paper video+subtitles)'."
+    k, run_v, paper_v = d
+    name = {"num_frames": "frames", "video_input": "video input", "max_new_tokens": "token budget"}.get(k, k.split(".")[-1].replace("_", " "))
+    return f"{name} {_value_text(k, run_v)} (paper {_value_text(k, paper_v)})"
+
+# %% ../nbs/56_vs_paper.ipynb #6a7b8c90
+MIN_ITEMS = 30                 # fewer items: "too few items", never a verdict
+
+def item_rows(scores, where: dict):
+    "The score rows (dicts) selected by `where`'s item keys; [] when the scores lack a key's column."
     df = scores
     for k in ITEM_KEYS:
         if k in where:
             if k not in df.columns: return []
             df = df[df[k].astype(str) == str(where[k])]
-    rows = clean_scores(df).to_dict("records")
-    return [0.0 if r.get("error") else float(r["score"]) for r in rows if r.get("error") or r.get("score") is not None]
+    return clean_scores(df).to_dict("records")
 
-# %% ../nbs/56_vs_paper.ipynb #e48370be
-def cell_value(values: list[float], unit: str, ci: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> dict:
-    "Our mean on the paper's scale with its bootstrap CI (`metrics.paired_bootstrap` against zeros)."
-    k = SCALE.get(unit, 1.0)
-    b = paired_bootstrap(values, [0.0] * len(values), n_resamples=n_resamples, seed=seed, ci=ci)
-    return {"ours": k * b["mean_a"], "ci_low": k * b["ci_low"], "ci_high": k * b["ci_high"], "n": b["n"]}
+def item_values(scores, where: dict) -> list[float]:
+    "Per-item values of the score rows selected by `where`'s item keys: the score, 0 for an errored item."
+    return [0.0 if r.get("error") else float(r["score"]) for r in item_rows(scores, where) if r.get("error") or r.get("score") is not None]
+
+def wilson(mean: float, n: int, ci: float = 0.95) -> tuple[float, float]:
+    "Wilson's score interval for a mean of `n` values in [0, 1] (a proportion; a bounded mean, conservatively)."
+    from statistics import NormalDist
+    z = NormalDist().inv_cdf(0.5 + ci / 2)
+    den = 1 + z * z / n
+    mid, half = (mean + z * z / (2 * n)) / den, z * math.sqrt(max(0.0, mean * (1 - mean)) / n + z * z / (4 * n * n)) / den
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+def cell_value(values: list[float], unit: str, ci: float = 0.95) -> dict:
+    "Our mean on the paper's scale with its Wilson interval and n."
+    k, n = SCALE.get(unit, 1.0), len(values)
+    m = sum(values) / n
+    lo, hi = wilson(m, n, ci)
+    return {"ours": k * m, "ci_low": k * lo, "ci_high": k * hi, "n": n}
 
 # %% ../nbs/56_vs_paper.ipynb #2611cdbd
-COLUMNS = ["paper", "table", "section", "model", "column", "unit", "paper_value", "paper_text", "ours", "diff", "ci_low",
-           "ci_high", "n", "outside", "setting", "run", "derived"]
+COLUMNS = ["paper", "table", "section", "model", "column", "unit", "paper_value", "paper_text", "ours", "diff", "ci_low", "ci_high",
+           "n", "paper_n", "coverage", "verdict", "outside", "setting", "run", "run_name", "derived"]
 
-def _mean(values: list[float]) -> float | None: return sum(values) / len(values) if values else None
+def _decimals(text: str) -> int: return len(text.split(".")[1]) if "." in str(text) else 0
 
-def _derived(c: dict, scores) -> float | None:
-    "Our mean of the columns a derived cell averages (None unless every one has items)."
+def _items_key(c: dict) -> str:
+    return json.dumps([{k: c["where"][k] for k in ITEM_KEYS if k in c["where"]}, c.get("mean_of")], sort_keys=True)
+
+def _candidates(run: Run, paper: str, names: list, judge_reading: bool) -> list[tuple]:
+    "`(cell, departures, reading note)` for each of the paper's comparable cells of `run`'s model in `run`'s languages."
+    s, protos = run.settings(), _protocols()
+    langs = str(s["language"]).split(",") if s.get("language") else None
+    out = []
+    for c in fidelity.paper_numbers(paper):
+        if c["model"] not in names or c["metric"] not in COMPARED or c["unit"] not in SCALE: continue
+        if langs and c["where"].get("language") and c["where"]["language"] not in langs: continue   # no items of that language
+        deps, note = departures(run, cell_protocol(c, protos), s), ""
+        if judge_reading and c.get("judge_as_read") and any(d[0] == "judge" for d in deps) and _judge_matches(run, c["judge_as_read"]):
+            deps = [d for d in deps if d[0] != "judge"]
+            note = f"judge {model_name(c['judge_as_read'])}, paper prints {model_name(c['where']['judge'])}"
+        out.append((c, deps, note))
+    fewest: dict = {}
+    for c, d, _ in out: fewest[(c["table"], _items_key(c))] = min(len(d), fewest.get((c["table"], _items_key(c)), len(d)))
+    return [(c, d, n) for c, d, n in out if len(d) == fewest[(c["table"], _items_key(c))]]   # the row/column nearest the run's settings
+
+def _measure(c: dict, scores, ci: float) -> dict | None:
+    "Our value for cell `c` (a derived cell: the mean of its columns' means, no interval); None without items, {} when all errored."
+    if not c.get("mean_of"):
+        rows = [r for r in item_rows(scores, c["where"]) if r.get("error") or r.get("score") is not None]
+        if not rows: return None
+        if all(r.get("error") for r in rows): return {}
+        return cell_value([0.0 if r.get("error") else float(r["score"]) for r in rows], c["unit"], ci)
     key = "subset" if c["paper"] == "hintel" else "skill"
     items = {k: v for k, v in c["where"].items() if k in ITEM_KEYS}
-    parts = [_mean(item_values(scores, {**items, key: k})) for k in c["mean_of"]]
-    return None if not parts or any(p is None for p in parts) else SCALE[c["unit"]] * sum(parts) / len(parts)
+    parts = [_measure({**c, "mean_of": None, "where": {**items, key: k}}, scores, ci) for k in c["mean_of"]]
+    if any(p is None for p in parts): return None
+    if any(p == {} for p in parts): return {}
+    return {"ours": sum(p["ours"] for p in parts) / len(parts), "n": sum(p["n"] for p in parts)}
 
-def _setting(run: Run, c: dict, judge_reading: bool) -> str | None:
-    "'' when `run` has the cell's settings; a note when it fits only under the judge reading; None when it does not fit."
-    if run_fits(run, c["where"]): return ""
-    if judge_reading and c.get("judge_as_read") and run_fits(run, {**c["where"], "judge": c["judge_as_read"]}):
-        return f"judge {model_name(c['judge_as_read'])}, paper prints {model_name(c['where']['judge'])}"
-    return None
+# %% ../nbs/56_vs_paper.ipynb #2611cdbe
+def _coverage(run: Run, n: int, paper_n: int | None) -> str:
+    "'full' (the paper's count, no limit or shard), 'subset', or 'unknown' (the paper does not print its count)."
+    if paper_n is None: return "unknown"
+    cut = run.config is not None and (run.config.limit is not None or run.config.shard not in (None, ""))
+    return "full" if n == paper_n and not cut else "subset"
 
-def _run_cells(run: Run, paper: str, names: list, label: str, full: bool, judge_reading: bool = False, **ci) -> list[dict]:
-    cells = [(c, _setting(run, c, judge_reading)) for c in fidelity.paper_numbers(paper) if c["model"] in names and c["metric"] in COMPARED]
-    scores, out = run.scores(), []
-    for c, setting in cells:
-        if setting is None: continue
-        base = {"paper": paper, "table": c["table"], "section": c["section"], "model": c["model"], "column": c["column"], "unit": c["unit"],
-                "paper_value": c["value"], "paper_text": c["text"], "setting": setting, "run": label, "derived": "mean_of" in c}
-        if "mean_of" in c: ours, v = _derived(c, scores), {}
-        else:
-            vals = item_values(scores, c["where"]) if c["unit"] in SCALE else []
-            v = cell_value(vals, c["unit"], **ci) if vals else {}
-            ours = v.get("ours")
-        if ours is None and not full: continue
-        lo, hi = v.get("ci_low"), v.get("ci_high")
-        out.append({**base, "ours": ours, "diff": None if ours is None else ours - c["value"], "ci_low": lo, "ci_high": hi,
-                    "n": v.get("n"), "outside": None if lo is None else not lo <= c["value"] <= hi})
-    return out
+def _verdict(deps, coverage: str, n: int, lo, inside) -> str:
+    if deps: return "setting differs"
+    if coverage != "full": return {"subset": "subset", "unknown": "items unknown"}[coverage]
+    if n < MIN_ITEMS: return "too few"
+    return "no CI" if lo is None else ("within" if inside else "outside")
+
+def _row(run: Run, c: dict, deps, note: str, m: dict | None, label: str) -> dict:
+    base = {"paper": c["paper"], "table": c["table"], "section": c["section"], "model": c["model"], "column": c["column"], "unit": c["unit"],
+            "paper_value": c["value"], "paper_text": c["text"], "setting": "; ".join([note] * bool(note) + [departure_text(d) for d in deps]),
+            "run": label, "run_name": run.name, "derived": bool(c.get("mean_of")), "paper_n": paper_items(c)}
+    if not m: return {**base, "ours": None, "diff": None, "ci_low": None, "ci_high": None, "n": None, "coverage": None, "verdict": None, "outside": None}
+    d, lo, hi = _decimals(c["text"]), m.get("ci_low"), m.get("ci_high")
+    diff = round_half_up(round_half_up(m["ours"], d) - c["value"], d)                # from the two numbers shown
+    cov = _coverage(run, m["n"], base["paper_n"])
+    verdict = _verdict(deps, cov, m["n"], lo, lo is not None and lo <= c["value"] <= hi)
+    return {**base, "ours": m["ours"], "diff": diff, "ci_low": lo, "ci_high": hi, "n": m["n"], "coverage": cov, "verdict": verdict,
+            "outside": {"outside": True, "within": False}.get(verdict)}
+
+# %% ../nbs/56_vs_paper.ipynb #2611cdbf
+def _run_cells(run: Run, paper: str, names: list, label: str, full: bool = False, judge_reading: bool = False,
+               include_departures: bool = False, ci: float = 0.95) -> tuple[list[dict], list[str]]:
+    "The comparison rows of one run, and the messages on what was left out."
+    scores, rows, left, n_left, errored, reading = run.scores(), [], Counter(), 0, 0, False
+    for c, deps, note in _candidates(run, paper, names, judge_reading):
+        m = _measure(c, scores, ci)
+        if m is None and not full: continue                                  # no items of this cell
+        if m == {}: errored += 1; continue                                   # every item errored: never a number
+        if deps and not include_departures:
+            left.update(departure_text(d) for d in deps); n_left += 1
+            reading |= bool([d[0] for d in deps] == ["judge"] and c.get("judge_as_read") and _judge_matches(run, c["judge_as_read"])); continue
+        rows.append({**_row(run, c, deps, note, m, label), "items_key": _items_key(c)})
+    msgs = []
+    if left:
+        msgs.append(f"{run.name}: {n_left} paper cells left out, setting differs: " + "; ".join(f"{k}: {v} cell{'s' * (v != 1)}" for k, v in left.items())
+                    + "; --include-departures shows them" + ("; --judge-reading compares the judge, flagged" if reading else ""))
+    if errored: msgs.append(f"{run.name}: {errored} paper cells not compared: every one of their items errored")
+    return rows, msgs
+
+# %% ../nbs/56_vs_paper.ipynb #9a1b2c3e
+LABEL_CHARS = 48                   # a longer run label gives way to the run's folder name
+
+def paper_label(paper: str, tables) -> str:
+    "'HinTel Table 4', 'HinTel Tables 4, 5', 'MINERVA-Cultural main results, key findings'."
+    short = fidelity.paper_file()["papers"][paper].get("short", paper)
+    tables = list(dict.fromkeys(str(t) for t in _one_of(tables)))
+    nums, names = [t for t in tables if t.isdigit()], [{"main": "main results"}.get(t, t) for t in tables if not t.isdigit()]
+    parts = ([("Table " if len(nums) == 1 else "Tables ") + ", ".join(nums)] if nums else []) + names
+    return f"{short} {', '.join(parts)}"
+
+def short_labels(runs) -> dict[str, str]:
+    "`{run name: label}`: the settings that differ between `runs`, without data paths; the folder name when that is shorter than a long label."
+    out = run_labels(runs, exclude=("data_path", "dataset"))
+    return {n: (l if len(l) <= LABEL_CHARS or len(n) >= len(l) else n) for n, l in out.items()}
+
+def _dedupe(rows: list[dict]) -> list[dict]:
+    "One row per run, paper, item set, value and protocol; the tables that print it joined."
+    keep: dict = {}
+    for r in rows:
+        k = (r["run"], r["paper"], r["items_key"], r["paper_value"], r["unit"], r["setting"])
+        if k in keep: keep[k]["tables"].append(r["table"])
+        else: keep[k] = {**r, "tables": [r["table"]]}
+    return [{**{k: v for k, v in r.items() if k not in ("tables", "items_key")}, "table": ", ".join(dict.fromkeys(r["tables"]))} for r in keep.values()]
 
 # %% ../nbs/56_vs_paper.ipynb #b2cb716e
-def _judge_left_out(run: Run, paper: str, names: list) -> str | None:
-    "A message naming the paper cells `run` would match but for its judge (None when there are none)."
-    cells = [c for c in fidelity.paper_numbers(paper) if c["model"] in names and c["metric"] in COMPARED and "judge" in c["where"]
-             and run_fits(run, {k: v for k, v in c["where"].items() if k != "judge"})]
-    fit = {(c["table"], c["row"]) for c in cells if run_fits(run, c["where"])}    # a row with a column for this run's judge
-    left = [c for c in cells if (c["table"], c["row"]) not in fit]
-    if not left: return None
-    want, used = sorted({model_name(j) for c in left for j in _one_of(c["where"]["judge"])}), run_judge(run)
-    read = any(used and c.get("judge_as_read") and _judge_matches(run, c["judge_as_read"]) for c in left)
-    return (f"{run.name}: {len(left)} paper cells not compared: the paper judged with {' or '.join(want)}, this run with "
-            f"{judge_name(used) if used else 'no judge'}" + (" (--judge-reading compares them, flagged)" if read else ""))
+def _answered_nothing(run: Run) -> str | None:
+    "A message when `run` answered no item (its numbers are never shown), else None."
+    s = run.scores()
+    if not len(s) or ("error" in s.columns and clean_scores(s[["error"]])["error"].map(bool).all()):
+        return f"{run.name}: answered nothing ({len(s)} items, every one errored): never compared"
+    return None
 
-def compare(runs, full: bool = False, ci: float = 0.95, n_resamples: int = 2000, seed: int = 0, judge_reading: bool = False):
-    "Ours beside the paper's for every paper cell our runs (a `RunSet`, runs or folders) reproduce: one row per run and cell."
+def compare(runs, full: bool = False, ci: float = 0.95, judge_reading: bool = False, include_departures: bool = False):
+    "Ours beside the paper's for every paper cell our runs (a `RunSet`, runs or folders) reproduce on the paper's protocol: one row per run and cell."
     import pandas as pd
     runs = as_runset(runs)
-    labels, rows, unmatched = run_labels(runs), [], []
+    labels, rows, unmatched = short_labels(runs), [], []
     for r in runs:
         if r.config is None or r.status == "broken": unmatched.append(f"{r.name}: not read ({r.problem})"); continue
         paper = PAPER_OF_BENCHMARK.get(r.config.benchmark)
@@ -176,44 +348,61 @@ def compare(runs, full: bool = False, ci: float = 0.95, n_resamples: int = 2000,
         names = paper_models(paper, r.config.model)
         if not names:
             unmatched.append(f"{r.name}: {model_name(r.config.model)} is not a model the {paper} paper reports"); continue
-        got = _run_cells(r, paper, names, labels.get(r.name, r.name), full, judge_reading, ci=ci, n_resamples=n_resamples, seed=seed)
-        if not got: unmatched.append(f"{r.name}: no paper cell has this run's settings and items ({', '.join(names)})")
-        if (msg := _judge_left_out(r, paper, names)): unmatched.append(msg)
+        if (msg := _answered_nothing(r)): unmatched.append(msg); continue
+        got, msgs = _run_cells(r, paper, names, labels.get(r.name, r.name), full, judge_reading, include_departures, ci)
+        if not got and not msgs: unmatched.append(f"{r.name}: no paper cell has this run's items ({', '.join(names)})")
+        unmatched += msgs
         rows += got
-    out = pd.DataFrame(rows, columns=COLUMNS)
+    out = pd.DataFrame(_dedupe(rows), columns=COLUMNS)
+    for k in ("n", "paper_n"): out[k] = out[k].astype("Int64")
     out.attrs["unmatched"] = unmatched
     return out
 
 # %% ../nbs/56_vs_paper.ipynb #02f008c7
-OUTSIDE = "yes"
+VERDICTS = {"outside": "paper outside CI", "within": "paper within CI", "subset": "none: subset of items",
+            "items unknown": "none: paper's items unknown", "too few": "too few items", "no CI": "none: mean of columns",
+            "setting differs": "none: setting differs"}
 
-def _fmt(x, decimals: int) -> str: return BLANK if x is None or x != x else f"{x:.{decimals}f}"
+def _fmt(x, decimals: int, sign: bool = False) -> str:
+    if x is None or x != x: return BLANK
+    v = round_half_up(float(x), decimals)
+    return f"{v:+.{decimals}f}" if sign else f"{v:.{decimals}f}"
+
+def _items(r) -> str:
+    if r["n"] is None: return BLANK
+    n = int(r["n"])
+    if r["coverage"] == "subset": return f"{n:,} of {int(r['paper_n']):,}"
+    return f"{n:,}" + (" (paper: not printed)" if r["coverage"] == "unknown" else "")
 
 def vs_paper_table(cmp, ci: float = 0.95) -> Table:
-    "The comparison as a display table (ours, difference and CI at the paper's printed precision)."
+    "The comparison as a display table (ours, difference and CI at the paper's printed precision, rounded half-up)."
     import pandas as pd
     rows = []
-    for r in cmp.to_dict("records"):
-        d = len(r["paper_text"].split(".")[1]) if "." in r["paper_text"] else 0
-        has_ci = r["ci_low"] is not None and r["ci_low"] == r["ci_low"]
-        rows.append({"run": r["run"], "paper": f"{r['paper']} T{r['table']}", "paper's model": r["model"], "column": r["column"],
-                     "unit": r["unit"], "paper's value": r["paper_text"], "ours": _fmt(r["ours"], d),
-                     "ours - paper": BLANK if r["diff"] is None or r["diff"] != r["diff"] else f"{r['diff']:+.{d}f}",
+    for r in cmp.astype(object).where(cmp.notna(), None).to_dict("records"):
+        d, has_ci = _decimals(r["paper_text"]), r["ci_low"] is not None
+        rows.append({"run": r["run"], "paper": paper_label(r["paper"], str(r["table"]).split(", ")), "paper's model": r["model"], "column": r["column"],
+                     "unit": r["unit"], "paper's value": r["paper_text"], "ours": _fmt(r["ours"], d), "ours − paper": _fmt(r["diff"], d, True),
                      f"our {ci:.0%} CI": f"{_fmt(r['ci_low'], d)}–{_fmt(r['ci_high'], d)}" if has_ci else BLANK,
-                     "n": BLANK if r["n"] is None or r["n"] != r["n"] else str(int(r["n"])), "setting differs": r["setting"] or "",
-                     "paper outside CI": OUTSIDE if r["outside"] is True else ""})
-    t = Table(pd.DataFrame(rows, columns=["run", "paper", "paper's model", "column", "unit", "paper's value", "ours",
-                                          "ours - paper", f"our {ci:.0%} CI", "n", "setting differs", "paper outside CI"]), title="Ours beside the papers' numbers")
-    t.notes += [f"paper outside CI: the paper's value lies outside our {ci:.0%} CI (percentile bootstrap over items, errors count as wrong)",
-                "a mean of other columns (Ours-H/T, Avg.) is our mean of the same columns, without a CI",
-                "setting differs: compared under a reading of the paper (fidelity ledger), not its printed setting",
+                     "items": _items(r), "verdict": VERDICTS.get(r["verdict"], BLANK), "setting differs": r["setting"] or ""})
+    t = Table(pd.DataFrame(rows, columns=["run", "paper", "paper's model", "column", "unit", "paper's value", "ours", "ours − paper",
+                                          f"our {ci:.0%} CI", "items", "verdict", "setting differs"]), title="Ours beside the papers' numbers")
+    t.notes += [f"verdict: whether the paper's value lies in our {ci:.0%} Wilson score interval (errors count as wrong); "
+                f"only on the paper's protocol, its whole item set and at least {MIN_ITEMS} items",
+                "ours − paper: the difference of the two numbers shown (rounded half-up at the paper's precision)",
+                "a mean of other columns (Ours-H/T, Avg.) is our mean of the same columns, without an interval",
+                "setting differs: the run departs from the paper's protocol in these settings (shown only with --include-departures)",
                 f"papers' numbers: vlmlens/data/{fidelity.PAPER_NUMBERS} version {fidelity.paper_file()['version']}"]
     return t
 
 # %% ../nbs/56_vs_paper.ipynb #98d046fe
-def vs_paper_report(runs, fmt: str = "text", full: bool = False, judge_reading: bool = False) -> tuple[str, list[str]]:
+def vs_paper_report(runs, fmt: str = "text", full: bool = False, judge_reading: bool = False,
+                    include_departures: bool = False) -> tuple[str, list[str]]:
     "The rendered comparison of `runs` (empty when no cell matches) and one message per run or cells left out."
-    cmp = compare(runs, full=full, judge_reading=judge_reading)
+    import csv
+    cmp = compare(runs, full=full, judge_reading=judge_reading, include_departures=include_departures)
     if not len(cmp): return "", cmp.attrs["unmatched"]
-    if fmt == "csv": return cmp.drop(columns=["derived"]).to_csv(index=False).rstrip("\n"), cmp.attrs["unmatched"]
+    if fmt == "csv":
+        out = cmp.drop(columns=["derived", "outside"]).rename(columns={"model": "paper_model", "run": "run_label", "run_name": "run"})
+        out = out[["run", *(c for c in out.columns if c != "run")]]          # `run`, `n`, `model` mean what they mean in sweep.csv and report CSV
+        return out.to_csv(index=False, quoting=csv.QUOTE_NONNUMERIC).rstrip("\n"), cmp.attrs["unmatched"]
     return render_table(vs_paper_table(cmp), fmt), cmp.attrs["unmatched"]

@@ -33,7 +33,7 @@ __all__ = ['CURVE_CATEGORIES', 'LOCALE_LANGUAGE', 'PAPER_RESOURCE_SETS', 'CURVE_
            'resource_level', 'paper_main_table', 'parse_timestamps', 'youtube_id', 'read_video_map', 'video_locator',
            'norm_choice', 'match_choice', 'minerva_mapper', 'curve_mapper', 'with_video', 'load_benchmark_file',
            'wants_reasoning', 'answer_prompt', 'prompt_text', 'minerva_request', 'curve_judge', 'MinervaBenchmark',
-           'by_group', 'overall', 'accuracy_metric', 'CurveBenchmark']
+           'by_group', 'overall', 'minerva_ego_mapper', 'MinervaEgoBenchmark', 'accuracy_metric', 'CurveBenchmark']
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #1228b686
 CURVE_CATEGORIES = ("Sports", "Cuisine", "Festivals", "Tourism", "Rituals", "Education")
@@ -153,6 +153,8 @@ def _with_subs(p: Path) -> tuple[str, str | None]:
     sub = next((p.with_suffix(x) for x in (".srt", ".vtt") if p.with_suffix(x).is_file()), None)
     return str(p), (str(sub) if sub else None)
 
+_HD_EPIC_ID = re.compile(r"^(P\d{2})-\d{8}-\d{6}$")                 # HD-EPIC's video ids: participant-date-time
+
 def video_locator(data_path, benchmark_kwargs: dict | None = None):
     "`(locate, where)`: `locate(video_id or URL) -> (video path or None, subtitle path or None)`; `where` for messages."
     kw = benchmark_kwargs or {}
@@ -173,7 +175,9 @@ def video_locator(data_path, benchmark_kwargs: dict | None = None):
     roots = [Path(kw["video_root"]).expanduser()] if kw.get("video_root") else [base / "videos", base]
     def locate(video_id: str):
         vid = youtube_id(video_id)
-        p = next((r / f"{vid}{x}" for r in roots for x in VIDEO_EXTS if (r / f"{vid}{x}").is_file()), None)
+        m = _HD_EPIC_ID.match(vid)
+        dirs = [d for r in roots for d in ([r, r / "Videos" / m[1], r / m[1]] if m else [r])]
+        p = next((d / f"{vid}{x}" for d in dirs for x in VIDEO_EXTS if (d / f"{vid}{x}").is_file()), None)
         return _with_subs(p) if p else (None, None)
     return locate, " or ".join(str(r) for r in roots)
 
@@ -228,15 +232,15 @@ def _video_ref(rec: dict) -> str:
     if ":" not in key: raise FieldError("video_id", "missing or empty (and key has no '<video id>:' prefix)")
     return key.split(":", 1)[0]
 
-def minerva_mapper(rec: dict) -> Sample:
-    "One MINERVA row → a multiple-choice `Sample` (the video is attached by the loader)."
+def minerva_mapper(rec: dict, benchmark: str = "minerva") -> Sample:
+    "One MINERVA (or Minerva-Ego) row → a multiple-choice `Sample` (the video is attached by the loader)."
     key, vid, q = _req(rec, "key"), _video_ref(rec), _req(rec, "question")
     opts, i = [], 0
     while f"answer_choice_{i}" in rec: opts.append(_req(rec, f"answer_choice_{i}")); i += 1
     if len(opts) < 2: raise FieldError("answer_choice_0", f"expected answer_choice_0 … answer_choice_4, found {len(opts)}")
     aid = match_choice(rec.get("answer"), opts, rec.get("answer_id"))
     qtype = rec.get("question type", rec.get("question_type"))
-    return Sample(key, "minerva", subset=str(rec.get("category") or ""), language="en", question=q, options=opts,
+    return Sample(key, benchmark, subset=str(rec.get("category") or ""), language="en", question=q, options=opts,
                   answer=aid, answer_type="mcq", reasoning=rec.get("reasoning"), align_id=key,
                   metadata={"video_id": vid, "skills": _skills(qtype), "split": rec.get("split"),
                             "category": rec.get("category")})
@@ -426,6 +430,16 @@ class MinervaBenchmark(Benchmark):
         if pred.error is not None: return {"score": None, **self.columns(sample)}
         return {"score": score_answer(sample, pred.parsed) if pred.valid else 0.0, **self.columns(sample)}
 
+# %% ../../nbs/34_benchmarks_minerva.ipynb #e90a1b05
+@patch
+def media_roots(self: MinervaBenchmark, cfg: RunConfig) -> list[Path]:
+    "The data roots, plus the folder of every file the run's `video_map` names."
+    roots = Benchmark.media_roots(self, cfg)
+    vm = (cfg.benchmark_kwargs or {}).get("video_map")
+    if vm and Path(vm).expanduser().is_file():
+        roots += [Path(p).parent.resolve() for p in read_video_map(Path(vm).expanduser()).values()]
+    return list(dict.fromkeys(roots))
+
 # %% ../../nbs/34_benchmarks_minerva.ipynb #21a84552
 def by_group(rows: list[dict], key: str) -> dict[str, dict]:
     "`{group: aggregate stats}` of `rows` grouped by `row[key]` (lists: one group per element; empty groups left out)."
@@ -446,6 +460,21 @@ def summarize(self: MinervaBenchmark, rows: list[dict], cfg: RunConfig) -> dict:
     "Accuracy (fractions; errors count as wrong) overall and per skill, split and category."
     return {"overall": overall(rows), "by_skill": by_group(rows, "skills"), "by_split": by_group(rows, "split"),
             "by_category": by_group(rows, "category")}
+
+# %% ../../nbs/34_benchmarks_minerva.ipynb #e90a1b02
+fidelity.record("minerva-ego", "scored and asked as MINERVA", "metric", "google-deepmind/neptune README, Minerva-Ego "
+                "('extends the MINERVA benchmark'; MINERVA's fields)", "reading",
+                "5-way accuracy with MINERVA's prompts and letter parsing; the README prints no prompt of its own")
+
+def minerva_ego_mapper(rec: dict) -> Sample:
+    "One Minerva-Ego row → a multiple-choice `Sample` (HD-EPIC video id in `metadata`)."
+    return minerva_mapper(rec, "minerva-ego")
+
+class MinervaEgoBenchmark(MinervaBenchmark):
+    "Minerva-Ego: MINERVA's five-way questions over HD-EPIC egocentric videos."
+    name = "minerva-ego"
+    group_by = ()                       # no split or category in the release; per skill in `summarize`
+    mapper = staticmethod(minerva_ego_mapper)
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #006a62a9
 ACCURACY_METRICS = ("share_of_2s", "mean_half")

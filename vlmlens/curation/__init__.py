@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -15,7 +16,8 @@ from .review import ReviewWidget, Verdict, VerdictLog, agreement, consensus, str
 from .store import Step, balance_change
 
 # %% auto #0
-__all__ = ['temporal_certificate', 'certificate_stats', 'review_items', 'review_sample', 'verification', 'verify_step']
+__all__ = ['SEQUENCE_SKILLS', 'temporal_certificate', 'certificate_stats', 'review_items', 'review_sample', 'cross_check',
+           'verification', 'verify_step']
 
 # %% ../../nbs/66_curation_verify.ipynb #3ddbad81
 def temporal_certificate(spans: Iterable, merge_gap_s: float = 5.0, min_len_s: float = 0.1) -> list[tuple[float, float]]:
@@ -38,11 +40,16 @@ fidelity.record("infinibench", "temporal certificates", "rule", "InfiniBench App
 
 # %% ../../nbs/66_curation_verify.ipynb #6af685f7
 def certificate_stats(spans_by_item: dict, skill_of: dict | None = None, merge_gap_s: float = 5.0, min_len_s: float = 0.1) -> dict:
-    "`{'items': {id: {n, length_s, spans}}, 'by_skill': [{skill, n_items, mean_count, mean_length_s}], 'overall': {...}}`."
-    items = {}
-    for i, spans in spans_by_item.items():
-        c = temporal_certificate(spans, merge_gap_s, min_len_s)
-        items[i] = {"n": len(c), "length_s": sum(b - a for a, b in c), "spans": c}
+    """`{'items': {id: {n, length_s, spans | by_annotator}}, 'by_skill': [{skill, n_items, mean_count, mean_length_s}], 'overall': {...},
+    'n_without_spans'}`. `spans_by_item`: id → spans, or id → {annotator: spans}, each annotator's certificate made apart and averaged;
+    an item without any span has no certificate and stays out of the averages."""
+    items, empty = {}, []
+    for i, v in spans_by_item.items():
+        per = {a: temporal_certificate(x, merge_gap_s, min_len_s) for a, x in (v.items() if isinstance(v, dict) else [(None, v)])}
+        per = {a: {"n": len(c), "length_s": sum(b - a0 for a0, b in c), "spans": c} for a, c in per.items() if c}
+        if not per: empty.append(i); continue
+        items[i] = per[None] if None in per else {"n": sum(c["n"] for c in per.values()) / len(per),
+                                                   "length_s": sum(c["length_s"] for c in per.values()) / len(per), "by_annotator": per}
     def avg(ids):
         ids = list(ids)
         return {"n_items": len(ids), "mean_count": sum(items[i]["n"] for i in ids) / len(ids) if ids else None,
@@ -50,7 +57,7 @@ def certificate_stats(spans_by_item: dict, skill_of: dict | None = None, merge_g
     skills = {}
     for i in items: skills.setdefault((skill_of or {}).get(i, "ALL"), []).append(i)
     return {"items": items, "by_skill": [{"skill": s, **avg(ids)} for s, ids in sorted(skills.items(), key=lambda x: str(x[0]))],
-            "overall": avg(items)}
+            "overall": avg(items), "n_without_spans": len(empty)}
 
 # %% ../../nbs/66_curation_verify.ipynb #065534e5
 def review_items(records: Sequence[dict]) -> list[dict]:
@@ -74,19 +81,42 @@ fidelity.record("infinibench", "human verification sample", "rule", "InfiniBench
                 "('Summarization questions do not require human verification, as they are sourced from the official IMDb website'); "
                 "`vlmlens curate verify --include-summarization` (Python: skip_skills=()) samples it too")
 
+# %% ../../nbs/66_curation_verify.ipynb #e39b4171
+SEQUENCE_SKILLS = ("chronological_understanding", "scene_transitions")
+
+def cross_check(item: dict, v: Verdict) -> str | None:
+    "Why a `valid` verdict contradicts `item` (every event absent; event timestamps out of the answer's order), else None."
+    events = list(item.get("events") or [])
+    if not events or not v.event_spans: return None
+    if all(not e for e in v.event_spans): return f"every event ({len(v.event_spans)}) marked absent"
+    if item.get("skill_name") not in SEQUENCE_SKILLS: return None
+    opts, k = item.get("options") or [], item.get("answer_idx")
+    gold = opts[k] if k is not None and 0 <= k < len(opts) else None
+    order = [events.index(e) for e in gold] if isinstance(gold, list) and all(e in events for e in gold) else list(range(len(events)))
+    starts = [(j, min(s[0] for s in v.event_spans[j])) for j in order if j < len(v.event_spans) and v.event_spans[j]]
+    for (j0, t0), (j1, t1) in zip(starts, starts[1:]):
+        if t1 < t0: return f"event timestamps out of the answer's order (event {j1} at {t1:g} s comes before event {j0} at {t0:g} s)"
+    return None
+
 # %% ../../nbs/66_curation_verify.ipynb #f581f2e0
 def verification(records: Sequence[dict], log: VerdictLog, valid: Sequence[str] = ("valid",)) -> dict:
-    "Validity per skill, agreement, consensus per item and certificates from the verdicts on `records`."
+    "Validity per skill, agreement, consensus per item and certificates from the verdicts on `records`, each `valid` one cross-checked first."
     ids = {r["id"] for r in records}
-    vs = [v for v in log.read() if v.item_id in ids]
-    skill_of = {r["id"]: r["item"].get("skill_name") for r in records}
+    item_of = {r["id"]: r["item"] for r in records}
+    vs, crossed = [], {}
+    for v in (v for v in log.read() if v.item_id in ids):
+        if v.verdict in valid and (why := cross_check(item_of[v.item_id], v)):
+            crossed.setdefault(v.item_id, {})[v.annotator] = why
+            v = replace(v, verdict="invalid", note=f"marked valid, but {why} (B.6 cross-check)" + (f"; {v.note}" if v.note else ""))
+        vs.append(v)
+    skill_of = {i: it.get("skill_name") for i, it in item_of.items()}
     cons = consensus(vs)
     latest = {(v.annotator, v.item_id): v for v in vs}
     spans: dict = {}
-    for (_, i), v in latest.items():
-        if cons.get(i) in valid and v.verdict in valid: spans.setdefault(i, []).extend(v.all_spans())
+    for (a, i), v in latest.items():
+        if cons.get(i) in valid and v.verdict in valid: spans.setdefault(i, {})[a] = v.all_spans()
     return {"n_verdicts": len(vs), "n_reviewed": len(cons), "validity": validity(vs, skill_of, valid), "agreement": agreement(vs),
-            "consensus": cons, "certificates": certificate_stats(spans, skill_of)}
+            "consensus": cons, "certificates": certificate_stats(spans, skill_of), "cross_check": crossed, "verdicts": vs}
 
 # %% ../../nbs/66_curation_verify.ipynb #dc956536
 def verify_step(root, upstream: Step, log: VerdictLog, frac: float = 0.2, seed: int = 0,
@@ -97,7 +127,7 @@ def verify_step(root, upstream: Step, log: VerdictLog, frac: float = 0.2, seed: 
     st = Step(root, "verify", {"items": upstream.digest(), "verdicts": verdicts, "frac": frac, "seed": seed, "skip": list(skip_skills)})
     recs = upstream.items()
     res = verification([r for r in recs if r["id"] in sample], log)
-    latest = {(v.annotator, v.item_id): v for v in log.read()}
+    latest = {(v.annotator, v.item_id): v for v in res["verdicts"]}          # cross-checked: a contradicted `valid` reads `invalid`
     def run(_, w):
         for r in recs:
             i, item = r["id"], dict(r["item"])
@@ -115,5 +145,6 @@ def verify_step(root, upstream: Step, log: VerdictLog, frac: float = 0.2, seed: 
                                                   "certificate": cert}}, r["provenance"])
     st.process([("all", None)], run)
     st.finish({"validity": res["validity"], "agreement": res["agreement"], "certificates": {k: v for k, v in res["certificates"].items() if k != "items"},
-               "n_sampled": len(sample), "n_pending": len(sample) - len(res["consensus"]), "answer_balance": balance_change(recs, st.items())})
+               "n_sampled": len(sample), "n_pending": len(sample) - len(res["consensus"]), "cross_check": res["cross_check"],
+               "answer_balance": balance_change(recs, st.items())})
     return st

@@ -13,9 +13,10 @@ from pathlib import Path
 from ..readers import read_records
 from . import align, calibration, captions, ocr, translate
 from ..core import NothingAnswered, most_common_error, parse_kv
-from .cli import command, model_kwargs, report_step
+from ..runner import check_languages
+from .cli import command, judge_kwargs, model_kwargs, report_step
 from .review import VerdictLog
-from .store import Step, list_steps, open_step, step_folder
+from .store import Step, decisions_line, list_steps, open_step, step_folder, undecided
 
 # %% auto #0
 __all__ = ['COMMANDS', 'add_parsers', 'dispatch']
@@ -63,7 +64,9 @@ def _translation_parsers(sub):
 # %% ../../nbs/79_curation_aligned_cli.ipynb #c22e1af6
 def _native_parsers(sub):
     c = command(sub, "caption-mcq", "aligned en + native MCQs from image captions"); c.add_argument("--captions", required=True)
-    c.add_argument("--generator", default="gpt-4.1"); c.add_argument("--shuffle-options", action="store_true"); c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--generator", default="gpt-4.1"); c.add_argument("--seed", type=int, default=0, help="seed of the option shuffle (recorded)")
+    c.add_argument("--keep-generator-order", action="store_true", help="keep the generator's option order (the default shuffles the options, "
+                   "the same permutation in every language)")
     c.add_argument("--model-kwarg", action="append", metavar="KEY=VALUE"); c.add_argument("--prompt-file")
     c = command(sub, "text-filter", "drop MCQs every model answers without the image"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--models", default="gpt-4.1")
@@ -100,9 +103,20 @@ def _table(rows: list[dict]) -> None:
     with pd.option_context("display.width", 200, "display.max_columns", 30): print(pd.DataFrame(rows).to_string(index=False))
 
 def _translate(a) -> int:
+    check_languages(a.target, "--target")                  # `telugu` is refused before any model is called
     recs = [dict(r, subset=a.subset) if a.subset else r for r in _records(a.records)]
     return report_step(translate.translate(recs, a.out, a.engine, a.target, source=a.source, fields=_list(a.fields),
-                                       protect_spans=not a.no_protect, engine_options=parse_kv(a.engine_option), where=str(a.records)))
+                                       protect_spans=not a.no_protect, engine_options=_engine_options(a.engine_option, a.engine), where=str(a.records)))
+
+def _engine_options(items, engine: str | None) -> dict:
+    "`--engine-option` values of the one engine `engine`: KEY=VALUE, or ENGINE:KEY=VALUE naming that engine."
+    out = {}
+    for it in items or []:
+        key, eq, _ = it.partition("=")
+        e, colon, k = key.rpartition(":")                             # llm:gpt-4.1:temperature=0 names the engine llm:gpt-4.1
+        if colon and e != engine: raise ValueError(f"--engine-option {it!r} names the engine {e!r}, but --engine is {engine!r}")
+        out.update(parse_kv([(k if colon else key) + it[len(key):]] if eq else [it], "--engine-option"))
+    return out
 
 def _per_engine(items) -> dict:
     out: dict = {}
@@ -156,7 +170,7 @@ def _release_aligned(a) -> int:
 def _caption_mcq(a) -> int:
     caps, errs = captions.load_captions(a.captions)
     for e in errs: print(f"row error: {e}", file=sys.stderr)
-    return report_step(captions.generate_mcqs(caps, a.out, a.generator, generator_kwargs=parse_kv(a.model_kwarg), shuffle_options=a.shuffle_options,
+    return report_step(captions.generate_mcqs(caps, a.out, a.generator, generator_kwargs=parse_kv(a.model_kwarg), shuffle_options=not a.keep_generator_order,
                                           seed=a.seed, prompt_file=a.prompt_file))
 
 def _mcq_report(a) -> int:
@@ -165,6 +179,9 @@ def _mcq_report(a) -> int:
     for lang, r in captions.distractor_report(items).items():
         print(f"{lang}: n={r['n']}, chance {r['chance']:.2f}; longest option {r['longest_option_accuracy']:.2f}, question overlap "
               f"{r['question_overlap_accuracy']:.2f}, odd one out {r['odd_one_out_accuracy']:.2f}; duplicates {r['duplicate_options']}")
+    if problems := captions.mcq_problems(items):
+        print(f"mcq-report: {len(problems)} problem(s): " + "; ".join(problems), file=sys.stderr)
+        return 1
     return 0
 
 def _ocr(a) -> int:
@@ -180,33 +197,37 @@ def _release_exam(a) -> int:
     if set(logs) != set(steps): raise ValueError(f"--verdicts must name the languages of --from ({', '.join(steps)})")
     rep = ocr.release_exam(a.release, a.subset, steps, logs)
     print(f"{a.subset}: {rep['n_released']} questions in {', '.join(rep['languages'])} -> {a.release}")
+    for k, note in rep.get("gold_applied", {}).items(): print(f"{k}: {note}")
     for k, why in rep["dropped"].items(): print(f"dropped {k}: {why}")
     _released("release-exam", rep["n_released"], rep["dropped"])
     return 0
 
 # %% ../../nbs/79_curation_aligned_cli.ipynb #a8ce523d
 def _difficulty_lines(rep: dict) -> None:
-    "Print each baseline's solved count (with its errors, or why it has no row), the skipped ones, and the flagged questions."
+    "Print each baseline's solved count (with its invalid answers, or why it has no row or decided nothing), the skipped ones, and the flagged questions."
     for b, r in rep["baselines"].items():
+        d = r.get("decisions") or {}
         if not r["n"]: print(f"{b}: no row ({r.get('top_error')}) -> {r['run']}", file=sys.stderr); continue
-        errs = f" ({r['n_errors']} errors; most common: {r['top_error']})" if r.get("n_errors") else ""
-        print(f"{b}: solved {r['n_solved']} of {r['n']}{errs} -> {r['run']}")
+        if undecided(d): print(f"{b}: undecided, {d['n_valid']} of {d['n']} answers valid (most common cause: {d['top_cause']}) -> {r['run']}"); continue
+        print(f"{b}: solved {r['n_solved']} of {r['n']}" + (f" ({line})" if (line := decisions_line(d)) else "") + f" -> {r['run']}")
     for b, why in rep["skipped"].items(): print(f"{b}: skipped ({why})")
+    if rep.get("undecided"): return                              # nothing is "not flagged" by a baseline that decided nothing
     print(f"flagged for revision: {', '.join(f['key'] + ' (' + '/'.join(f['solved_by']) + ')' for f in rep['flagged']) or 'none'}")
 
 def _calibrate(a) -> int:
     rows, errs = calibration.load_curve_rows(a.data)
     for e in errs: print(f"row error: {e}", file=sys.stderr)
     bad = calibration.skills_check(rows)
+    jkw = judge_kwargs(a.judge_kwarg)
     for b in bad: print(f"skills {b['key']}: {'; '.join(b['problems'])}", file=sys.stderr)
     if a.curate_command == "calibrate-difficulty":
         try: rep = calibration.difficulty_calibration(rows, a.out, a.model, video_root=a.video_root, judge=a.judge, baselines=_list(a.baselines),
-                                                      frac=a.frac, model_kwargs=parse_kv(a.model_kwarg), judge_kwargs=parse_kv(a.judge_kwarg))
+                                                      frac=a.frac, model_kwargs=parse_kv(a.model_kwarg), judge_kwargs=jkw)
         except NothingAnswered as e: _difficulty_lines(e.result); raise
         _difficulty_lines(rep)
         return 0
     rep = calibration.correctness_calibration(rows, VerdictLog(a.verdicts, calibration.AUDIT_LABELS), a.out, judge=a.judge,
-                                              judge_kwargs=parse_kv(a.judge_kwarg), min_auditors=a.min_auditors)
+                                              judge_kwargs=jkw, min_auditors=a.min_auditors)
     hb = rep["human_baseline"]
     print(f"status: {rep['status']}; human baseline {hb['overall']} over {hb['n_answers']} answers (paper {hb['paper_overall']})")
     for loc, r in hb["by_locale"].items(): print(f"  {loc}: {r['accuracy']:.4f} ({r['n_answers']} answers)")
@@ -219,7 +240,7 @@ def _run(a) -> int:
     if c == "translate": return _translate(a)
     if c == "back-translate":
         st = _step(a.out, a.src)
-        return report_step(translate.back_translate(st, a.out, a.engine, engine_options=parse_kv(a.engine_option)))
+        return report_step(translate.back_translate(st, a.out, a.engine, engine_options=_engine_options(a.engine_option, a.engine or next((r['item'].get('engine') for r in st.items()), None))))
     if c == "compare-engines": return _compare(a)
     if c == "translation-stats":
         items = [it for s in _list(a.src) for it in align.review_items(open_step(s))]

@@ -24,7 +24,7 @@ from ..runner import run as run_config
 from ..scoring import normalize_text
 from ..store import RunSet
 from .review import ReviewWidget, VerdictLog, stratified_sample
-from .store import Step
+from .store import Step, answer_cause, check_decisions, decisions, run_digest, undecided
 
 # %% auto #0
 __all__ = ['PRELABEL_FRAC', 'HUMAN_BASELINE', 'HUMAN_BASELINE_LOCALES', 'REQUIRED_SKILL', 'MIN_SKILLS', 'BASELINES',
@@ -128,10 +128,10 @@ def shortcut_config(baseline: str, model: str, data_path, out, video_root=None, 
 
 # %% ../../nbs/74_curation_calibration.ipynb #5114f865
 def _solved(out: Path, baselines: Sequence[str]) -> tuple[dict, dict]:
-    "({key: [baselines that solved it]}, {baseline: {n, n_solved, n_errors, top_error, solved_rate, status, run}}) read from the runs."
+    "({key: [baselines that solved it]}, {baseline: {n, n_solved, n_errors, top_error, solved_rate, status, run, decisions, digest}}) read from the runs."
     solved = {}
-    rates = {b: {"n": 0, "n_solved": 0, "n_errors": 0, "top_error": "no run and no item", "solved_rate": None, "status": "missing", "run": None}
-             for b in baselines}                                        # a baseline that left no run stays in the report
+    rates = {b: {"n": 0, "n_solved": 0, "n_errors": 0, "top_error": "no run and no item", "solved_rate": None, "status": "missing", "run": None,
+                 "decisions": decisions(f"{b} answers", [])} for b in baselines}    # a baseline that left no run stays in the report
     for r in RunSet.discover(out / "runs"):
         name = r.config.run_name
         if name not in baselines: continue
@@ -140,7 +140,8 @@ def _solved(out: Path, baselines: Sequence[str]) -> tuple[dict, dict]:
         for k in ok: solved.setdefault(k, []).append(name)
         errs = [e for e in (sc["error"] if "error" in sc else []) if isinstance(e, str) and e]
         rates[name] = {"n": len(sc), "n_solved": len(ok), "n_errors": len(errs), "top_error": most_common_error(errs) if len(sc) else "no item reached the model",
-                       "solved_rate": len(ok) / len(sc) if len(sc) else None, "status": r.status, "run": str(r.dir)}
+                       "solved_rate": len(ok) / len(sc) if len(sc) else None, "status": r.status, "run": str(r.dir),
+                       "decisions": decisions(f"{name} answers", [answer_cause(x) for x in sc.to_dict("records")]), "digest": run_digest(r)}
     return {k: sorted(v) for k, v in solved.items()}, rates
 
 def _audio_map(sample: Sequence[dict], video_root, out: Path) -> Path:
@@ -163,9 +164,11 @@ def difficulty_calibration(rows: Sequence[dict], out, model: str, *, video_root,
                            baselines: Sequence[str] = BASELINES, frac: float = PRELABEL_FRAC, seed: int = 0,
                            model_kwargs: dict | None = None, judge_kwargs: dict | None = None, **run_kw) -> dict:
     """Run the shortcut baselines on the pre-labelled sample; flag the questions a baseline solves. Writes `<out>/difficulty.json`;
-    `NothingAnswered` (report in `.result`) when no baseline got a single answer."""
+    `Undecided` (a `NothingAnswered`, report in `.result`) when a baseline's answers or judgments are too few to decide on."""
     unknown = [b for b in baselines if b not in BASELINES]
     if unknown or not baselines: raise ValueError(f"unknown baseline(s) {unknown}; the baselines are {', '.join(BASELINES)}")
+    if (judge or "").lower() == "none": raise ValueError("the shortcut baselines' open answers need the CURVE judge: without one no answer can be "
+                                                     "scored, so nothing could be flagged; drop --judge none or name a judge model")
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     sample = prelabel_sample(rows, frac, seed)
     data = out / "prelabel_sample.json"
@@ -180,10 +183,11 @@ def difficulty_calibration(rows: Sequence[dict], out, model: str, *, video_root,
     report = {"model": model, "judge": judge, "sample": [r["key"] for r in sample], "n_rows": len(rows), "frac": frac,
               "baselines": rates, "skipped": skipped, "solved_by": solved,
               "flagged": [{"key": k, "locale": next(r["locale"] for r in sample if r["key"] == k), "solved_by": v} for k, v in sorted(solved.items())]}
+    report["undecided"] = [b for b, r in rates.items() if undecided(r["decisions"]) or not r["n"]]
     (out / "difficulty.json").write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
-    if rates and all(r["n_errors"] == r["n"] for r in rates.values()):
-        worst = max(rates.values(), key=lambda r: r["n_errors"])
-        raise NothingAnswered("curate calibrate-difficulty", sum(r["n"] for r in rates.values()), worst["top_error"], result=report)
+    if rates and all(not r["n"] for r in rates.values()):
+        raise NothingAnswered("curate calibrate-difficulty", 0, next(iter(rates.values()))["top_error"], result=report)
+    check_decisions("curate calibrate-difficulty", [r["decisions"] for r in rates.values()], report)
     return report
 
 # %% ../../nbs/74_curation_calibration.ipynb #71755632

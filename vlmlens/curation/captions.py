@@ -21,13 +21,14 @@ from ..models.registry import load_backend
 from ..readers import FieldError, RowError, read_records
 from ..scoring import extract_choice
 from .review import VerdictLog
-from .store import Provenance, Step, output_options
+from .align import char_edit_distance
+from .store import MAX_INVALID_RATE, Provenance, Step, decisions, output_options
 from .translate import language_name, lang_code, numbers, script_problem
 
 # %% auto #0
-__all__ = ['MCQ_PROMPT', 'N_OPTIONS', 'MCQ_LABELS', 'load_captions', 'parse_mcq', 'mcq_items', 'generate_mcqs',
-           'text_only_prompt', 'text_only_filter', 'mcq_review_items', 'release_mcqs', 'answer_positions',
-           'distractor_report']
+__all__ = ['MCQ_PROMPT', 'N_OPTIONS', 'MCQ_LABELS', 'load_captions', 'near_duplicate', 'parse_mcq', 'mcq_items',
+           'balanced_targets', 'generate_mcqs', 'text_only_prompt', 'text_only_filter', 'mcq_review_items',
+           'release_mcqs', 'answer_positions', 'distractor_report', 'mcq_problems']
 
 # %% ../../nbs/72_curation_captions.ipynb #ca676502
 _S32 = "HinTel-AlignBench §3.2 'VAANI-H and VAANI-T Dataset Generation', Figure 2"
@@ -62,9 +63,21 @@ MCQ_PROMPT = PaperPrompt("hintel", "VAANI MCQ generation prompt",
     "generate_mcqs(prompt_file=<the authors' prompt>)")
 fidelity.record("hintel", "VAANI generator and filter model", "model_id", _S32, "verbatim",
                 "text-only GPT-4.1 generates and filters (generator='gpt-4.1', filter models ['gpt-4.1'])")
-fidelity.record("hintel", "VAANI option order", "rule", _S32, "reading",
-                "the paper does not say whether options were shuffled; vlmlens keeps the generator's order and reports the "
-                "answer-position distribution (shuffle_options=True balances positions, the same permutation in every language)")
+fidelity.record("hintel", "VAANI option order", "rule", _S32, "departure",
+                "the paper does not say whether options were shuffled; vlmlens shuffles them by default (a seeded permutation per "
+                "caption, the same in every language, recorded in each item) so that a generator following its template's "
+                "\"answer\": \"A\" does not put every answer first; near-duplicate options are rejected",
+                "generate_mcqs(shuffle_options=False) (vlmlens curate caption-mcq --keep-generator-order)")
+
+# %% ../../nbs/72_curation_captions.ipynb #c0a1d2e1
+_WORD = re.compile(r"\w+", re.U)
+
+def near_duplicate(a: str, b: str, max_edit_share: float = 0.1, min_len: int = 6) -> bool:
+    "Whether two options are the same answer written twice: equal words, or the same numbers within `max_edit_share` character edits."
+    x, y = (" ".join(_WORD.findall(str(t).casefold())) for t in (a, b))
+    if x == y: return True
+    if numbers(a) != numbers(b) or min(len(x), len(y)) < min_len: return False
+    return char_edit_distance(x, y) <= max(1, int(max_edit_share * min(len(x), len(y))))
 
 # %% ../../nbs/72_curation_captions.ipynb #ed8b08cd
 N_OPTIONS = 4
@@ -89,6 +102,8 @@ def parse_mcq(text: str | None, lang: str, min_script_share: float = 0.5) -> dic
         if not isinstance(opts, list) or len(opts) != N_OPTIONS: raise ValueError(f"{l}: expected {N_OPTIONS} options, got {opts!r:.60}")
         opts = [str(o).strip() for o in opts]
         if not all(opts) or len(set(o.casefold() for o in opts)) != N_OPTIONS: raise ValueError(f"{l}: options must be distinct and non-empty")
+        if dup := next(((i, j) for i in range(N_OPTIONS) for j in range(i + 1, N_OPTIONS) if near_duplicate(opts[i], opts[j])), None):
+            raise ValueError(f"{l}: options {chr(65 + dup[0])} and {chr(65 + dup[1])} are near duplicates ({opts[dup[0]]!r} / {opts[dup[1]]!r})")
         why = script_problem(q + " " + " ".join(opts), l, min_script_share)
         if why: raise ValueError(f"{l}: not in {language_name(l)} script ({why})")
         out[l] = {"question": q, "options": opts}
@@ -100,18 +115,27 @@ def parse_mcq(text: str | None, lang: str, min_script_share: float = 0.5) -> dic
     return {"answer_idx": ord(ans) - 65, **out}
 
 # %% ../../nbs/72_curation_captions.ipynb #cc1ed2b1
-def mcq_items(cap: dict, parsed: dict, shuffle: bool = False, seed: int = 0) -> dict[str, dict]:
-    "language → canonical record of one caption's aligned MCQ."
+def mcq_items(cap: dict, parsed: dict, shuffle: bool = True, seed: int = 0, target: int | None = None) -> dict[str, dict]:
+    """language → canonical record of one caption's aligned MCQ: options shuffled by a permutation seeded by `seed` and the caption id,
+    the same in every language, with the answer moved to position `target` when given (`balanced_targets`)."""
     order = list(range(N_OPTIONS))
-    if shuffle: random.Random(f"{seed}:{cap['id']}").shuffle(order)
+    if shuffle:
+        random.Random(f"{seed}:{cap['id']}").shuffle(order)
+        if target is not None: g = order.index(parsed["answer_idx"]); order[g], order[target] = order[target], order[g]
     gold = order.index(parsed["answer_idx"])
     out = {}
     for l in dict.fromkeys((cap["language"], "en")):
         v = parsed[l]
         out[l] = {"align_id": cap["id"], "language": l, "image": cap["image"], "question": v["question"],
                   "options": [v["options"][i] for i in order], "answer": chr(65 + gold),
-                  "metadata": {"caption": cap["caption"], "caption_language": cap["language"]}}
+                  "metadata": {"caption": cap["caption"], "caption_language": cap["language"], "option_order": order}}
     return out
+
+# %% ../../nbs/72_curation_captions.ipynb #c0a1d2e6
+def balanced_targets(ids: Sequence[str], seed: int = 0) -> dict[str, int]:
+    "caption id → answer position: positions dealt in turn over the ids in an order seeded by `seed` (counts differ by at most one)."
+    ranked = sorted(map(str, ids), key=lambda i: hashlib.sha256(f"{seed}:{i}".encode()).hexdigest())
+    return {i: k % N_OPTIONS for k, i in enumerate(ranked)}
 
 # %% ../../nbs/72_curation_captions.ipynb #8cec6e60
 def _generate_unit(payload, w, ctx):
@@ -124,13 +148,13 @@ def _generate_unit(payload, w, ctx):
     if g.error is not None: raise RuntimeError(f"generator {ctx['generator']}: {g.error}")
     try: parsed = parse_mcq(g.text, cap["language"], ctx["min_share"])
     except ValueError as e: return w.reject(cap["id"], "parse", str(e), {"raw": g.text, "caption": cap}, prov)
-    for l, rec in mcq_items(cap, parsed, ctx["shuffle"], ctx["seed"]).items(): w.accept(f"{l}/{cap['id']}", rec, prov)
+    for l, rec in mcq_items(cap, parsed, ctx["shuffle"], ctx["seed"], ctx["targets"].get(cap["id"])).items(): w.accept(f"{l}/{cap['id']}", rec, prov)
 
 # %% ../../nbs/72_curation_captions.ipynb #edf85425
 def generate_mcqs(captions: Sequence[dict], root, generator: str = "gpt-4.1", *, backend=None, generator_kwargs: dict | None = None,
-                  shuffle_options: bool = False, seed: int = 0, min_script_share: float = 0.5, prompt_file=None,
-                  max_new_tokens: int = 1024) -> Step:
-    "Generate one aligned (en + native) MCQ per caption into the step `<root>/generate_mcq-<hash>`."
+                  shuffle_options: bool = True, seed: int = 0, min_script_share: float = 0.5, prompt_file=None,
+                  max_new_tokens: int = 1024, max_invalid_rate: float = MAX_INVALID_RATE) -> Step:
+    "Generate one aligned (en + native) MCQ per caption into the step `<root>/generate_mcq-<hash>`; the summary counts the valid generator outputs (`decisions`)."
     prompt = MCQ_PROMPT.override(prompt_file) if prompt_file else MCQ_PROMPT
     st = Step(root, "generate_mcq", {"captions": sha256_json(list(captions)), "generator": generator, "prompt": prompt.text,
               "shuffle": shuffle_options, "seed": seed, "min_script_share": min_script_share,
@@ -145,9 +169,15 @@ def generate_mcqs(captions: Sequence[dict], root, generator: str = "gpt-4.1", *,
         gens = dict(zip([c["id"] for c in ok], b.generate(reqs, max_new_tokens=max_new_tokens, temperature=0.0, seed=seed) if reqs else []))
     finally:
         if backend is None and b is not None and hasattr(b, "close"): b.close()
-    ctx = {"generator": generator, "model_id": getattr(b, "model_id", None), "seed": seed, "shuffle": shuffle_options, "min_share": min_script_share}
+    ctx = {"generator": generator, "model_id": getattr(b, "model_id", None), "seed": seed, "shuffle": shuffle_options, "min_share": min_script_share,
+           "targets": balanced_targets([c["id"] for c in captions], seed)}
     st.process([(c["id"], (c, gens.get(c["id"]), texts.get(c["id"]))) for c in todo], lambda p, w: _generate_unit(p, w, ctx))
-    st.finish({"generator": generator})
+    us, unparsed = st.units(), {r["id"]: r["reason"] for r in st.rejected() if r["stage"] == "parse"}
+    asked = [c["id"] for c in captions if not script_problem(c["caption"], c["language"], min_script_share)]
+    causes = [(us.get(i) or {}).get("error") or "not run" if (us.get(i) or {}).get("status") != "done" else
+              (f"generator output unparseable: {unparsed[i]}" if i in unparsed else None) for i in asked]
+    st.finish({"generator": generator, "shuffle_options": shuffle_options, "seed": seed,
+               "decisions": {"generator": decisions("generator outputs", causes, max_invalid_rate)}})
     return st
 
 # %% ../../nbs/72_curation_captions.ipynb #9c05ce6b
@@ -158,8 +188,9 @@ def text_only_prompt(rec: dict) -> str:
 
 def _filter_unit(payload, w, models):
     aid, versions, answers = payload
-    correct = {l: all(a == ord(versions[l]["answer"]) - 65 for a, _ in answers[l].values()) for l in versions}
-    detail = {l: {m: {"choice": None if a is None else chr(65 + a), "raw": raw} for m, (a, raw) in answers[l].items()} for l in versions}
+    if err := next((e for l in versions for _, _, e in answers[l].values() if e), None): raise RuntimeError(err)   # retried on the next run
+    correct = {l: all(a == ord(versions[l]["answer"]) - 65 for a, _, _ in answers[l].values()) for l in versions}
+    detail = {l: {m: {"choice": None if a is None else chr(65 + a), "raw": raw} for m, (a, raw, _) in answers[l].items()} for l in versions}
     if any(correct.values()):
         l = next(l for l, c in correct.items() if c)
         why = f"answered without the image by all {len(models)} model(s) in {l}: " + ", ".join(f"{m} ({detail[l][m]['choice']})" for m in models)
@@ -168,7 +199,8 @@ def _filter_unit(payload, w, models):
 
 # %% ../../nbs/72_curation_captions.ipynb #d3ecec94
 def text_only_filter(step: Step | Sequence[dict], root, models: Sequence[str] = ("gpt-4.1",), *, backends: dict | None = None,
-                     model_kwargs: dict | None = None, per_model: dict | None = None, max_new_tokens: int = 32) -> Step:
+                     model_kwargs: dict | None = None, per_model: dict | None = None, max_new_tokens: int = 32,
+                     max_invalid_rate: float = MAX_INVALID_RATE) -> Step:
     "Drop items that all `models` answer correctly without the image (`model_kwargs` for every model, `per_model`: {model: kwargs}); the step `<root>/text_only_filter-<hash>`."
     if not models: raise ValueError("text_only_filter needs at least one model")
     recs = [r["item"] for r in step.items()] if isinstance(step, Step) else list(step)
@@ -185,12 +217,14 @@ def text_only_filter(step: Step | Sequence[dict], root, models: Sequence[str] = 
         try:
             reqs = [Request(f"{l}/{a}", [message("user", text_only_prompt(by[a][l]))], max_new_tokens=max_new_tokens) for a, l in keys]
             for (a, l), g in zip(keys, b.generate(reqs, max_new_tokens=max_new_tokens, temperature=0.0) if reqs else []):
-                if g.error is not None: raise RuntimeError(f"text-only filter model {m} failed on {l}/{a}: {g.error}")
-                answers[a][l][m] = (extract_choice(g.text, len(by[a][l]["options"])), g.text)
+                err = None if g.error is None else f"text-only filter model {m} failed on {l}/{a}: {g.error}"
+                answers[a][l][m] = (None if err else extract_choice(g.text, len(by[a][l]["options"])), g.text, err)
         finally:
             if not (backends or {}).get(m) and hasattr(b, "close"): b.close()
     st.process([(a, (a, v, answers[a])) for a, v in todo], lambda p, w: _filter_unit(p, w, list(models)))
-    st.finish({"models": list(models)})
+    causes = [e or ("model answer unparseable" if c is None else None) for v in answers.values() for per in v.values() for c, _, e in per.values()]
+    prev = ((st.store.read_summary() or {}).get("decisions") or {}).get("text_only")
+    st.finish({"models": list(models), "decisions": {"text_only": decisions("text-only answers", causes, max_invalid_rate) if causes or not prev else prev}})
     return st
 
 # %% ../../nbs/72_curation_captions.ipynb #a16d212e
@@ -248,8 +282,6 @@ def answer_positions(items: Sequence[dict]) -> list[dict]:
     return rows
 
 # %% ../../nbs/72_curation_captions.ipynb #16c93935
-_WORD = re.compile(r"\w+", re.U)
-
 def _words(s: str) -> set: return {w.casefold() for w in _WORD.findall(s) if len(w) > 2}
 
 def _guesses(r: dict) -> dict[str, int | None]:
@@ -278,8 +310,21 @@ def distractor_report(items: Sequence[dict]) -> dict:
         for r in rs:
             gold = ord(r["answer"]) - 65
             for name, g in _guesses(r).items(): rows.setdefault(name, []).append((r["align_id"], g == gold))
-        dup = [r["align_id"] for r in rs if len({o.casefold().strip() for o in r["options"]}) < len(r["options"])]
+        dup = [r["align_id"] for r in rs if any(near_duplicate(a, b) for i, a in enumerate(r["options"]) for b in r["options"][i + 1:])]
         out[l] = {"n": len(rs), "chance": 1 / N_OPTIONS, "duplicate_options": dup,
                   **{f"{k}_accuracy": sum(ok for _, ok in v) / len(v) for k, v in rows.items()},
                   "answerable_by_pattern": sorted({i for v in rows.values() for i, ok in v if ok})}
+    return out
+
+# %% ../../nbs/72_curation_captions.ipynb #c0a1d2f1
+def mcq_problems(items: Sequence[dict], alpha: float = 0.05) -> list[str]:
+    "What makes a step's MCQs unfit to release: uneven answer positions (chi-square p < `alpha`) per language, near-duplicate options."
+    out = []
+    for r in answer_positions(items):
+        if r["chi2_p_uniform"] is not None and r["chi2_p_uniform"] < alpha:
+            shares = ", ".join(f"{x} {r['n_' + x]}" for x in "ABCD"[:N_OPTIONS])
+            out.append(f"{r['language']}: answer positions uneven ({shares}; chi-square p = {r['chi2_p_uniform']:.2g}): shuffle the options "
+                       "(caption-mcq shuffles by default; --keep-generator-order keeps them)")
+    for l, r in distractor_report(items).items():
+        if r["duplicate_options"]: out.append(f"{l}: near-duplicate options in {', '.join(map(str, r['duplicate_options']))}")
     return out

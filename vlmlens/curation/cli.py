@@ -12,13 +12,16 @@ import warnings
 from pathlib import Path
 from typing import Sequence
 
+from ..benchmarks import minerva
+from ..benchmarks.infinibench import InfiniBenchJudge
 from ..core import parse_kv
+from ..judges import Judge
 from . import appearance, dedup, filters, generate, release, verify_step
 from .review import VerdictLog
-from .store import Step, combine, find_step, list_steps, open_step, step_folder
+from .store import Step, check_decisions, combine, decisions, decisions_line, find_step, list_steps, open_step, step_folder
 
 # %% auto #0
-__all__ = ['command', 'add_parser', 'resolve_steps', 'report_step', 'model_kwargs', 'check_device', 'main']
+__all__ = ['command', 'add_parser', 'resolve_steps', 'report_step', 'judge_kwargs', 'model_kwargs', 'check_device', 'main']
 
 # %% ../../nbs/68_curation_cli.ipynb #00ab04c6
 def _list(s: str | None) -> list[str]: return [x.strip() for x in (s or "").split(",") if x.strip()]
@@ -51,7 +54,7 @@ def _generation_commands(sub):
 def _refinement_commands(sub):
     c = command(sub, "dedup", "flag and remove near-duplicate questions"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--threshold", type=float, default=0.95); c.add_argument("--scope", default="video", choices=dedup.SCOPES)
-    c.add_argument("--embedding-model"); c.add_argument("--drop", action="store_true", help="remove every flagged item but the first of its cluster, unreviewed")
+    c.add_argument("--embedding-model"); c.add_argument("--drop", action="store_true", help="remove, unreviewed, every item paired with an earlier kept item of the same answer (pairs that differ in answer stay)")
     c.add_argument("--verdicts", help="reviewed pairs (duplicate | distinct): remove the later item of each confirmed duplicate")
     c.add_argument("--device", help="where to embed: cuda, cuda:1, cpu (default: a GPU when there is one)")
     c = command(sub, "filter", "knowledge (metadata-only) and vision (subtitles-only) filters"); c.add_argument("--from", dest="src", required=True)
@@ -95,14 +98,17 @@ def resolve_steps(out, src: str) -> list[Step]:
 
 # %% ../../nbs/68_curation_cli.ipynb #5c356098
 def report_step(st: Step) -> int:
-    "Print a step's counts, flags and answer balance per skill; `NothingAnswered` when it holds no item; 1 when units failed."
+    "Print a step's counts, flags, invalid calls and answer balance per skill; `NothingAnswered` when it holds no item, `Undecided` when its calls decided nothing; 1 when units failed."
     s = st.store.read_summary() or st.summary()
+    if s["n_items"]: check_decisions(f"curate {st.name} ({st.dir})", (s.get("decisions") or {}).values(), s)   # no "0 rejected" outcome
     extra = f", {s['n_flagged']} flagged {s.get('flags_by_kind')}" if s.get("n_flagged") else ""
     print(f"{st.name}: {s['n_items']} items, {s['n_rejected']} rejected {s.get('rejected_by_stage') or ''}{extra} -> {st.dir}")
     if "n_pairs_flagged" in s: print(f"{s['n_pairs_flagged']} near-duplicate pair(s) flagged (pairs.json); removed: {s.get('removal')}")
     fmt = lambda c: ", ".join(f"{k} {v}" for k, v in c.items()) or "none"
     for skill, b in (s.get("answer_balance") or {}).items():
         print(f"  answers {skill}: {fmt(b['before'])} -> {fmt(b['after'])}" + ("" if b["before"] == b["after"] else "  (changed)"))
+    for d in (s.get("decisions") or {}).values():
+        if line := decisions_line(d): print(f"  {line}")
     if s.get("n_failed") and s["n_items"]:                       # a total failure is named by raise_if_empty's one line
         eg = "; ".join(f"{u}: {e}" for u, e in list(s["failed_units"].items())[:3])
         print(f"{s['n_failed']} unit(s) failed; rerun the same command to retry them (e.g. {eg})", file=sys.stderr)
@@ -142,6 +148,18 @@ def _appearance(a) -> int:
     outfits.raise_if_empty()
     return report_step(appearance.appearance_questions(outfits, a.out, srcs, a.seed))
 
+# %% ../../nbs/68_curation_cli.ipynb #e1f2a3b1
+def judge_kwargs(items) -> dict:
+    "`--judge-kwarg` values → judge options: the judges' own parameters as they are, any other key into the judge backend's `model_kwargs`."
+    import inspect
+    own = set()
+    for f in (Judge.__init__, InfiniBenchJudge.__init__, minerva.curve_judge):
+        own |= {n for n, p in inspect.signature(f).parameters.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - {"self"}
+    out, backend = {}, {}
+    for k, v in parse_kv(items, "--judge-kwarg").items(): (out if k in own else backend)[k] = v
+    if backend: out["model_kwargs"] = {**backend, **(out.get("model_kwargs") or {})}
+    return out
+
 # %% ../../nbs/68_curation_cli.ipynb #f0deeab6
 def model_kwargs(items, models: Sequence[str] | None = None) -> tuple[dict, dict]:
     "`--model-kwarg` values → (options for every model from `KEY=VALUE`, {model: options} from `MODEL:KEY=VALUE`, each one of `models`)."
@@ -161,11 +179,12 @@ def _filter(a) -> int:
     filters.check_judge(a.judge, [r["item"] for r in up.items()])             # before any file is written
     kinds, models = _list(a.kinds), _list(a.models)
     common, per = model_kwargs(a.model_kwarg, models)
+    jkw = judge_kwargs(a.judge_kwarg)
     if bad := [k for k in kinds if k not in ("knowledge", "vision")]: raise ValueError(f"--kinds: unknown filter(s) {bad}; use knowledge and/or vision")
     kw = {m: {**common, **per.get(m, {})} for m in models}
     runs_root = Path(a.runs or Path(a.out) / "filter_runs")
     rows = filters.candidate_rows(up, runs_root / f"candidates-{up.dir.name}.jsonl")
-    runs = {k: filters.run_filter_models(k, rows, models, runs_root, a.judge, kw, parse_kv(a.judge_kwarg)) for k in kinds}
+    runs = {k: filters.run_filter_models(k, rows, models, runs_root, a.judge, kw, jkw) for k in kinds}
     st = filters.filter_step(a.out, up, runs.get("knowledge"), runs.get("vision"))
     for k, r in runs.items(): print(f"{k} runs: {', '.join(str(x.dir) for x in r)}")
     return report_step(st)

@@ -17,13 +17,13 @@ import numpy as np
 from .. import fidelity
 from ..core import cache_root, sha256_json
 from .review import VerdictLog, consensus
-from .store import Step, balance_change
+from .store import Step, answer_label, balance_change
 from ..store import atomic_write
 
 # %% auto #0
 __all__ = ['BGE_M3', 'THRESHOLDS', 'SCOPES', 'PAIR_LABELS', 'minilm_path', 'default_embedding_model', 'EmbeddingCache',
-           'SentenceEmbedder', 'embed_text', 'similar_pairs', 'clusters', 'deduplicate', 'figure5', 'dedup_step',
-           'pair_review_items', 'select_diverse']
+           'SentenceEmbedder', 'embed_text', 'similar_pairs', 'clusters', 'deduplicate', 'figure5', 'drop_rule',
+           'dedup_step', 'pair_review_items', 'select_diverse']
 
 # %% ../../nbs/64_curation_dedup.ipynb #84039fff
 BGE_M3 = "BAAI/bge-m3"
@@ -206,11 +206,12 @@ def deduplicate(items: Sequence[dict], embedder: Callable | None = None, thresho
         for i, j in p.tolist(): out[i][f"flagged_{t:.2f}"] = out[j][f"flagged_{t:.2f}"] = True
     p, s = found[float(threshold)]
     lab = clusters(len(items), p)
-    best: dict = {}
+    near: dict = {}
     for (i, j), sim in zip(p.tolist(), s.tolist()):
-        for k in (i, j): best[k] = max(best.get(k, -1.0), sim)     # a chained member (a~c, b~c) is the first of its pairs
+        for k, o in ((i, j), (j, i)): near.setdefault(k, []).append((o < k, sim, -o))   # earlier neighbours first, then the closest
     for k, root in enumerate(lab.tolist()):
-        if root != k: out[k].update(dup_of=ids[root], sim=round(float(best[k]), 4))
+        if root != k:                                               # the pair it is in, with that pair's own similarity
+            _, sim, o = max(near[k]); out[k].update(dup_of=ids[-o], sim=round(float(sim), 4))
     stats = [{"skill": sk, "threshold": t, "n": n, "n_flagged": sum(r[f"flagged_{t:.2f}"] for r in out if r["skill"] == sk),
               "flagged_share": sum(r[f"flagged_{t:.2f}"] for r in out if r["skill"] == sk) / n}
              for sk, n in Counter(r["skill"] for r in out).items() for t in ts]
@@ -240,14 +241,28 @@ PAIR_LABELS = ("duplicate", "distinct")
 
 fidelity.record("infinibench", "dedup: flagged pairs are reviewed, not removed", "rule", "InfiniBench App. B.5", "reading",
                 "the paper inspects the flagged pairs by hand and finds only false positives; vlmlens flags by default and removes "
-                "the later item of pairs reviewers confirm as duplicate (--verdicts), or every flagged cluster member with --drop")
+                "the later item of pairs reviewers confirm as duplicate (--verdicts), or with --drop every item paired with an earlier "
+                "kept item of the same answer (pairs that differ in answer are both kept, so the answer balance is not moved)")
 
-def _removals(d: dict, threshold: float, drop: bool, confirmed: VerdictLog | None) -> dict:
-    "id → the reason it is removed: every non-first cluster member (`drop`), or the later item of each confirmed pair."
-    if drop: return {f["id"]: f"near-duplicate of {f['dup_of']} (cosine {f['sim']} >= {threshold})" for f in d["items"] if f["dup_of"]}
+def drop_rule(d: dict, labels: dict, threshold: float) -> dict:
+    """id → (kept item, cosine) for the items `drop` removes: in item order, an item is removed when it is paired (at `threshold`) with a
+    kept item of the same answer (`labels`: id → answer label, None for open-ended); pairs that differ in answer are both kept."""
+    sims: dict = {}
+    for a, b, x in d["pairs"][f"{threshold:.2f}"]: sims.setdefault(a, {})[b] = x; sims.setdefault(b, {})[a] = x
+    order = {f["id"]: k for k, f in enumerate(d["items"])}
+    kept, gone = set(), {}
+    for f in d["items"]:
+        same = [(x, -order[o], o) for o, x in sims.get(f["id"], {}).items() if o in kept and labels.get(o) == labels.get(f["id"])]
+        if same: x, _, o = max(same); gone[f["id"]] = (o, x)
+        else: kept.add(f["id"])
+    return gone
+
+def _removals(d: dict, labels: dict, threshold: float, drop: bool, confirmed: VerdictLog | None) -> dict:
+    "id → (the item it duplicates, cosine of their pair, the reason it is removed): `drop_rule`, or the later item of each confirmed pair."
+    if drop: return {k: (o, x, f"near-duplicate of {o} with the same answer (cosine {x} >= {threshold})") for k, (o, x) in drop_rule(d, labels, threshold).items()}
     if confirmed is None: return {}
     verdict = consensus(confirmed.read())
-    return {b: f"reviewers confirmed a duplicate of {a} (cosine {x})" for a, b, x in d["pairs"][f"{threshold:.2f}"]
+    return {b: (a, x, f"reviewers confirmed a duplicate of {a} (cosine {x})") for a, b, x in d["pairs"][f"{threshold:.2f}"]
             if verdict.get(f"{a}~{b}") == "duplicate"}
 
 # %% ../../nbs/64_curation_dedup.ipynb #1b496be5
@@ -264,11 +279,12 @@ def dedup_step(root, upstream: Step, embedding_model: str | None = None, thresho
     recs = upstream.items()
     def run(_, w):
         d = deduplicate([{**r["item"], "id": r["id"]} for r in recs], embedder, threshold, thresholds, scope)
-        gone = _removals(d, threshold, drop, confirmed)
+        gone = _removals(d, {r["id"]: answer_label(r["item"]) for r in recs}, threshold, drop, confirmed)
         for r, f in zip(recs, d["items"]):
             item = {**r["item"], "dedup": {k: v for k, v in f.items() if k not in ("id", "skill")}}
-            if r["id"] in gone: w.reject(r["id"], "dedup", f"{gone[r['id']]}, scope {scope}", item, r["provenance"])
-            else: w.accept(r["id"], item, r["provenance"])
+            if r["id"] not in gone: w.accept(r["id"], item, r["provenance"]); continue
+            o, x, why = gone[r["id"]]
+            w.reject(r["id"], "dedup", f"{why}, scope {scope}", {**item, "dedup": {**item["dedup"], "dup_of": o, "sim": x}}, r["provenance"])
         atomic_write(st.dir / "pairs.json", json.dumps(d["pairs"], indent=1))
         atomic_write(st.dir / "dedup_stats.json", json.dumps(d["stats"], indent=1))
         figure5(d["stats"]).savefig(st.dir / "figure5.png", dpi=120)

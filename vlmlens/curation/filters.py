@@ -18,11 +18,11 @@ from ..metrics import round_half_up
 from ..models.registry import Backend, load_backend
 from ..store import RunSet, iter_jsonl
 from .release import media_folder, release_row, write_rows
-from .store import Step, balance_change
+from .store import MAX_INVALID_RATE, Step, answer_cause, balance_change, decisions, run_digest
 
 # %% auto #0
 __all__ = ['PAPER_FILTER_MODELS', 'SUBTITLES_ONLY', 'InstructedBackend', 'candidate_rows', 'check_judge', 'run_filter_models',
-           'correct_by', 'filter_step', 'filter_tables']
+           'correct_by', 'filter_decisions', 'filter_step', 'filter_tables']
 
 # %% ../../nbs/65_curation_filters.ipynb #754f051c
 PAPER_FILTER_MODELS = ("gpt-4o", "gemini-2.0-flash", "qwen2.5-vl-7b")
@@ -117,11 +117,17 @@ def correct_by(runs: RunSet, open_threshold: float = 0.8) -> tuple[dict[str, set
 # %% ../../nbs/65_curation_filters.ipynb #8412810a
 def _sid(r: dict) -> str: return f"{ib.normalize_skill(r['item']['skill_name'])}/{r['id']}"
 
-def filter_step(root, upstream: Step, knowledge: RunSet | None = None, vision: RunSet | None = None, open_threshold: float = 0.8) -> Step:
-    "Reject the items every knowledge-run model (then every vision-run model) answered correctly (the step `filter`)."
+def filter_decisions(kind: str, runs: RunSet, max_invalid_rate: float = MAX_INVALID_RATE) -> dict:
+    "The count of valid decisions in a filter's runs: one per item and model, invalid when the call failed, the answer or the judge's reply did not parse, or no judgment came."
+    return decisions(f"{kind} filter answers", [answer_cause(rec) for rec in runs.scores().to_dict("records")], max_invalid_rate)
+
+def filter_step(root, upstream: Step, knowledge: RunSet | None = None, vision: RunSet | None = None, open_threshold: float = 0.8,
+                max_invalid_rate: float = MAX_INVALID_RATE) -> Step:
+    """Reject the items every knowledge-run model (then every vision-run model) answered correctly (the step `filter`); its summary records
+    the valid decisions per filter (`raise_if_empty` raises `Undecided` when too few are valid); its hash holds the runs' answers and judgments."""
     runs = {k: v for k, v in (("knowledge", knowledge), ("vision", vision)) if v is not None and len(v)}
-    st = Step(root, "filter", {"items": upstream.digest(), "open_threshold": open_threshold,
-                               "runs": {k: [[r.config_hash, r.dir.name, sorted(r.predictions())] for r in v] for k, v in runs.items()}})
+    st = Step(root, "filter", {"items": upstream.digest(), "open_threshold": open_threshold, "max_invalid_rate": max_invalid_rate,
+                               "runs": {k: [[r.config_hash, r.dir.name, run_digest(r)] for r in v] for k, v in runs.items()}})
     got = {k: correct_by(v, open_threshold) for k, v in runs.items()}
     stats = {}
     def run(_, w):
@@ -139,7 +145,8 @@ def filter_step(root, upstream: Step, knowledge: RunSet | None = None, vision: R
         for r in left: w.accept(r["id"], r["item"], r["provenance"])
     st.process([("all", None)], run)
     prev = st.store.read_summary() or {}
-    st.finish({**{k: stats.get(k) or prev.get(k) for k in runs}, "answer_balance": balance_change(upstream.items(), st.items())})
+    st.finish({**{k: stats.get(k) or prev.get(k) for k in runs}, "answer_balance": balance_change(upstream.items(), st.items()),
+               "decisions": {k: filter_decisions(k, v, max_invalid_rate) for k, v in runs.items()}})
     return st
 
 # %% ../../nbs/65_curation_filters.ipynb #bef787b5

@@ -21,7 +21,7 @@ from ..fidelity import PaperPrompt
 from ..models.registry import load_backend
 from ..readers import FieldError, RowError, read_records, resolve_path
 from .dedup import SentenceEmbedder, select_diverse
-from .store import Provenance, Step, output_options
+from .store import MAX_INVALID_RATE, Provenance, Step, decisions, output_options
 
 # %% auto #0
 __all__ = ['EVENTS_SYSTEM', 'EVENTS_USER', 'SCENES_SYSTEM', 'SCENES_USER', 'ACTIONS_SYSTEM', 'ACTIONS_USER', 'CONTEXT_SYSTEM',
@@ -33,7 +33,7 @@ __all__ = ['EVENTS_SYSTEM', 'EVENTS_USER', 'SCENES_SYSTEM', 'SCENES_USER', 'ACTI
            'read_text_strict', 'check_subtitles', 'Source', 'load_sources', 'official_cleanup_text', 'parse_literal',
            'anchor_lines', 'order_problem', 'anchor_scenes', 'scene_problem', 'ordering_options', 'check_mcq',
            'chronological_items', 'scene_items', 'action_items', 'open_items', 'call_generator', 'prompts_for',
-           'missing_inputs', 'GenConfig', 'generate', 'demo_transcript', 'write_demo_sources']
+           'missing_inputs', 'GenConfig', 'generator_decisions', 'generate', 'demo_transcript', 'write_demo_sources']
 
 # %% ../../nbs/62_curation_generate.ipynb #811ab670
 EVENTS_SYSTEM = PaperPrompt("infinibench", "events extraction (system)", "##TASK: Users will provide an episode Screenplay Script. Your task is to extract the events from this Screenplay Script.\n Ensure that the events are listed in chronological orderFirst read the Screenplay Script and think carefully to extract the all events.\n------\n##Few shot samples\nEpisode Screenplay Script: {{user Screenplay Script}}\nExtract the events from this episode Screenplay Script:\nThe response should be in the format: ['Event A', 'Event B', 'Event C', 'Event D',...], ensuring that the event B is after event A and before Event C.\nRemember well the output format of ONLY a PYTHON LIST of events and DON'T output the python shell because I will use python ast library to parse your output list.\n",
@@ -535,6 +535,19 @@ def _text_unit(src: Source, skill: str, ctx: dict, w) -> None:
 fidelity.record("infinibench", "summarization and spoiler items", "rule", "Vision-CAIR/Infinibench questions_generation/summarization_skill.py, spoiler_questions.py", "official",
                 "a random question of the official pool with the IMDb summary as the answer; the IMDb FAQ pairs as they are")
 
+# %% ../../nbs/62_curation_generate.ipynb #b4d2e6f1
+def generator_decisions(st: Step, model_units: Sequence[str], max_invalid_rate: float = MAX_INVALID_RATE) -> dict:
+    "The count of valid generator outputs in `st`: one per model unit, invalid when its call failed or its output did not parse."
+    us = st.units()
+    unparsed = {r["unit"]: r["reason"] for r in st.rejected() if r.get("stage") == "parse"}
+    causes = []
+    for u in model_units:
+        r = us.get(u) or {}
+        if r.get("status") != "done": causes.append(r.get("error") or "not run")
+        elif u in unparsed: causes.append(f"generator output unparseable: {unparsed[u]}")
+        else: causes.append(None)
+    return decisions("generator outputs", causes, max_invalid_rate)
+
 # %% ../../nbs/62_curation_generate.ipynb #81b9bdb3
 def generate(sources: Sequence[Source], root, generator: str | None = None, skills: Sequence[str] = GENERATED_SKILLS,
              cfg: GenConfig | None = None, backend=None, generator_kwargs: dict | None = None, embedder=None, progress: bool = False) -> Step:
@@ -573,7 +586,8 @@ def generate(sources: Sequence[Source], root, generator: str | None = None, skil
     try: st.process(units, run, progress=progress)
     finally:
         if "b" in cache and backend is None and hasattr(cache["b"], "close"): cache["b"].close()
-    st.finish({"skipped": skipped, "generator": cfg.generator})
+    st.finish({"skipped": skipped, "generator": cfg.generator,
+               "decisions": {"generator": generator_decisions(st, [u for u, (_, sk) in units if sk in PROMPTS])}})
     return st
 
 # %% ../../nbs/62_curation_generate.ipynb #9cf13469

@@ -26,7 +26,8 @@ from .translate import language_name, lang_code, script_problem
 
 # %% auto #0
 __all__ = ['OCR_MODEL', 'OCR_PROMPT', 'SUBJECTS', 'FIX_LABELS', 'check_gold', 'check_row', 'to_row', 'crop_figure',
-           'question_key', 'ocr_pages', 'fix_items', 'fix_problems', 'OCRFixWidget', 'reviewed_rows', 'release_exam']
+           'question_key', 'ocr_pages', 'fix_items', 'fix_problems', 'OCRFixWidget', 'reviewed_rows', 'aligned_gold',
+           'release_exam']
 
 # %% ../../nbs/73_curation_ocr.ipynb #f27198a5
 _S32 = "HinTel-AlignBench §3.2 'JEE-H and JEE-T Dataset Creation', Figure 2"
@@ -240,7 +241,7 @@ def reviewed_rows(step: Step, log: VerdictLog) -> tuple[dict[str, tuple[dict, st
     for r in step.items():
         v, it = latest.get(r["id"]), r["item"]
         if v is None or v.verdict == "reject": dropped[r["id"]] = "not reviewed" if v is None else "rejected in review"; continue
-        row = json.loads(v.edits["row"]) if v.verdict == "fixed" else it["row"]
+        row = {**json.loads(v.edits["row"]), "_gold_before": it["row"].get("gold")} if v.verdict == "fixed" else it["row"]
         rows[question_key(row.get("description", it["row"]["description"]), row["index"])] = (row, it["figure"])
     for r in step.rejected():
         v = latest.get(r["id"])
@@ -249,9 +250,22 @@ def reviewed_rows(step: Step, log: VerdictLog) -> tuple[dict[str, tuple[dict, st
         for q in json.loads(v.edits["row"]):
             desc = step.inputs.get("description") or ""
             fig = crop_figure(page, q["figures"], step.dir / "figures" / f"{page.stem}-q{q['index']}-fixed.png") if q.get("figures") else page
-            row = to_row(q, q.get("description") or desc)
+            row = {**to_row(q, q.get("description") or desc), "_gold_before": None}        # fixed from a page: no gold before
             rows[question_key(row["description"], row["index"])] = (row, str(fig))
     return rows, dropped
+
+# %% ../../nbs/73_curation_ocr.ipynb #d7e1f001
+def aligned_gold(rows: dict[str, dict]) -> tuple[str | None, str | None]:
+    "(gold released in every language, or None when refused; a note) for one question's rows (language → row)."
+    golds = {l: r.get("gold") for l, r in rows.items()}
+    if len(set(golds.values())) == 1: return next(iter(golds.values())), None
+    fixed = {l: g for l, g in golds.items() if "_gold_before" in rows[l] and rows[l]["_gold_before"] != g}
+    others = {l: g for l, g in golds.items() if l not in fixed}
+    before = {rows[l]["_gold_before"] for l in fixed}
+    if len(set(fixed.values())) != 1 or len(before) != 1 or None in before or any(g not in before for g in others.values()):
+        return None, "cross-language gold mismatch: " + ", ".join(f"{l} {g}" for l, g in golds.items())
+    new, old = next(iter(fixed.values())), next(iter(before))
+    return new, f"gold {new} (fixed in {', '.join(fixed)}; was {old}) applied to {', '.join(others)}"
 
 # %% ../../nbs/73_curation_ocr.ipynb #1d3b2f4b
 def _order(k: str): return (k.rpartition("/")[0], int(k.rpartition("/")[2]))
@@ -276,6 +290,11 @@ def release_exam(out, subset: str, steps: dict, logs: dict | VerdictLog) -> dict
         for i in sorted(set(rows) - common, key=_order): dropped[f"{lang}/{i}"] = "missing in " + ", ".join(l for l in per if i not in per[l])
     ok = sorted((i for i in common if all(per[l][i][0].get("gold") not in (None, "") for l in per)), key=_order)
     for i in sorted(common - set(ok), key=_order): dropped[f"*/{i}"] = "no gold answer"
+    golds, applied = {}, {}
+    for i in list(ok):
+        golds[i], note = aligned_gold({l: per[l][i][0] for l in per})
+        if golds[i] is None: dropped[f"*/{i}"] = note; ok.remove(i)
+        elif note: applied[i] = note
     files = []
     for lang, rows in per.items():
         recs = []
@@ -283,7 +302,7 @@ def release_exam(out, subset: str, steps: dict, logs: dict | VerdictLog) -> dict
             row, img = rows[i]
             rel = f"images/{subset}/{lang}-{i.replace('/', '-')}.png"
             (out / rel).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(img, out / rel)
-            recs.append({"align_id": i, "question": row["question"], "answer": row["gold"], "jee_type": row["type"],
+            recs.append({"align_id": i, "question": row["question"], "answer": golds[i], "jee_type": row["type"],
                          "subject": row["subject"], "description": row["description"], "image": rel})
         files.append(str(hintel.write_subset(out, subset, lang, recs)))
-    return {"subset": subset, "languages": list(per), "n_released": len(ok), "dropped": dropped, "files": files}
+    return {"subset": subset, "languages": list(per), "n_released": len(ok), "dropped": dropped, "gold_applied": applied, "files": files}

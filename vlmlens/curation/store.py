@@ -23,8 +23,10 @@ from ..core import utc_now
 from ..store import RunStore, iter_jsonl
 
 # %% auto #0
-__all__ = ['LATEST', 'file_digest', 'fingerprint', 'Provenance', 'StepStore', 'Step', 'UnitWriter', 'list_steps', 'step_folder',
-           'open_step', 'find_step', 'combine', 'answer_label', 'answer_balance', 'balance_change', 'output_options']
+__all__ = ['LATEST', 'MAX_INVALID_RATE', 'file_digest', 'fingerprint', 'Provenance', 'StepStore', 'Step', 'UnitWriter',
+           'list_steps', 'step_folder', 'open_step', 'find_step', 'combine', 'answer_label', 'answer_balance',
+           'balance_change', 'output_options', 'decisions', 'undecided', 'decisions_line', 'Undecided',
+           'check_decisions', 'answer_cause', 'run_digest']
 
 # %% ../../nbs/60_curation_store.ipynb #41bbdaa2
 def file_digest(path, chunk: int = 1 << 20) -> str:
@@ -293,12 +295,69 @@ def output_options(options: dict | None, exclude: Sequence[str] = ()) -> dict:
     "The options (sorted) that can change a model's or an engine's output: all but `core.TRANSPORT_KWARGS` and `exclude`."
     return {k: v for k, v in sorted((options or {}).items()) if k not in TRANSPORT_KWARGS and k not in exclude}
 
+# %% ../../nbs/60_curation_store.ipynb #d3c1a002
+MAX_INVALID_RATE = 0.5
+
+def decisions(what: str, causes: Iterable, max_invalid_rate: float = MAX_INVALID_RATE) -> dict:
+    "Count of the calls (`what`) a step decided on: `causes` holds one entry per call, None when it gave a valid decision, else why not."
+    causes = list(causes)
+    bad = [str(c).strip().splitlines()[0][:200] for c in causes if c]
+    return {"what": what, "n": len(causes), "n_valid": len(causes) - len(bad), "n_invalid": len(bad),
+            "invalid_rate": len(bad) / len(causes) if causes else None, "max_invalid_rate": max_invalid_rate,
+            "causes": dict(Counter(bad).most_common()), "top_cause": most_common_error(bad)}
+
+def undecided(d: dict) -> bool:
+    "Whether the count `d` is too poor to decide on: calls were made and none was valid, or more than its stated share was invalid."
+    return bool(d.get("n")) and (d["n_valid"] == 0 or d["invalid_rate"] > d["max_invalid_rate"])
+
+def decisions_line(d: dict) -> str | None:
+    "The partial invalidity printed beside a step's result (None when every call was valid)."
+    if not d.get("n_invalid"): return None
+    return f"{d['n_invalid']} of {d['n']} {d['what']} invalid ({d['invalid_rate']:.0%}; most common: {d['top_cause']})"
+
+# %% ../../nbs/60_curation_store.ipynb #d3c1a004
+class Undecided(NothingAnswered):
+    "A step whose model or judge calls gave too few valid decisions: exit 3 with the count and the most common cause."
+    def __init__(self, what: str, d: dict, result=None):
+        self.what, self.n, self.top_error, self.result, self.decisions = what, d["n"], d["top_cause"], result, d
+        why = "none was valid" if not d["n_valid"] else f"{d['invalid_rate']:.0%} invalid, above the {d['max_invalid_rate']:.0%} allowed"
+        RuntimeError.__init__(self, f"{what}: decided nothing: {d['n_valid']} of {d['n']} {d['what']} valid ({why}); most common cause: {d['top_cause']}")
+
+def check_decisions(what: str, counts: Iterable[dict], result=None) -> None:
+    "Raise `Undecided` for the first count in `counts` too poor to decide on."
+    for d in counts:
+        if undecided(d): raise Undecided(what, d, result)
+
+# %% ../../nbs/60_curation_store.ipynb #d3c1a007
+def _flag(v, want: bool) -> bool: return v is not None and not isinstance(v, float) and bool(v == want)
+
+def answer_cause(row: dict) -> str | None:
+    "Why a scored run row gives no decision (None when it gives one)."
+    err = row.get("error")
+    if isinstance(err, str) and err: return f"model call failed: {err}"
+    if isinstance(row.get("score_error"), str) and row["score_error"]: return f"scoring failed: {row['score_error']}"
+    if _flag(row.get("valid"), False): return "model answer unparseable"
+    if _flag(row.get("judge_missing"), True): return "no judgment (the judge call failed)"
+    if _flag(row.get("judge_valid"), False): return "judge reply unparseable"
+    s = row.get("score")
+    if s is None or (isinstance(s, float) and s != s): return "not scored"
+    return None
+
+# %% ../../nbs/60_curation_store.ipynb #d3c1a00a
+def run_digest(run) -> str:
+    "sha256 of what a run answered and how its answers were judged (a `store.Run`)."
+    preds = {sid: [p.raw, p.parsed, p.valid, p.error] for sid, p in sorted(run.predictions().items())}
+    judg = [[j.sample_id, j.judge_id, j.raw, j.score, j.valid] for j in run.judgments()]
+    return sha256_json({"predictions": preds, "judgments": judg})
+
 # %% ../../nbs/60_curation_store.ipynb #b7a1c2d4
 @patch
 def raise_if_empty(self: Step, extra: dict | None = None) -> dict:
-    "Write the summary; raise `NothingAnswered` when the step holds no item (the count: its failed units and rejections)."
+    "Write the summary; raise `NothingAnswered` when the step holds no item (the count: its failed units and rejections), `Undecided` when its recorded `decisions` are too few to decide on."
     s = self.finish(extra) if extra is not None else (self.store.read_summary() or self.finish())
-    if s["n_items"]: return s
+    if s["n_items"]:
+        check_decisions(f"curate {self.name} ({self.dir})", (s.get("decisions") or {}).values(), s)
+        return s
     errs = [u.get("error") for u in self.units().values() if u.get("status") == "error"]
     errs += [f"{r.get('stage')}: {r.get('reason')}" for r in self.rejected()]
     top = most_common_error(errs) or "there was nothing to work on (no input item or unit)"

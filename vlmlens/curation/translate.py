@@ -36,11 +36,11 @@ from .store import Provenance, Step, output_options
 
 # %% auto #0
 __all__ = ['PAPER_ENGINES', 'REVIEW_SET_SIZE', 'LANGUAGES', 'DEFAULT_FIELDS', 'INDICTRANS_TAGS', 'LLM_SYSTEM', 'LLM_USER', 'SDKS',
-           'ENGINES', 'lang_code', 'language_name', 'script_counts', 'script_problem', 'protect', 'restore', 'numbers',
-           'number_problems', 'keeps_answer', 'segments', 'assemble', 'flag_kind', 'check_segment', 'MTBackend',
-           'AWSTranslate', 'AzureTranslator', 'GoogleTranslate', 'IndicTrans2', 'parse_json_list', 'Engine',
-           'make_engine', 'scrub_serialized', 'keyed', 'plan', 'build_item', 'translate', 'back_translate',
-           'backtranslation_scores', 'review_set']
+           'ENGINES', 'lang_code', 'language_name', 'script_counts', 'script_problem', 'option_labels', 'protect',
+           'restore', 'numbers', 'number_problems', 'keeps_answer', 'segments', 'assemble', 'flag_kind',
+           'check_segment', 'MTBackend', 'AWSTranslate', 'AzureTranslator', 'GoogleTranslate', 'IndicTrans2',
+           'parse_json_list', 'Engine', 'make_engine', 'scrub_serialized', 'keyed', 'gold_label_problems', 'plan',
+           'build_item', 'translate', 'back_translate', 'backtranslation_scores', 'review_set']
 
 # %% ../../nbs/70_curation_translate.ipynb #ec1cb52f
 PAPER_ENGINES = {"hi": "azure", "te": "aws"}
@@ -101,12 +101,22 @@ def script_problem(text: str, lang: str, min_share: float = 0.5) -> str | None:
     return f"{share:.0%} of its letters are {'/'.join(s.title() for s in spec[1])}, expected for {spec[0]} (mostly {top})"
 
 # %% ../../nbs/70_curation_translate.ipynb #d5660ba7
+_LABEL = (r"(?<![\w)])\([A-Ha-h]\)(?!\w)"      # (A) (a), then a space, punctuation or the end: (B)? (a),
+          r"|(?<![\w()])[A-H]\)(?!\w)"          # A) A), B).
+          r"|(?<![\w()])[a-h]\)(?=\s)"           # a) before a space
+          r"|(?<!\S)[A-H]\.(?=\s)")              # A. at a line start or after a space, before a space
+_LABEL_RE = re.compile(_LABEL)
+
+def option_labels(text: str) -> list[str]:
+    "The option labels in `text`, as upper-case letters in order (`(a) … B) … C. …` → `['A', 'B', 'C']`)."
+    return [re.sub(r"[^A-Za-z]", "", m).upper() for m in _LABEL_RE.findall(str(text or ""))]
+
 _PROTECTED = re.compile(
     r"\$\$.+?\$\$|\$[^$\n]+\$"            # LaTeX display and inline math
     r"|\\\(.+?\\\)|\\\[.+?\\\]"           # \( … \) and \[ … \]
     r"|\{[A-Za-z_]\w*\}"                  # template placeholders
     r"|<[A-Za-z/][^<>\n]*>"               # markup tags
-    r"|(?<![\w)])\(?[A-H]\)(?=\s)",       # inline option labels: A) (B)
+    r"|" + _LABEL,                       # option labels: (A) A) A. (a) a)
     re.S)
 _MARK = re.compile(r"\[\[\s*(\d+)\s*\]\]")
 
@@ -165,7 +175,7 @@ def keeps_answer(record: dict) -> bool:
     if re.fullmatch(r"-?\d+(?:\.\d+)?", ascii_digits(a)): return True
     opts = _obj(record.get("options"))
     if isinstance(opts, dict) and a in {str(k) for k in opts}: return True
-    has_opts = bool(opts) or bool(record.get("jee_type")) or len(protect(str(record.get("question", "")))[1]) >= 2
+    has_opts = bool(opts) or bool(record.get("jee_type")) or bool(option_labels(record.get("question", "")))
     return has_opts and _LABELS.fullmatch(a) is not None
 
 def segments(record: dict, fields: Sequence[str] = DEFAULT_FIELDS) -> list[tuple[str, str]]:
@@ -191,7 +201,8 @@ def assemble(record: dict, segs: Sequence[tuple[str, str]], texts: Sequence[str]
     return new
 
 # %% ../../nbs/70_curation_translate.ipynb #0c68ad4c
-_KINDS = ("dropped number", "added number", "dropped placeholder", "unknown marker", "empty translation", "script")
+_KINDS = ("dropped number", "added number", "dropped placeholder", "unknown marker", "empty translation", "script", "option labels changed",
+          "gold label")
 
 def flag_kind(flag: str) -> str:
     "The kind of a flag (`options.1: dropped number 3` → `dropped number`)."
@@ -205,6 +216,8 @@ def check_segment(path: str, source: str, masked_out: str, spans: Sequence[str],
     text = text.strip()
     if not text: return text, [f"{path}: empty translation"]
     flags += number_problems(source, masked_out)
+    before, after = option_labels(restore(source, spans)[0]), option_labels(text)
+    if before != after: flags.append(f"option labels changed ({', '.join(before) or 'none'} -> {', '.join(after) or 'none'})")
     if path == "question" or path.startswith("options."):
         why = script_problem(text, target, min_script_share) if script_counts(source) else None
         if why: flags.append(f"script: {why}")
@@ -510,11 +523,13 @@ class Engine:
 def make_engine(name: str, backend=None, **options) -> Engine:
     "An engine by name: `aws`, `azure`, `google`, `indictrans`, or `llm:<registered model>`; `options` go to its backend."
     name = str(name).strip()
-    if name.startswith("llm:") and len(name) > 4: return Engine(name, backend or load_backend(name[4:], **options), "llm", options=options)
-    if name in ENGINES:
-        if backend is None and (why := _sdk_problem(name)): raise ValueError(why)      # named before any work
-        refuse_secret_options(name, options, ENGINES[name].key_env)
-        return Engine(name, backend or ENGINES[name](**options), "mt", options=options)
+    try:
+        if name.startswith("llm:") and len(name) > 4: return Engine(name, backend or load_backend(name[4:], **options), "llm", options=options)
+        if name in ENGINES:
+            if backend is None and (why := _sdk_problem(name)): raise ValueError(why)      # named before any work
+            refuse_secret_options(name, options, ENGINES[name].key_env)
+            return Engine(name, backend or ENGINES[name](**options), "mt", options=options)
+    except TypeError as e: raise ValueError(f"translation engine {name}: an option it does not take ({e}); check --engine-option") from None
     raise ValueError(f"unknown translation engine {name!r}: use aws, azure, google, indictrans or llm:<model> (any registered model, e.g. llm:gpt-4.1)")
 
 # %% ../../nbs/70_curation_translate.ipynb #d53a6543
@@ -569,6 +584,18 @@ def _iter_generate(backend, requests: list):
     if hasattr(backend, "generate_iter"): yield from backend.generate_iter(requests, temperature=0.0)
     else: yield from enumerate(backend.generate(requests, temperature=0.0) if requests else [])
 
+# %% ../../nbs/70_curation_translate.ipynb #c5e1a0b1
+def gold_label_problems(source: dict, translated: dict) -> list[str]:
+    "Flags for a translation that changed an MCQ's gold label: another answer, or a letter the translated question's labels lack."
+    a = str(source.get("answer", "")).strip()
+    if not (_LABELS.fullmatch(a) and keeps_answer(source)): return []
+    out, b = [], str(translated.get("answer", "")).strip()
+    if b != a: out.append(f"answer: gold label changed ({a!r} -> {b!r})")
+    labels = option_labels(translated.get("question", ""))
+    if option_labels(source.get("question", "")) and (missing := [x for x in a.upper() if x not in labels]):
+        out.append(f"answer: gold label {', '.join(missing)} is not among the translated question's option labels ({', '.join(labels) or 'none'})")
+    return out
+
 # %% ../../nbs/70_curation_translate.ipynb #6a1d7935
 @dataclass
 class _Plan:
@@ -592,6 +619,7 @@ def build_item(p: _Plan, outs: Sequence[str], source: str, target: str, engine: 
         t, f = check_segment(path, m, by[m], spans, target, min_script_share)
         texts.append(t); flags += f
     item = assemble(p.record, p.segs, texts)
+    flags += gold_label_problems(p.record, item)
     item.update(language=lang_code(target), source_language=lang_code(source), engine=engine,
                 source_text={path: src for path, src in p.segs}, flags=flags)
     return item

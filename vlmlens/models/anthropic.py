@@ -75,6 +75,7 @@ CLAUDE_TTLS = {None: None, 300.0: "5m", 3600.0: "1h"}     # cache_ttl seconds ->
 class AnthropicBackend(APIBackend):
     "Claude through the Anthropic Messages API: images, frames as timestamped images, extended thinking."
     kind = "anthropic"
+    default_url, base_url_env = "https://api.anthropic.com", "ANTHROPIC_BASE_URL"  # the SDK's default and its variable
 
     def __init__(self, model_id: str, name: str | None = None, *, base_url: str | None = None, api_key_env: str | None = None,
                  thinking_budget: int | None = None, frame_timestamps: bool = True, send_temperature: bool = True,
@@ -185,8 +186,10 @@ def parse_message(d) -> Reply:
     stop = d.get("stop_reason") if isinstance(d.get("stop_reason"), str) else None
     refusal = "stop_reason=refusal" if stop == "refusal" else None
     model = d.get("model") if isinstance(d.get("model"), str) else None
+    thoughts = [b["thinking"] for b in d["content"] if b.get("type") == "thinking" and isinstance(b.get("thinking"), str)]
     return Reply("".join(texts) if texts else None, n_in, _count(usage.get("output_tokens")), None, refusal, model, stop,
-                 cached_input_tokens=n_read, cache_write_tokens=n_write, cache_write_1h_tokens=n_1h)
+                 cached_input_tokens=n_read, cache_write_tokens=n_write, cache_write_1h_tokens=n_1h,
+                 thinking="\n\n".join(thoughts) or None)
 
 # %% ../../nbs/16_models_anthropic.ipynb #092ca988
 @patch
@@ -227,8 +230,6 @@ def _classify(self: AnthropicBackend, exc: BaseException) -> CallError:
     "Map an `anthropic` exception to a `CallError`."
     import anthropic
     if isinstance(exc, CallError): return exc
-    refused = refused_connection(exc, self.base_url_shown or "https://api.anthropic.com")
-    if refused: return CallError("connection", refused)               # the SDK's own message is "Connection error."
     if isinstance(exc, anthropic.APITimeoutError): return CallError("timeout", f"no answer within {self.retry.timeout_s:g} s")
     if isinstance(exc, anthropic.APIConnectionError): return CallError("connection", self._scrub(str(exc)))
     if isinstance(exc, anthropic.APIStatusError):
@@ -250,7 +251,7 @@ def visual_tokens(self: AnthropicBackend, width: int, height: int, num_frames: i
 @patch
 def info(self: AnthropicBackend) -> dict:
     "`APIBackend.info` plus the URL (redacted) and the request options."
-    return self.scrub({**APIBackend.info(self), "base_url": self.base_url_shown, "thinking_budget": self.thinking_budget,
+    return self.scrub({**APIBackend.info(self), "base_url": self.endpoint(), "thinking_budget": self.thinking_budget,
                        "frame_timestamps": self.frame_timestamps, "send_temperature": self.send_temperature,
                        "max_images": self.max_images})
 

@@ -30,6 +30,7 @@ from ..media import DEFAULT_MAX_PIXELS, shrink
 from .registry import Backend, parse_api_name  # noqa: F401  (parse_api_name: the registry's, re-exported)
 from ..secrets import REDACTED, looks_secret, remember_secret, scrub_secrets, scrub_text, secret_values
 from ..fidelity import record
+from ..scoring import split_thinking
 
 log = logging.getLogger("vlmlens")
 
@@ -290,7 +291,7 @@ def price_entry(table: dict, model: str | None) -> dict | None:
 
 # %% ../../nbs/12_models_api.ipynb #3e862766
 USAGE_KEYS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "cache_write_1h_tokens", "output_tokens", "reasoning_tokens",
-              "cached", "cost_usd")
+              "cached", "cost_usd", "reasoning_cost_usd")
 _PRICE_FIELDS = ("input", "cached_input", "cache_write", "cache_write_1h", "output")
 
 def load_prices(prices=None, model: str | None = None) -> dict | None:
@@ -335,6 +336,8 @@ def make_usage(input_tokens, output_tokens, reasoning_tokens=None, *, cached: bo
     if reasoning_tokens is not None: u["reasoning_tokens"] = int(reasoning_tokens)
     c = cost_usd(u, price)
     if c is not None: u["cost_usd"] = 0.0 if cached else c
+    if c is not None and reasoning_tokens:                      # thinking is billed as output: its share of the cost
+        u["reasoning_cost_usd"] = 0.0 if cached else round(int(reasoning_tokens) * price["output"] / 1e6, 10)
     return u
 
 # %% ../../nbs/12_models_api.ipynb #dfb64bae
@@ -412,6 +415,7 @@ class Reply:
     cache_write_tokens: int = 0           # of input_tokens: written to it
     cache_write_1h_tokens: int = 0        # of cache_write_tokens: written for one hour (Anthropic)
     cache_fallback: str | None = None     # why the provider cache meant for this request could not be used (asked without it)
+    thinking: str | None = None           # the thinking the provider returned apart (reasoning field, thought parts, thinking blocks)
 
 def normalize_finish_reason(x) -> str | None:
     "A provider's finish/stop reason as `stop`, `length`, `content_filter` or the provider's word in lower case."
@@ -435,6 +439,8 @@ class APIBackend(Backend):
     "Shared machinery for API backends: concurrency, deadline, rpm limit, retries, cache, secrets, accounting, progress."
     kind = "api"
     key_env: tuple = ()          # env vars naming the API key (for messages and `info`)
+    default_url: str | None = None    # the provider's endpoint when no base URL is configured
+    base_url_env: str | None = None   # the variable the provider's SDK reads a base URL from
     transport_kwargs = ("cache", "concurrency", "rpm", "progress", "timeout_s", "max_attempts", "retry", "max_retry_after_s",
                         "prices", "jitter_seed", "window", "device", "prompt_cache", "cache_ttl")
 
@@ -508,13 +514,13 @@ def cache_key(self: APIBackend, payload: dict, params: dict) -> str:
 
 # %% ../../nbs/12_models_api.ipynb #e26b0c02
 def refused_connection(exc: BaseException, where: str | None) -> str | None:
-    "`'connection refused by <host>'` when `exc` or one of its causes is a refused TCP connection to `where` (a URL or a name), else None."
-    seen = set()
+    "`'connection refused by <host>'` (or `'cannot resolve <host>: …'`) when `exc` or a cause is a refused TCP connection to (or a failed name lookup of) `where`, else None."
+    import socket
+    seen, host = set(), (urlsplit(where or "").netloc.rsplit("@", 1)[-1] if "//" in (where or "") else where) or "the server"
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, ConnectionRefusedError):
-            host = urlsplit(where or "").netloc.rsplit("@", 1)[-1] if "//" in (where or "") else where
-            return f"connection refused by {host or 'the server'}"
+        if isinstance(exc, ConnectionRefusedError): return f"connection refused by {host}"
+        if isinstance(exc, socket.gaierror): return f"cannot resolve {host.rsplit(':', 1)[0]}: no network here (offline?), or a misspelt host"
         exc = exc.__cause__ or exc.__context__
     return None
 
@@ -548,8 +554,6 @@ async def _call(self: APIBackend, payload: dict) -> Reply:
 def _classify(self: APIBackend, exc: BaseException) -> CallError:
     "Map an exception to a `CallError` (a backend extends this for its client library)."
     if isinstance(exc, CallError): return exc
-    refused = refused_connection(exc, getattr(self, "base_url_shown", None) or self.name)
-    if refused: return CallError("connection", refused)
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return CallError("timeout", f"no complete answer within {self.retry.timeout_s:g} s")
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)): return CallError("malformed", f"response body is not valid JSON ({exc})")
@@ -559,6 +563,21 @@ def _classify(self: APIBackend, exc: BaseException) -> CallError:
 @patch
 async def _aclose(self: APIBackend):
     "Release clients and uploads (default: nothing to release)."
+
+# %% ../../nbs/12_models_api.ipynb #92a3b4c6
+@patch
+def endpoint(self: APIBackend) -> str | None:
+    "The URL requests go to (secrets redacted): the configured base URL, else the SDK's base-URL variable, else the provider's default."
+    if getattr(self, "base_url_shown", None): return self.base_url_shown
+    env = os.environ.get(self.base_url_env) if self.base_url_env else None
+    return redact_url(env)[0] if env else self.default_url
+
+@patch
+def classify(self: APIBackend, exc: BaseException) -> CallError:
+    "Map an exception to a `CallError`: a refused connection or a failed name lookup first (naming the endpoint used), then `_classify`."
+    if isinstance(exc, CallError): return exc
+    unreachable = refused_connection(exc, self.endpoint() or self.name)
+    return CallError("connection", unreachable) if unreachable else self._classify(exc)
 
 # %% ../../nbs/12_models_api.ipynb #e26b0c05
 @patch
@@ -584,6 +603,14 @@ def _finish(self: APIBackend, reply: Reply, key: str | None, latency: float, bar
         self.stats["refusals"] += 1; bar.finished(False)
         return Generation(None, usage, latency, error=self._scrub(f"refusal: {reply.refusal}"), finish_reason=fr)
     text = self.scrub(reply.text) if isinstance(reply.text, str) else None
+    thinking, answer = split_thinking(text)                        # open models served without a reasoning parser: <think> tags
+    thinking = "\n\n".join(t for t in (self.scrub(reply.thinking) if reply.thinking else None, thinking) if t) or None
+    if reply.reasoning_tokens and thinking is None and fr == "length" and not (answer or "").strip():
+        thinking = ""                                              # it thought (tokens billed) but the provider returned no thought text
+    if thinking is not None and (answer is None or (fr == "length" and not answer.strip())):
+        self.stats["unfinished_thinking"] = self.stats.get("unfinished_thinking", 0) + 1; bar.finished(False)   # invalid, not an error
+        return Generation("", usage, latency, finish_reason=fr, thinking=thinking)
+    text = answer
     if not (text or "").strip():
         kind = "truncated" if fr == "length" else "empty"
         why = "the output token limit was reached before any answer text" if kind == "truncated" else "the model returned no text"
@@ -591,10 +618,11 @@ def _finish(self: APIBackend, reply: Reply, key: str | None, latency: float, bar
         return Generation(None, usage, latency, error=f"{kind}: {why} (finish_reason={fr})", finish_reason=fr)
     if fr == "length": self.stats["truncated"] += 1
     elif key is not None and self.cache is not None:
-        cached = {**{k: v for k, v in usage.items() if k != "cost_usd"}, "finish_reason": fr}
-        self._set_aside((key, text, cached))                       # (SQLite writes stay off the event loop)
+        cached = {**{k: v for k, v in usage.items() if k not in ("cost_usd", "reasoning_cost_usd")}, "finish_reason": fr}
+        kept = f"<think>{thinking}</think>{text}" if thinking else text   # the cache keeps the thinking in tags
+        self._set_aside((key, kept, cached))                       # (SQLite writes stay off the event loop)
     bar.finished(True)
-    return Generation(text, usage, latency, finish_reason=fr)
+    return Generation(text, usage, latency, finish_reason=fr, thinking=thinking)
 
 # %% ../../nbs/12_models_api.ipynb #327b283f
 @patch
@@ -648,7 +676,7 @@ async def _attempt(self: APIBackend, payload: dict, limiter) -> tuple[Reply | No
             if _timeout is None: return await asyncio.wait_for(self._call(prepared), self.retry.timeout_s), None
             async with _timeout(self.retry.timeout_s): return await self._call(prepared), None   # (no extra task per call)
         except asyncio.CancelledError: raise
-        except Exception as e: return None, self._classify(e)
+        except Exception as e: return None, self.classify(e)
 
 @patch
 async def _one(self: APIBackend, payload: dict, key: str | None, bar: CallProgress, scale: float = 1.0) -> Generation:
@@ -720,7 +748,8 @@ def _start(self: APIBackend, req: Request, max_new_tokens: int, temperature: flo
                                cached_input_tokens=u.get("cached_input_tokens"), cache_write_tokens=u.get("cache_write_tokens"),
                                cache_write_1h_tokens=u.get("cache_write_1h_tokens"))
             if u.get("downsampled"): usage["downsampled"] = True
-            return Generation(hit["text"], usage, 0.0, finish_reason=u.get("finish_reason", "stop")), None
+            thinking, answer = split_thinking(hit["text"])
+            return Generation(answer, usage, 0.0, finish_reason=u.get("finish_reason", "stop"), thinking=thinking), None
     if self.prompt_cache: payload = self.cache_controls(payload, req)    # (after the key: controls never change an answer)
     return None, (payload, key, scale)
 

@@ -74,6 +74,7 @@ MEDIA_RESOLUTIONS = ("low", "medium", "high")
 class GeminiBackend(APIBackend):
     "Gemini through google-genai: inline images/frames or native uploaded video, thinking budget, audio switch."
     kind = "gemini"
+    default_url = "https://generativelanguage.googleapis.com"
     transport_kwargs = APIBackend.transport_kwargs + ("keep_uploads", "poll_interval_s", "upload_timeout_s")
 
     def __init__(self, model_id: str, name: str | None = None, *, api_key_env: str | None = None, base_url: str | None = None,
@@ -183,7 +184,7 @@ def info(self: GeminiBackend) -> dict:
     "`APIBackend.info` plus the video, audio and thinking settings (URL redacted)."
     return self.scrub({**APIBackend.info(self), "video": self.video, "fps": self.fps, "audio": self.audio,
                        "thinking_budget": self.thinking_budget, "media_resolution": self.media_resolution,
-                       "base_url": self.base_url_shown, "frame_timestamps": self.frame_timestamps})
+                       "base_url": self.endpoint(), "frame_timestamps": self.frame_timestamps})
 
 # %% ../../nbs/14_models_gemini.ipynb #7cae834a
 @patch
@@ -333,7 +334,7 @@ async def _context_for(self: GeminiBackend, ctx: dict, files: dict) -> tuple:
     try: return await asyncio.shield(task), None
     except asyncio.CancelledError: raise
     except Exception as e:
-        err = self._classify(e)
+        err = self.classify(e)
         if err.retryable and self._ctx.get(ctx["key"]) is task: del self._ctx[ctx["key"]]    # a passing fault: a later question tries again
         return None, f"no explicit cache ({err.message}): asked without it"
 
@@ -394,7 +395,8 @@ def parse_gemini_response(resp) -> Reply:
     n_think = getattr(um, "thoughts_token_count", None)
     n_cached = getattr(um, "cached_content_token_count", None) or 0      # part of prompt_token_count
     version = getattr(resp, "model_version", None)
-    r = lambda text, refusal=None, fr=None: Reply(text, n_in, n_cand + (n_think or 0), n_think, refusal, version, fr, n_cached)
+    r = lambda text, refusal=None, fr=None, th=None: Reply(text, n_in, n_cand + (n_think or 0), n_think, refusal, version, fr,
+                                                         n_cached, thinking=th)
     pf = getattr(resp, "prompt_feedback", None)
     block = _enum_name(getattr(pf, "block_reason", None)) if pf is not None else None
     if block and block != "BLOCKED_REASON_UNSPECIFIED":
@@ -406,7 +408,8 @@ def parse_gemini_response(resp) -> Reply:
     fr = _enum_name(getattr(c, "finish_reason", None))
     if fr in REFUSAL_FINISH: return r(None, f"finish_reason={fr}", fr)
     parts = getattr(getattr(c, "content", None), "parts", None) or []
-    return r("".join(p.text for p in parts if getattr(p, "text", None) and not getattr(p, "thought", False)), None, fr)
+    said = lambda thought: "".join(p.text for p in parts if getattr(p, "text", None) and bool(getattr(p, "thought", False)) == thought)
+    return r(said(False), None, fr, said(True) or None)
 
 # %% ../../nbs/14_models_gemini.ipynb #4c93d843
 def _resolve_part(p: dict, files: dict) -> dict:
@@ -447,7 +450,7 @@ async def _call(self: GeminiBackend, prepared: dict) -> Reply:
     client, why, ctx = self._get_client(), prepared.get("_fallback"), prepared.get("_context")
     try: resp = await client.aio.models.generate_content(**{k: v for k, v in prepared.items() if not k.startswith("_")})
     except Exception as e:
-        err = self._classify(e)
+        err = self.classify(e)
         if ctx is None or err.kind != "client_error": raise
         self._drop_context(*ctx[:2])
         why, ctx, (plain, files) = f"explicit cache {ctx[1]} not usable ({err.message}): asked without it", None, prepared["_plain"]
@@ -464,8 +467,6 @@ def _classify(self: GeminiBackend, exc: BaseException) -> CallError:
     "Map google-genai / transport exceptions to a `CallError`."
     from google.genai import errors
     if isinstance(exc, CallError): return exc
-    refused = refused_connection(exc, self.base_url_shown or "https://generativelanguage.googleapis.com")
-    if refused: return CallError("connection", refused)
     if isinstance(exc, errors.APIError):
         code = int(exc.code or 0)
         headers = getattr(getattr(exc, "response", None), "headers", None)

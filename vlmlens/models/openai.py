@@ -19,7 +19,8 @@ from .registry import OPENAI_REASONING_PREFIXES, ModelSpec
 from ..prompts import format_timestamp
 
 # %% auto #0
-__all__ = ['DETAILS', 'image_part', 'video_parts', 'to_openai_messages', 'OpenAIBackend', 'video_cache_key', 'from_spec']
+__all__ = ['DETAILS', 'image_part', 'video_parts', 'to_openai_messages', 'openai_options', 'OpenAIBackend', 'video_cache_key',
+           'from_spec']
 
 # %% ../../nbs/13_models_openai.ipynb #f3d62d31
 DETAILS = ("auto", "low", "high")
@@ -67,29 +68,40 @@ def to_openai_messages(messages: list, detail: str = "auto", frame_detail: str |
         out.append({"role": role, "content": parts})
     return out
 
+# %% ../../nbs/13_models_openai.ipynb #7c1f0a02
+def openai_options(name, model_id, compatible, detail, frame_detail, reasoning, token_param, reasoning_effort, thinking) -> tuple:
+    "(reasoning, token_param, thinking) of an OpenAI backend's options; ValueError naming the option otherwise."
+    for d in (detail, frame_detail):
+        if d is not None and d not in DETAILS: raise ValueError(f"{name}: detail must be one of {DETAILS}, got {d!r}")
+    reasoning = model_id.startswith(OPENAI_REASONING_PREFIXES) if reasoning is None else as_bool(reasoning, f"{name}: reasoning")
+    token_param = token_param or ("max_completion_tokens" if reasoning else "max_tokens")
+    if token_param not in ("max_tokens", "max_completion_tokens"):
+        raise ValueError(f"{name}: token_param must be 'max_tokens' or 'max_completion_tokens', got {token_param!r}")
+    if reasoning_effort is not None and not reasoning:
+        raise ValueError(f"{name}: reasoning_effort applies to reasoning models only (gpt-5*, o-series)")
+    if thinking is not None and not compatible:
+        raise ValueError(f"{name}: thinking= switches an open model's thinking on a vLLM/SGLang server "
+                         f"(openai-compatible:); OpenAI's reasoning models take reasoning_effort instead")
+    return reasoning, token_param, None if thinking is None else as_bool(thinking, f"{name}: thinking")
+
 # %% ../../nbs/13_models_openai.ipynb #60ac1713
 class OpenAIBackend(APIBackend):
     "OpenAI chat completions (OpenAI, or any OpenAI-compatible server via `base_url`)."
     kind = "openai"
+    default_url, base_url_env = "https://api.openai.com/v1", "OPENAI_BASE_URL"     # the SDK's default and its variable
 
     def __init__(self, model_id: str, name: str | None = None, *, base_url: str | None = None, api_key_env: str | None = None,
                  compatible: bool = False, token_param: str | None = None, reasoning: bool | None = None,
                  reasoning_effort: str | None = None, reasoning_allowance: int = 8192, detail: str = "auto",
                  frame_detail: str | None = None, frame_timestamps: bool = True, jpeg_quality: int = 90,
-                 extra_body: dict | None = None, max_images: int | None = None, **kw):
+                 extra_body: dict | None = None, max_images: int | None = None, thinking=None, **kw):
         shown, url_secrets = redact_url(base_url.rstrip("/") if base_url else None)
         name = (name or model_id).replace(base_url or "\0", shown or "").replace((base_url or "\0").rstrip("/"), shown or "")
         self.key_env = (api_key_env or ("OPENAI_COMPATIBLE_API_KEY" if compatible else "OPENAI_API_KEY"),)
         key = api_key_from_env(self.key_env, default="EMPTY" if compatible and not api_key_env else None, what=name)
         refuse_secret_options(name, {"extra_body": extra_body or {}}, self.key_env)
-        for d in (detail, frame_detail):
-            if d is not None and d not in DETAILS: raise ValueError(f"{name}: detail must be one of {DETAILS}, got {d!r}")
-        reasoning = model_id.startswith(OPENAI_REASONING_PREFIXES) if reasoning is None else as_bool(reasoning, f"{name}: reasoning")
-        token_param = token_param or ("max_completion_tokens" if reasoning else "max_tokens")
-        if token_param not in ("max_tokens", "max_completion_tokens"):
-            raise ValueError(f"{name}: token_param must be 'max_tokens' or 'max_completion_tokens', got {token_param!r}")
-        if reasoning_effort is not None and not reasoning:
-            raise ValueError(f"{name}: reasoning_effort applies to reasoning models only (gpt-5*, o-series)")
+        reasoning, token_param, thinking = openai_options(name, model_id, compatible, detail, frame_detail, reasoning,
+                                                          token_param, reasoning_effort, thinking)
         try: import openai  # noqa: F401  (imported here, once, so a missing package fails now and not mid-run)
         except ImportError: raise ImportError(f"{name}: the OpenAI backend needs the `openai` package (pip install openai)") from None
         super().__init__(name, model_id, **kw)
@@ -100,7 +112,9 @@ class OpenAIBackend(APIBackend):
         self.reasoning_allowance, self.jpeg_quality = int(reasoning_allowance), int(jpeg_quality)
         self.detail, self.frame_detail, self.frame_timestamps = detail, frame_detail, as_bool(frame_timestamps, f"{name}: frame_timestamps")
         self.max_images = int(max_images) if max_images else None      # images (frames included) one request may carry
-        self.extra_body = dict(extra_body or {})
+        self.extra_body, self.thinking = dict(extra_body or {}), thinking
+        if thinking is not None:                                   # the chat template's switch, as vLLM and SGLang document it
+            self.extra_body["chat_template_kwargs"] = {**self.extra_body.get("chat_template_kwargs", {}), "enable_thinking": thinking}
         self._client = None
 
 # %% ../../nbs/13_models_openai.ipynb #7fc36ce7
@@ -138,8 +152,8 @@ def billed_visual_tokens(self: OpenAIBackend, width: int, height: int, num_frame
 @patch
 def info(self: OpenAIBackend) -> dict:
     "`APIBackend.info` plus the URL (redacted) and the request options."
-    return self.scrub({**APIBackend.info(self), "base_url": self.base_url_shown, "max_tokens_param": self.token_param,
-                       "reasoning_effort": self.reasoning_effort, "detail": self.detail, "frame_detail": self.frame_detail,
+    return self.scrub({**APIBackend.info(self), "base_url": self.endpoint(), "max_tokens_param": self.token_param,
+                       "reasoning_effort": self.reasoning_effort, "thinking": self.thinking, "detail": self.detail, "frame_detail": self.frame_detail,
                        "frame_timestamps": self.frame_timestamps})
 
 # %% ../../nbs/13_models_openai.ipynb #7fc36ce8
@@ -183,10 +197,12 @@ def _parse_completion(d) -> Reply:
     fr, refusal, content = ch.get("finish_reason"), msg.get("refusal"), msg.get("content")
     if not refusal and fr == "content_filter": refusal = "finish_reason=content_filter"
     if content is not None and not isinstance(content, str): raise CallError("malformed", "message content is not a string")
+    think = msg.get("reasoning") if msg.get("reasoning") is not None else msg.get("reasoning_content")
+    if think is not None and not isinstance(think, str): raise CallError("malformed", "message reasoning is not a string")
     model = d.get("model") if isinstance(d.get("model"), str) else None
     return Reply(content, _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens")), n_reason,
                  refusal=str(refusal) if refusal else None, model_version=model, finish_reason=fr if isinstance(fr, str) else None,
-                 cached_input_tokens=n_cached)
+                 cached_input_tokens=n_cached, thinking=think or None)
 
 # %% ../../nbs/13_models_openai.ipynb #4682ea61
 @patch
@@ -234,8 +250,6 @@ def _classify(self: OpenAIBackend, exc: BaseException) -> CallError:
     "Map an `openai` exception to a `CallError`."
     import openai
     if isinstance(exc, CallError): return exc
-    refused = refused_connection(exc, self.base_url_shown or "https://api.openai.com/v1")   # the aiohttp transport calls it a timeout
-    if refused: return CallError("connection", refused)
     if isinstance(exc, openai.APITimeoutError): return CallError("timeout", f"no answer within {self.retry.timeout_s:g} s")
     if isinstance(exc, openai.APIConnectionError): return CallError("connection", self._scrub(str(exc)))
     if isinstance(exc, openai.APIStatusError):

@@ -25,13 +25,14 @@ from PIL import Image
 from ..core import Generation, Request, as_bool, cache_root
 from ..prompts import format_timestamp
 from .registry import Backend, ModelSpec, QWEN_MODEL_TYPES, count_images, resolve_builder
+from ..scoring import split_thinking
 
 # %% auto #0
 __all__ = ['DEFAULT_VIDEO_FPS', 'METADATA_CLOCK_HZ', 'ARCHITECTURES', 'TINY_CORPUS', 'TINY_RECIPES', 'TINY_VERSION',
            'NO_PREFIX_REUSE', 'EXACT_FRAMES', 'BACKEND_KWARGS', 'BOOL_KWARGS', 'content_hash', 'cached_content_hash',
            'resolve_hub_revision', 'torch_dtype', 'sampling_fps', 'video_metadata', 'arch_inputs', 'expand_frames',
            'to_hf_conversation', 'build_tiny_tokenizer', 'chat_template', 'build_tiny', 'tiny_checkpoint',
-           'load_pretrained', 'TransformersBackend', 'MediaMemo', 'memoize_media', 'trim_row', 'prefix_end',
+           'load_pretrained', 'TransformersBackend', 'MediaMemo', 'memoize_media', 'trim_row', 'reply_of', 'prefix_end',
            'prefix_key', 'check_kwargs', 'from_spec', 'checkpoint_config', 'preflight']
 
 # %% ../../nbs/15_models_transformers.ipynb #03b06424
@@ -511,6 +512,17 @@ def _generation_config(self: TransformersBackend, max_new_tokens: int, temperatu
     gc_.update(**self.generation_kwargs)
     return gc_
 
+# %% ../../nbs/15_models_transformers.ipynb #e313867d
+def reply_of(tokenizer, ids: list, finish: str, latency_s: float, n_in: int) -> Generation:
+    "The `Generation` for one generated row: the answer as text, a `<think>` part as thinking and reasoning tokens."
+    thinking, answer = split_thinking(tokenizer.decode(ids, skip_special_tokens=True))
+    usage = {"input_tokens": int(n_in), "output_tokens": len(ids)}
+    if thinking is not None:
+        close = tokenizer.convert_tokens_to_ids("</think>") if "</think>" in tokenizer.get_vocab() else None
+        usage["reasoning_tokens"] = ids.index(close) + 1 if close in ids else len(ids) if answer is None else 0
+    return Generation(text=answer if answer is not None else "", latency_s=latency_s, finish_reason=finish, usage=usage,
+                      thinking=thinking)
+
 # %% ../../nbs/15_models_transformers.ipynb #5a7e0c02
 def prefix_end(inputs, config) -> int:
     "Length of the prompt up to and including its last image/video token (0 without one); batch row 0."
@@ -600,8 +612,7 @@ def _run_batch(self: TransformersBackend, batch: list[Request], max_new_tokens: 
     for row, lim, ni in zip(new, limits, n_in):
         ids = trim_row(row, self.eos_ids, lim)
         finish = "stop" if ids and ids[-1] in self.eos_ids else "length"
-        gens.append(Generation(text=self.tokenizer.decode(ids, skip_special_tokens=True), latency_s=dt, finish_reason=finish,
-                               usage={"input_tokens": int(ni), "output_tokens": len(ids)}))
+        gens.append(reply_of(self.tokenizer, ids, finish, dt, ni))
     return gens
 
 @patch

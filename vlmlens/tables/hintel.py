@@ -13,7 +13,7 @@ from ..benchmarks.hintel import (FAILURE_CATEGORIES, JEE_SUBSETS, LANG_LABEL, OU
 from ..core import Request, message
 from ..judges import load_judge_model
 from ..metrics import aggregate, mcnemar, paired_bootstrap
-from ..report import PoolingError, as_runset, clean_scores, language_name, model_name
+from ..report import PoolingError, answered_nothing, as_runset, clean_scores, language_name, model_name
 
 # %% auto #0
 __all__ = ['TASKS', 'TABLE5_ORDER', 'STRATEGY_NAMES', 'PRELABEL_PROMPT', 'cells', 'lang_table', 'table3', 'table4', 'gap_by_task',
@@ -35,7 +35,8 @@ def cells(runs, value: str = "score", strategy: str | None = "standard"):
     if strategy is not None: df = df[df["cfg_strategy"] == strategy]
     by = ("cfg_model", "cfg_strategy", "subset", "language")
     rows = [{**r, "score": r.get(value)} for r in df.to_dict("records")]
-    out = pd.DataFrame(aggregate(rows, by), columns=[*by, "n", "n_errors", "accuracy"])
+    agg = [{**g, "accuracy": None} if answered_nothing(g) else g for g in aggregate(rows, by)]   # nothing answered: never a number
+    out = pd.DataFrame(agg, columns=[*by, "n", "n_errors", "accuracy"])
     return out.rename(columns={"cfg_model": "model", "cfg_strategy": "strategy"})
 
 # %% ../../nbs/53_tables_hintel.ipynb #8c0e2a4b

@@ -12,7 +12,7 @@ from ..benchmarks.infinibench import (MCQ_SKILLS, OPEN_SKILLS, SKILLS, SKILL_TIT
                                             reasoning_score)
 from ..core import RunConfig
 from ..metrics import agreement_report, round_half_up
-from ..report import as_runset, run_labels
+from ..report import answered_nothing, as_runset, run_labels
 from ..store import Run, RunSet
 
 # %% auto #0
@@ -39,6 +39,8 @@ def run_row(run) -> dict | None:
     for sk, st in (b.get("skills") or {}).items():
         r[sk] = st.get("accuracy") if sk in MCQ_SKILLS else st.get("score_0_10")
         if sk in MCQ_SKILLS: r[f"{sk}_chance"] = st.get("chance")
+    if answered_nothing({"n": b.get("n"), "n_errors": b.get("n_errors")}):            # never a number, never 0.00
+        r.update({k: None for k in ("acc", "score_0_10", "overall_0_100", *SKILLS) if k in r})
     return r
 
 def collect_runs(runs) -> "pd.DataFrame":

@@ -9,7 +9,7 @@ import json
 import math
 
 from ..benchmarks.minerva import CURVE_MAIN_TABLE, CURVE_ROSTER, PAPER_RESOURCE_SETS, by_group, overall, resource_level
-from ..report import as_runset
+from ..report import answered_nothing, as_runset
 
 # %% auto #0
 __all__ = ['run_scores', 'group_table', 'run_table', 'curve_main_table', 'resource_comparison', 'ablation_table']
@@ -32,6 +32,10 @@ def _per_run(rows: list[dict]) -> dict[str, list[dict]]:
 
 _STATS = ("n", "n_errors", "n_invalid", "accuracy", "accuracy_answered", "invalid_rate", "error_rate")
 
+def _stats(st: dict) -> dict:
+    "The `_STATS` of a group; its rates None when it answered nothing (never shown as 0)."
+    return {k: None if answered_nothing(st) and k in ("accuracy", "accuracy_answered", "invalid_rate") else st[k] for k in _STATS}
+
 def group_table(runs, by: str = "locale", benchmark: str = "curve", sets: dict | None = None):
     "Long table: one row per run and group (`by`: locale, category, skills, split, resource), with n and rates."
     import pandas as pd
@@ -40,7 +44,7 @@ def group_table(runs, by: str = "locale", benchmark: str = "curve", sets: dict |
     out = []
     for run, mine in _per_run(rows).items():
         for g, st in by_group(mine, by).items():
-            out.append({"run": run, "model": mine[0].get("cfg_model"), by: g, **{k: st[k] for k in _STATS}})
+            out.append({"run": run, "model": mine[0].get("cfg_model"), by: g, **_stats(st)})
     return pd.DataFrame(out, columns=["run", "model", by, *_STATS])
 
 # %% ../../nbs/55_tables_minerva.ipynb #4c5d6e7f
@@ -53,12 +57,17 @@ def run_table(runs, benchmark: str):
     for run, mine in _per_run(rows).items():
         st = overall(mine)
         out.append({"run": run, "model": mine[0].get("cfg_model"), **{k[4:]: mine[0].get(k) for k in _SETTINGS},
-                    **{k: st[k] for k in _STATS}})
+                    **_stats(st)})
     return pd.DataFrame(out, columns=["run", "model", *(k[4:] for k in _SETTINGS), *_STATS])
 
 # %% ../../nbs/55_tables_minerva.ipynb #5e6f7081
 _PAPER = {m: (agg, hl, hv, ll, lv) for m, agg, hl, hv, ll, lv in CURVE_MAIN_TABLE}
 _BY_NAME = {reg: disp for disp, reg in CURVE_ROSTER.items()}
+
+def _roster(model) -> str:
+    "The registry name of a run's model for the roster look-up (a served `openai-compatible:<id>@<url>`: its id)."
+    m = str(model or "")
+    return m.split(":", 1)[1].rsplit("@", 1)[0] if m.startswith("openai-compatible:") and "@" in m else m
 
 def curve_main_table(runs, human: float | None = CURVE_MAIN_TABLE[-1][1]):
     "Per run: aggregate (with n), highest and lowest locale (with n), the paper's aggregate for a roster model."
@@ -69,8 +78,8 @@ def curve_main_table(runs, human: float | None = CURVE_MAIN_TABLE[-1][1]):
         g = loc[(loc["run"] == run) & loc["accuracy"].notna()].sort_values(["accuracy", "locale"])
         hi, lo = (g.iloc[-1], g.iloc[0]) if len(g) else (None, None)
         model = mine[0].get("cfg_model")
-        paper = _PAPER.get(_BY_NAME.get(model, model))
-        out.append({"model": model, "run": run, "n": len(mine), "aggregate": overall(mine)["accuracy"],
+        paper = _PAPER.get(_BY_NAME.get(_roster(model), _roster(model)))
+        out.append({"model": model, "run": run, "n": len(mine), "aggregate": _stats(overall(mine))["accuracy"],
                     "highest_locale": None if hi is None else hi["locale"], "highest": None if hi is None else hi["accuracy"],
                     "highest_n": None if hi is None else int(hi["n"]), "lowest_locale": None if lo is None else lo["locale"],
                     "lowest": None if lo is None else lo["accuracy"], "lowest_n": None if lo is None else int(lo["n"]),
@@ -114,6 +123,6 @@ def ablation_table(runs, param: str, benchmark: str | None = None):
         if v is None: continue
         st = overall(mine)
         out.append({"benchmark": r0.get("cfg_benchmark"), "model": r0.get("cfg_model"), "run": run, param: v,
-                    "n": st["n"], "accuracy": st["accuracy"]})
+                    "n": st["n"], "accuracy": _stats(st)["accuracy"]})
     cols = ["benchmark", "model", "run", param, "n", "accuracy"]
     return pd.DataFrame(out, columns=cols).sort_values(["benchmark", "model", param]).reset_index(drop=True) if out else pd.DataFrame(columns=cols)

@@ -1,0 +1,104 @@
+"""Reasoning models' thinking kept apart from the answer, through the real clients against loopback servers that reply
+in each provider's documented form (see tests/loopback.py: vLLM/SGLang `reasoning` / `reasoning_content`, Gemini thought
+parts, Claude thinking blocks, and open models' `<think>` tags), and through the runner into `predictions.jsonl`."""
+import json
+
+import pytest
+
+from loopback import anthropic_message, gemini_content, openai_chat
+from vlmlens.core import Request, RunConfig, message
+from vlmlens.models.anthropic import AnthropicBackend
+from vlmlens.models.gemini import GeminiBackend
+from vlmlens.models.openai import OpenAIBackend
+from vlmlens.scoring import THINKING_UNFINISHED
+
+OPTS = dict(timeout_s=5.0, max_attempts=2, retry={"base_delay": 0.05, "max_delay": 0.2}, progress=False, cache=False)
+
+
+@pytest.fixture
+def keys(monkeypatch):
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    monkeypatch.setenv("GEMINI_API_KEY", "test-gemini-key-0123456789")
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-anthropic-key-0123456789")
+
+
+def backend(kind, server):
+    if kind == "vllm": return OpenAIBackend("qwen3-vl-thinking", base_url=server.openai_base_url, compatible=True, **OPTS)
+    if kind == "gemini": return GeminiBackend("gemini-2.5-flash", base_url=server.gemini_base_url, **OPTS)
+    return AnthropicBackend("claude-sonnet-4-20250514", base_url=server.anthropic_base_url, **OPTS)
+
+
+def reply(kind, answer, thinking, finish="stop"):
+    "One reply in the provider's documented form, with the thinking in the provider's own field."
+    if kind == "vllm":
+        return openai_chat(answer, reasoning=thinking, finish_reason=finish, reasoning_field="reasoning")
+    if kind == "gemini":
+        return gemini_content(answer, thought=thinking, thoughts_tokens=12, finish_reason="STOP" if finish == "stop" else "MAX_TOKENS")
+    return anthropic_message(answer, thinking=thinking, stop_reason="end_turn" if finish == "stop" else "max_tokens")
+
+
+@pytest.mark.parametrize("kind", ["vllm", "gemini", "anthropic"])
+def test_each_provider_keeps_the_thinking_apart(server, keys, kind):
+    replies = {"q0": reply(kind, "B", "(A) is too short; (C) is too tall."),
+               "q1": reply(kind, None, "Frame 3 shows the red car (A)", finish="length")}
+    server.responder = lambda call: replies[call.text.split()[-1]]
+    b = backend(kind, server)
+    g0, g1 = b.generate([Request(f"s{i}", [message("user", f"q{i}")]) for i in range(2)], max_new_tokens=16)
+    b.close()
+    assert (g0.text, g0.thinking, g0.error) == ("B", "(A) is too short; (C) is too tall.", None)
+    assert (g1.text, g1.thinking, g1.error) == ("", "Frame 3 shows the red car (A)", None)     # ended inside its thinking
+    if kind == "gemini": assert g0.usage["reasoning_tokens"] == 12 and g0.usage["output_tokens"] == 1 + 12
+
+
+def test_think_tags_from_a_server_without_reasoning_parser(server, keys):
+    "An open model served without a reasoning parser writes `<think>…</think>` into the content (Qwen3: only `</think>`)."
+    replies = {"q0": openai_chat("<think>(A)? no.</think>\n\nAnswer: C"), "q1": openai_chat("Frame 2 is red (A)\n</think>\nD"),
+               "q2": openai_chat("<think>Looking at (A) and", finish_reason="length")}
+    server.responder = lambda call: replies[call.text.split()[-1]]
+    b = backend("vllm", server)
+    gens = b.generate([Request(f"s{i}", [message("user", f"q{i}")]) for i in range(3)], max_new_tokens=16)
+    b.close()
+    assert [(g.text, g.thinking) for g in gens] == [("Answer: C", "(A)? no."), ("D", "Frame 2 is red (A)"),
+                                                    ("", "Looking at (A) and")]
+
+
+def test_predictions_keep_thinking_and_never_parse_it(server, keys, tmp_path):
+    "Through the runner: the answer is parsed, the thinking stored beside it; unfinished thinking is invalid with its reason."
+    from vlmlens.runner import run
+    n = {"i": 0}
+    def responder(call):
+        n["i"] += 1
+        if n["i"] % 3 == 0: return openai_chat(None, reasoning="The answer is (A) because", finish_reason="length")
+        return openai_chat("B", reasoning="Option (A) looks right... no.")
+    server.responder = responder
+    cfg = RunConfig("demo", f"openai-compatible:qwen3-vl-thinking@{server.openai_base_url}", modality="text", limit=6,
+                    max_new_tokens=16, output_root=str(tmp_path), run_name="think", progress=False,
+                    model_kwargs={"cache": False, "progress": False})
+    s = run(cfg)
+    preds = [json.loads(l) for l in (tmp_path / "think" / "predictions.jsonl").read_text().splitlines() if l.strip()]
+    done = [p for p in preds if p["valid"]]
+    cut = [p for p in preds if not p["valid"]]
+    assert len(done) == 4 and len(cut) == 2 and s["overall"]["n"] == 6
+    assert all(p["parsed"] == 1 and p["raw"] == "B" and p["thinking"] == "Option (A) looks right... no." for p in done)
+    assert all(p["error"] is None and p["raw"] == "" and p["thinking"] == "The answer is (A) because"
+               and p["extra"]["invalid_reason"] == THINKING_UNFINISHED for p in cut)
+    assert s["overall"]["n_invalid"] == 2 and s["overall"]["n_errors"] == 0
+
+
+def test_thinking_switch_reaches_the_server_and_is_refused_where_it_means_nothing(server, keys, tmp_path, monkeypatch, capsys):
+    "`thinking=false` goes as vLLM's documented chat-template switch, is in the run hash, and OpenAI's models refuse it."
+    from vlmlens.cli import main
+    server.responder = lambda call: openai_chat("B")
+    b = OpenAIBackend("qwen3-vl-thinking", base_url=server.openai_base_url, compatible=True, thinking="false", **OPTS)
+    assert b.generate([Request("s0", [message("user", "q0")])], max_new_tokens=8)[0].text == "B"
+    b.close()
+    body = server.requests("openai")[-1].json
+    assert body["chat_template_kwargs"] == {"enable_thinking": False} and "extra_body" not in body
+    on, off = (RunConfig("demo", "openai-compatible:m@http://h/v1", model_kwargs={"thinking": v}) for v in (True, False))
+    assert on.hash() != off.hash()
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.0123456789")
+    out = tmp_path / "out"
+    rc = main(["run", "--benchmark", "demo", "--model", "gpt-5", "--model-kwarg", "thinking=false", "--output-root", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "reasoning_effort" in err[0] and not out.exists()

@@ -1,0 +1,397 @@
+"""The results viewer (`vlmlens view`, `vlmlens.view`): the site's data from real demo runs (two complete runs that
+disagree, one killed before its summary, one whose media has since moved), its bad input, its server, and the page
+itself in a real headless Chromium (Debian's `chromium` + `chromium-driver`, driven by Selenium): no console errors,
+a filter narrows the list, an item shows its frames, a deep link opens the right item."""
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from vlmlens import media, view
+from vlmlens.benchmarks.demo import build_demo_data
+from vlmlens.core import Generation, Judgment, RunConfig
+from vlmlens.evidence import GRAPH_DIR, ISOLATION_FILE, EvidenceGraph, Node, safe_name, save_graph
+from vlmlens.runner import run
+from vlmlens.store import Run, RunSet, RunStore
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+class Scripted:
+    "A backend that answers from a script (`answers[sample_id]`, default 'A'), failing the ids in `errors`."
+    name, model_id, revision, languages = "scripted", "scripted-model", None, ("en", "hi", "te")
+    def __init__(self, answers=None, errors=()): self.answers, self.errors = answers or {}, set(errors)
+    def generate(self, reqs, **kw):
+        return [Generation(None, {}, error="ServerError: 500 from the provider") if r.sample_id in self.errors else
+                Generation(self.answers.get(r.sample_id, "A"), {"input_tokens": 12, "output_tokens": 1}, 0.02, finish_reason="stop")
+                for r in reqs]
+    def info(self): return {"name": self.name}
+    def close(self): pass
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    "Demo runs on a private copy of the demo data: 'always-a' (8 frames), 'gold' (4 frames; right on most, one error), a killed run, a moved-media run."
+    root = tmp_path_factory.mktemp("view")
+    data = build_demo_data(root / "data")
+    samples = [json.loads(l) for l in data.read_text(encoding="utf-8").splitlines()]
+    gold = {s["id"]: "ABCD"[s["answer"]] for s in samples if s.get("answer_type") == "mcq" and isinstance(s.get("answer"), int)}
+    err = sorted(gold)[0]
+    base = dict(benchmark="demo", data_path=str(data), model="scripted", output_root=str(root / "runs"), progress=False)
+    run(RunConfig(**base, num_frames=8, run_name="always-a"), backend=Scripted())
+    run(RunConfig(**base, num_frames=4, run_name="gold"), backend=Scripted(gold, errors={err}))
+    run(RunConfig(**base, num_frames=6, run_name="killed"), backend=Scripted())
+    for f in ("summary.json", "scores.csv"): (root / "runs" / "killed" / f).unlink()     # what a run killed before its summary leaves
+    moved = root / "moved-data"
+    shutil.copytree(data.parent, moved)
+    run(RunConfig(**{**base, "data_path": str(moved / "samples.jsonl"), "output_root": str(root / "moved-runs")}, num_frames=8, run_name="moved"),
+        backend=Scripted())
+    vids = sorted({m["path"] for s in samples for m in s["media"] if m["kind"] == "video"})
+    gone = moved / vids[0]                                                               # paths are relative to the data folder
+    gone.rename(gone.with_name("elsewhere.mp4"))                                         # the media has since moved
+    # a judge's verdict and a CURVE-style evidence graph with its isolation rounds on one item of the 'gold' run, written through
+    # the store and the evidence module as `vlmlens isolate` writes them
+    judged = next(s["id"] for s in samples if "video_color" in s["id"])
+    gold_run = RunStore(root / "runs" / "gold", Run.read(root / "runs" / "gold").config_hash)
+    gold_run.append_judgment(Judgment(judged, "judge-x", "ab" * 32, raw="The answer matches the reference. Score: 9", score=9.0, valid=True))
+    g = EvidenceGraph(judged, [Node("n1", "visual", "the first scene is red", 0.0, 1.2), Node("n2", "knowledge", "red is a colour"),
+                               Node("n3", "reasoning", "so the answer is red")], [("n1", "n3"), ("n2", "n3")], 9.5)
+    save_graph(g, root / "runs" / "gold" / GRAPH_DIR / f"{safe_name(judged)}.json")
+    gold_run.append_record(ISOLATION_FILE, {"sample_id": judged, "mode": "iterative", "outcome": "resolved", "errors": ["perception"],
+        "rounds": [{"round": 1, "prompt": "p", "response": "blue", "node": "n1", "label": "perception", "hint": "Look at the first scene."},
+                   {"round": 2, "prompt": "p", "response": "red", "node": None, "label": None}], "n_nodes": 3, "n_unevaluated": 0})
+    gold_run.close()
+    (root / "runs" / "broken").mkdir(); (root / "runs" / "broken" / "run.json").write_text("{not json")   # a run folder that cannot be read
+    return {"root": root, "runs": root / "runs", "judged": judged, "moved": root / "moved-runs", "gold": gold, "err": err, "gone": gone, "data": data}
+
+
+@pytest.fixture(scope="module")
+def site(runs, tmp_path_factory):
+    out = tmp_path_factory.mktemp("site") / "view"
+    view.write_site([runs["runs"], runs["moved"]], out, progress=False)
+    return out
+
+
+def _index(site):
+    text = (site / "data.js").read_text(encoding="utf-8")
+    return json.loads(text[len("window.VLMLENS_INDEX="):].rstrip().rstrip(";"))
+
+
+def _details(site, key):
+    ix = _index(site)
+    i = ix["keys"].index(key)
+    text = (site / "details" / f"{i // ix['chunk']:05d}.js").read_text(encoding="utf-8")
+    return json.loads(text[text.index(",") + 1:text.rindex(")")])[key]
+
+
+def test_site_shows_each_runs_answer_and_what_is_missing(runs, site):
+    ix = _index(site)
+    by = {r["name"]: r for r in ix["runs"]}
+    assert set(by) == {"always-a", "gold", "killed", "moved", "broken"}
+    assert by["broken"]["status"] == "broken" and "cannot read the run's config" in " ".join(by["broken"]["problems"])
+    assert by["broken"]["key"] not in ix["res"] or set(ix["res"][by["broken"]["key"]]["o"]) == {0}
+    assert by["killed"]["status"] == "partial" and any("no summary.json" in p for p in by["killed"]["problems"])
+    k_gold, k_a = by["gold"]["key"], by["always-a"]["key"]
+    d = _details(site, runs["err"])
+    assert d["runs"][k_gold]["outcome"] == "errored" and "ServerError" in d["runs"][k_gold]["error"]
+    assert d["runs"][k_a]["raw"] == "A" and d["runs"][k_a]["valid"] is True
+    # items whose outcome flips between the two runs: the gold run is right where 'A' is wrong
+    o = ix["outcomes"]
+    flips = [k for i, k in enumerate(ix["keys"]) if {o[ix["res"][k_gold]["o"][i]], o[ix["res"][k_a]["o"][i]]} == {"correct", "wrong"}]
+    assert flips and all(runs["gold"][k] != "A" for k in flips)
+    # the killed run's items keep the scores their predictions carry
+    assert set(o[c] for c in ix["res"][by["killed"]["key"]]["o"]) <= {"correct", "wrong", "invalid"}
+
+
+def test_frames_are_the_ones_the_run_used(runs, site):
+    "The thumbnails are the frames at the timestamps each run's own frame settings give (8 in one run, 4 in the other)."
+    ix = _index(site)
+    by = {r["name"]: r["key"] for r in ix["runs"]}
+    key = next(k for k in ix["keys"] if "video_color" in k)
+    d = _details(site, key)
+    cfg = Run.read(runs["runs"] / "always-a").config
+    from vlmlens.benchmarks.base import get_benchmark
+    b = get_benchmark("demo")
+    s = next(s for s in b.load(cfg)[0] if s.id == key)
+    path = s.media_of("video")[0].path
+    for name, n in (("always-a", 8), ("gold", 4)):
+        fr = d["runs"][by[name]]["media"]["frames"]
+        assert [f["t"] for f in fr] == [round(t, 3) for t in media.sample_frames(path, num_frames=n).timestamps_s]
+        assert all((site / f["src"]).is_file() for f in fr)
+
+
+def test_frames_follow_the_count_the_models_context_allowed(runs, tmp_path):
+    "A run whose model could hold fewer frames than configured (run.json `frames_fit`) shows the frames it was actually given."
+    from vlmlens.benchmarks.base import get_benchmark
+    run_ = Run.read(runs["runs"] / "always-a")
+    b = get_benchmark("demo")
+    s = next(s for s in b.load(run_.config)[0] if s.subset == "video_color")
+    got = view.item_media(b, s, run_.config, {**run_.info, "frames_fit": {"requested": 8, "used": 3}}, view.Thumbs(tmp_path))
+    assert [f["t"] for f in got["frames"]] == [round(t, 3) for t in media.sample_frames(s.media_of("video")[0].path, num_frames=3).timestamps_s]
+
+
+def test_moved_media_is_named_per_item_and_the_rest_still_shows(runs, site):
+    ix = _index(site)
+    k = next(r["key"] for r in ix["runs"] if r["name"] == "moved")
+    missing = [key for key in ix["keys"] if (_details(site, key)["runs"].get(k) or {}).get("media", {}).get("missing")]
+    assert missing, "no item says that its media is missing"
+    d = _details(site, missing[0])["runs"][k]["media"]["missing"][0]
+    assert runs["gone"].name in d and "MediaError" in d
+    shown = [key for key in ix["keys"] if (_details(site, key)["runs"].get(k) or {}).get("media", {}).get("frames")]
+    assert shown, "items whose media did not move still show their frames"
+
+
+def test_view_cli_bad_input_is_one_line_and_creates_nothing(tmp_path):
+    empty = tmp_path / "empty"; empty.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for args in ([str(empty)], [str(tmp_path / "nowhere")]):
+        p = subprocess.run([sys.executable, "-m", "vlmlens", "view", *args, "--out", str(tmp_path / "site")], capture_output=True,
+                           text=True, env=env, cwd=tmp_path)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, p.stderr
+        assert not (tmp_path / "site").exists()
+
+
+def test_view_cli_refuses_to_replace_a_folder_that_is_not_a_view(runs, tmp_path):
+    (tmp_path / "mine.txt").write_text("keep me")
+    p = subprocess.run([sys.executable, "-m", "vlmlens", "view", str(runs["runs"] / "gold"), "--out", str(tmp_path), "--no-frames"],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert p.returncode == 2 and "not a vlmlens view" in p.stderr
+    assert (tmp_path / "mine.txt").read_text() == "keep me"
+
+
+def test_server_binds_loopback_and_serves_nothing_outside_the_view(site, tmp_path):
+    (site.parent / "secret.txt").write_text("outside")
+    os.symlink(site.parent / "secret.txt", site / "link.txt")
+    srv = view.server(site, 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        assert srv.server_address[0] == "127.0.0.1"
+        base = f"http://127.0.0.1:{srv.server_address[1]}"
+        assert urllib.request.urlopen(base + "/data.js").status == 200
+        for bad in ("/../secret.txt", "/%2e%2e/secret.txt", "/link.txt", "/details/"):
+            with pytest.raises(urllib.error.HTTPError) as e: urllib.request.urlopen(base + bad)
+            assert e.value.code == 404, bad
+    finally:
+        srv.shutdown(); srv.server_close(); (site / "link.txt").unlink()
+
+
+def test_show_renders_the_same_site_inline(runs, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    frame = view.show(runs["runs"] / "gold", frames=False)
+    assert frame.src == "vlmlens-view/index.html" and (tmp_path / "vlmlens-view" / "data.js").is_file()
+    assert 'src="vlmlens-view/index.html"' in frame._repr_html_()
+
+
+# ---------------------------------------------------------------- the page in a real browser
+
+@pytest.fixture(scope="module")
+def browser():
+    "Headless Debian Chromium through its chromedriver (`make install` installs both); a fresh profile, no network services."
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    o = webdriver.ChromeOptions()
+    o.binary_location = CHROMIUM
+    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+              "--disable-sync", "--no-first-run", f"--user-data-dir={tempfile.mkdtemp(prefix='vlmlens-chromium-')}", "--window-size=1500,1000"):
+        o.add_argument(a)
+    o.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    d = webdriver.Chrome(service=Service(CHROMEDRIVER), options=o)
+    yield d
+    d.quit()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    "Where the page's screenshots go: a temporary folder, or `$VLMLENS_SCREENSHOTS` (tools/view_screenshots.py: docs/figures)."
+    return Path(os.environ.get("VLMLENS_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+
+
+def _screenshot(browser, folder, name):
+    folder.mkdir(parents=True, exist_ok=True)
+    assert browser.save_screenshot(str(folder / name)) and (folder / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def _open(browser, url):
+    from selenium.webdriver.support.ui import WebDriverWait
+    browser.get("about:blank"); browser.get_log("browser")
+    browser.get(url)
+    WebDriverWait(browser, 10).until(lambda d: d.execute_script("return document.body.dataset.ready === '1'"))
+
+
+def _wait(browser, fn):
+    from selenium.webdriver.support.ui import WebDriverWait
+    return WebDriverWait(browser, 10).until(lambda d: fn(d))
+
+
+def _rows(browser):
+    return browser.execute_script("return [...document.querySelectorAll('#list tr.item')].map(r => r.dataset.key)")
+
+
+def _errors(browser):
+    return [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+
+
+def test_page_loads_without_console_errors_and_filters_narrow_the_list(site, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+    _open(browser, (site / "index.html").as_uri())
+    n = len(_index(site)["keys"])
+    assert browser.find_element(By.ID, "count").text == f"{n} items"
+    assert len(_rows(browser)) == min(n, 50)
+    Select(browser.find_element(By.ID, "f-subset")).select_by_value("video_color")
+    _wait(browser, lambda d: "of" in d.find_element(By.ID, "count").text)
+    rows = _rows(browser)
+    assert rows and len(rows) < n and all("video_color" in k for k in rows)
+    assert "subset=video_color" in browser.current_url                          # the filter is a deep link
+    Select(browser.find_element(By.ID, "f-outcome")).select_by_value("errored")
+    _wait(browser, lambda d: len(_rows(d)) < len(rows) or not _rows(d))
+    assert _errors(browser) == []
+
+
+def test_search_and_flips_between_two_runs(runs, site, browser):
+    from selenium.webdriver.common.by import By
+    ix = _index(site)
+    by = {r["name"]: r["key"] for r in ix["runs"]}
+    _open(browser, (site / "index.html").as_uri() + f"#flipA={by['always-a']}&flipB={by['gold']}")
+    flips = _rows(browser)
+    assert flips and all(runs["gold"].get(k) != "A" for k in flips)
+    _open(browser, (site / "index.html").as_uri())
+    box = browser.find_element(By.ID, "f-q")
+    box.send_keys("video_order-001-hi")
+    _wait(browser, lambda d: _rows(d) == ["demo-video_order-001-hi"])
+    assert _errors(browser) == []
+
+
+def test_an_item_shows_its_frames_and_a_deep_link_opens_it(site, browser, shots):
+    from selenium.webdriver.common.by import By
+    key = "demo-video_subtitles-000-hi"
+    _open(browser, (site / "index.html").as_uri() + "#item=" + key)
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail figure.frame img"))
+    assert browser.find_element(By.ID, "item-title").text == key
+    imgs = browser.find_elements(By.CSS_SELECTOR, "#detail .col[data-run='r0'] figure.frame img")
+    assert len(imgs) == 8
+    _wait(browser, lambda d: all(d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", i) for i in imgs))
+    assert "gold" in browser.find_element(By.CSS_SELECTOR, ".options li.gold").get_attribute("class")
+    aligned = browser.find_elements(By.CSS_SELECTOR, "#aligned tr a")
+    assert sorted(a.text for a in aligned) == ["en", "hi", "te"]                   # HinTel-style aligned items side by side
+    _screenshot(browser, shots, "view_item.png")
+    aligned[0].click()
+    _wait(browser, lambda d: d.find_element(By.ID, "item-title").text == key.replace("-hi", "-en"))
+    # a click in the list opens an item, and its deep link opens it again
+    browser.find_elements(By.CSS_SELECTOR, "#list tr.item")[3].click()
+    other = _wait(browser, lambda d: (t := d.find_element(By.ID, "item-title").text) != key.replace("-hi", "-en") and t)
+    url = browser.current_url
+    _open(browser, url)
+    _wait(browser, lambda d: d.find_element(By.ID, "item-title").text == other)
+    assert _errors(browser) == []
+
+
+def test_moved_media_and_errors_show_in_the_page(runs, site, browser, shots):
+    from selenium.webdriver.common.by import By
+    _open(browser, (site / "index.html").as_uri() + "#item=" + runs["err"])
+    _wait(browser, lambda d: d.find_elements(By.ID, "item-title"))
+    text = browser.find_element(By.ID, "detail").text
+    assert "ServerError: 500 from the provider" in text
+    _open(browser, (site / "index.html").as_uri() + "#outcome=errored")
+    _screenshot(browser, shots, "view_list.png")
+    assert _errors(browser) == []
+
+
+def test_judge_reply_and_evidence_graph_show_beside_the_answer(runs, site, browser, shots):
+    from selenium.webdriver.common.by import By
+    ix = _index(site)
+    gold = next(r["key"] for r in ix["runs"] if r["name"] == "gold")
+    i = ix["keys"].index(runs["judged"])
+    assert ix["res"][gold]["j"][i] == 9.0
+    _open(browser, (site / "index.html").as_uri() + f"#jmin=8&run={gold}")
+    assert _rows(browser) == [runs["judged"]]                                      # the judge-score filter
+    _open(browser, (site / "index.html").as_uri() + "#item=" + runs["judged"])
+    col = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f".col[data-run='{gold}'] svg.graph"))[0]
+    assert len(col.find_elements(By.CSS_SELECTOR, "rect")) == 3 and len(col.find_elements(By.CSS_SELECTOR, "rect.failed")) == 1
+    text = browser.find_element(By.CSS_SELECTOR, f".col[data-run='{gold}']").text
+    assert "The answer matches the reference. Score: 9" in text and "judge-x" in text and "abababab" in text
+    assert "isolation (iterative): resolved" in text and "Look at the first scene." in text
+    browser.execute_script("arguments[0].scrollIntoView()", col)
+    _screenshot(browser, shots, "view_evidence.png")
+    assert _errors(browser) == []
+
+
+def test_served_view_has_no_console_errors(site, browser):
+    srv = view.server(site, 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        _open(browser, f"http://127.0.0.1:{srv.server_address[1]}/index.html#item=demo-image_color-000-te")
+        from selenium.webdriver.common.by import By
+        _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail figure.image img"))
+        assert _errors(browser) == []
+    finally:
+        srv.shutdown(); srv.server_close()
+
+
+# ---------------------------------------------------------------- W&B export, offline, read back
+
+def _wandb_records(path):
+    """The records of an offline run's `.wandb` file. Its framing is W&B's datastore format (a LevelDB-style log: a 7-byte
+    header `:W&B` + magic + version, then 32 KiB blocks of records `crc32 | length (u16) | type (full/first/middle/last)`;
+    wandb/wandb, core/pkg/leveldb and the former wandb/sdk/internal/datastore.py); each record is a `wandb_internal_pb2.Record`."""
+    import struct
+    from wandb.proto import wandb_internal_pb2 as pb
+    b, pos, buf, out = Path(path).read_bytes(), 7, b"", []
+    assert b[:4] == b":W&B"
+    while pos + 7 <= len(b):
+        if 32768 - pos % 32768 < 7: pos += 32768 - pos % 32768; continue
+        _, n, t = struct.unpack("<IHB", b[pos:pos + 7]); data = b[pos + 7:pos + 7 + n]; pos += 7 + n
+        if t == 0: break
+        buf = data if t in (1, 2) else buf + data
+        if t in (1, 4):
+            r = pb.Record(); r.ParseFromString(buf); out.append(r)
+    return out
+
+
+def test_report_to_wandb_logs_summary_and_items_with_frames(runs, tmp_path):
+    wb = tmp_path / "wb"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "WANDB_MODE": "offline", "WANDB_DIR": str(wb), "WANDB_DATA_DIR": str(wb / "data"),
+           "WANDB_CACHE_DIR": str(wb / "cache"), "WANDB_CONFIG_DIR": str(wb / "config"), "WANDB_SILENT": "true",
+           "WANDB_API_KEY": "local-" + "k" * 40, "WANDB_PROJECT": "vlmlens-test"}
+    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(runs["runs"] / "gold"), "--to", "wandb"], capture_output=True,
+                       text=True, env=env, cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"wandb: gold: 45 items logged as run \w+", p.stdout), p.stdout
+    files = list(wb.glob("wandb/offline-run-*/run-*.wandb"))
+    assert len(files) == 1
+    recs = _wandb_records(files[0])
+    run_rec = next(r.run for r in recs if r.WhichOneof("record_type") == "run")
+    assert run_rec.project == "vlmlens-test" and run_rec.display_name == "gold"
+    cfg = {u.key: json.loads(u.value_json) for u in run_rec.config.update}
+    assert cfg["num_frames"] == 4 and cfg["run"] == "gold"
+    summary = {u.key: json.loads(u.value_json) for r in recs if r.WhichOneof("record_type") == "summary" for u in r.summary.update if u.key}
+    acc = json.loads((runs["runs"] / "gold" / "summary.json").read_text())["overall"]["accuracy"]
+    assert summary["accuracy"] == pytest.approx(acc) and summary["n_errors"] == 1
+    # the items table (staged for upload with its images) holds every item, its answer, outcome and frame strip
+    tables = [json.loads(f.read_text()) for f in (wb / "data").rglob("*") if f.is_file() and f.read_bytes()[:1] == b"{"]
+    table = next(t for t in tables if t.get("_type") == "table")
+    rows = [dict(zip(table["columns"], r)) for r in table["data"]]
+    assert len(rows) == 45
+    err = next(r for r in rows if r["sample_id"] == runs["err"])
+    assert err["outcome"] == "errored" and "ServerError" in err["error"]
+    vid = next(r for r in rows if "video_color" in r["sample_id"])
+    assert vid["raw"] == runs["gold"][vid["sample_id"]] and vid["outcome"] == "correct"
+    assert len(json.loads(vid["frame_times_s"])) == 4
+    img = vid["frames"]
+    assert img["_type"] == "image-file" and img["height"] == 90 and img["width"] > 4 * 100           # four frames side by side
+    pngs = [f for f in (wb / "data").rglob("*") if f.is_file() and f.read_bytes()[:4] == b"\x89PNG"]
+    assert any(hashlib.sha256(f.read_bytes()).hexdigest() == img["sha256"] for f in pngs)
+    # the key came from the environment and was written nowhere
+    for f in tmp_path.rglob("*"):
+        if f.is_file(): assert b"k" * 40 not in f.read_bytes(), f

@@ -1,0 +1,279 @@
+// vlmlens results viewer: static, opens from file:// (the data arrive through <script> tags, never fetch).
+"use strict";
+(function () {
+  const IX = window.VLMLENS_INDEX;
+  const $ = (s) => document.querySelector(s);
+  if (!IX) { $("#detail").textContent = "data.js is missing: write this view again with `vlmlens view`."; return; }
+  const OUT = IX.outcomes, N = IX.keys.length, RUNS = IX.runs, PAGE = 50, CATS = ["benchmark", "subset", "language", "locale"];
+  const MARK = { missing: "–", correct: "✓", wrong: "✗", invalid: "?", errored: "!", unscored: "·" };
+  const keyAt = new Map(IX.keys.map((k, i) => [k, i]));
+  const token = (v) => (v === null || v === undefined || v === "" ? "(none)" : String(v));
+
+  // ---- DOM helper: text is always set as text, never parsed as HTML (model answers are arbitrary)
+  function h(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "class") e.className = v;
+      else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? "" : v);
+    }
+    for (const c of kids.flat(3)) if (c !== null && c !== undefined && c !== false) e.append(c instanceof Node ? c : String(c));
+    return e;
+  }
+  const badge = (o, title) => h("span", { class: "b o-" + o, title: title || o }, MARK[o] || o);
+
+  // ---- pages of details, loaded on demand through <script> tags
+  const pages = {}, waiting = {};
+  window.VLMLENS_DETAIL = function (i, page) { pages[i] = page; (waiting[i] || []).forEach((f) => f(page)); delete waiting[i]; };
+  function loadPage(i, done, fail) {
+    if (pages[i]) return done(pages[i]);
+    if (waiting[i]) return waiting[i].push(done);
+    waiting[i] = [done];
+    const s = h("script", { src: "details/" + String(i).padStart(5, "0") + ".js" });
+    s.onerror = () => { delete waiting[i]; fail("details/" + String(i).padStart(5, "0") + ".js could not be loaded"); };
+    document.head.append(s);
+  }
+
+  // ---- state <-> URL fragment (deep links per item and per filter)
+  const DEFAULTS = { q: "", benchmark: "", subset: "", language: "", locale: "", run: "any", outcome: "", jmin: "", jmax: "",
+    flipA: "", flipB: "", page: "0", item: "", aligned: "" };
+  let state = { ...DEFAULTS };
+  function readHash() {
+    const p = new URLSearchParams(location.hash.slice(1));
+    state = { ...DEFAULTS };
+    for (const k of Object.keys(DEFAULTS)) if (p.has(k)) state[k] = p.get(k);
+  }
+  function hashOf(s) {
+    const p = new URLSearchParams();
+    for (const k of Object.keys(DEFAULTS)) if (s[k] !== DEFAULTS[k]) p.set(k, s[k]);
+    return "#" + p.toString();
+  }
+  function go(changes) {
+    const next = { ...state, ...changes };
+    if (!("page" in changes) && !("item" in changes) && !("aligned" in changes)) next.page = "0";
+    const target = hashOf(next);
+    if (target === location.hash || (target === "#" && !location.hash)) { state = next; render(); }
+    else location.hash = target;
+  }
+  window.addEventListener("hashchange", () => { readHash(); render(); });
+
+  // ---- filtering
+  let searchText = null;
+  function searchable(i) {
+    if (!searchText) searchText = IX.keys.map((k, j) => (k + "\n" + IX.q[j] + "\n" + IX.gold[j]).toLowerCase());
+    return searchText[i];
+  }
+  const runsFor = () => (state.run === "any" ? RUNS.map((r) => r.key) : [state.run]).filter((k) => IX.res[k]);
+  function filtered() {
+    const want = {};
+    for (const c of CATS) if (state[c] !== "") want[c] = IX.cats[c].v.map(token).indexOf(state[c]);
+    const terms = state.q.toLowerCase().split(/\s+/).filter(Boolean);
+    const rks = runsFor(), oc = state.outcome ? OUT.indexOf(state.outcome) : -1;
+    const jmin = state.jmin === "" ? null : Number(state.jmin), jmax = state.jmax === "" ? null : Number(state.jmax);
+    const fa = IX.res[state.flipA], fb = IX.res[state.flipB], flips = fa && fb && state.flipA !== state.flipB;
+    const out = [];
+    for (let i = 0; i < N; i++) {
+      let ok = true;
+      for (const c in want) if (IX.cats[c].c[i] !== want[c]) { ok = false; break; }
+      if (!ok) continue;
+      if (oc >= 0 && !rks.some((r) => IX.res[r].o[i] === oc)) continue;
+      if (jmin !== null || jmax !== null) {
+        if (!rks.some((r) => { const j = IX.res[r].j[i]; return j !== null && (jmin === null || j >= jmin) && (jmax === null || j <= jmax); })) continue;
+      }
+      if (flips) {
+        const a = fa.o[i], b = fb.o[i];
+        if (a === 0 || b === 0 || (a === 1) === (b === 1)) continue;
+      }
+      if (terms.length) { const s = searchable(i); if (!terms.every((t) => s.includes(t))) continue; }
+      out.push(i);
+    }
+    return out;
+  }
+
+  // ---- header: the runs and what is missing from each
+  function renderRuns() {
+    $("#runs").replaceChildren(...RUNS.map((r) => h("div", { class: "run", title: r.dir },
+      h("b", {}, r.key), " ", h("b", {}, r.label), " · ", r.model || "?", " · ", r.status, " · ", r.n_items, " items",
+      r.overall && r.overall.accuracy !== undefined && r.overall.accuracy !== null ? " · acc " + (100 * r.overall.accuracy).toFixed(1) + "%" : "",
+      (r.problems || []).map((p) => h("span", { class: "problem" }, p)))));
+  }
+
+  function select(id, label, value, options) {
+    return h("label", {}, label, h("select", { id: "f-" + id, onchange: (e) => go({ [id]: e.target.value }) },
+      options.map(([v, t]) => h("option", { value: v, selected: v === value }, t))));
+  }
+  function renderFilters() {
+    const f = [];
+    let timer = null;
+    f.push(h("label", {}, "search", h("input", { id: "f-q", type: "search", value: state.q, placeholder: "question, id, gold",
+      oninput: (e) => { clearTimeout(timer); const v = e.target.value; timer = setTimeout(() => go({ q: v }), 200); } })));
+    for (const c of CATS) {
+      const vocab = [...new Set(IX.cats[c].v.map(token))];
+      if (vocab.length > 1 || state[c]) f.push(select(c, c, state[c], [["", "all"], ...vocab.sort().map((v) => [v, v])]));
+    }
+    f.push(select("outcome", "outcome", state.outcome, [["", "any"], ...OUT.map((o) => [o, o])]));
+    if (RUNS.length > 1) f.push(select("run", "in run", state.run, [["any", "any run"], ...RUNS.map((r) => [r.key, r.label])]));
+    const num = (id, label) => h("label", {}, label, h("input", { id: "f-" + id, type: "number", step: "any", value: state[id],
+      onchange: (e) => go({ [id]: e.target.value }) }));
+    if (RUNS.some((r) => IX.res[r.key] && IX.res[r.key].j.some((j) => j !== null))) f.push(num("jmin", "judge ≥"), num("jmax", "judge ≤"));
+    if (RUNS.length > 1) {
+      const opts = [["", "–"], ...RUNS.map((r) => [r.key, r.label])];
+      f.push(select("flipA", "flips between", state.flipA, opts), select("flipB", "and", state.flipB, opts));
+    }
+    f.push(h("a", { href: hashOf({ ...state, page: "0", item: "" }), title: "link to this selection" }, "link"));
+    const focused = document.activeElement && document.activeElement.id;
+    $("#filters").replaceChildren(...f);
+    if (focused && focused.startsWith("f-")) { const e = document.getElementById(focused); if (e) { e.focus(); if (e.type === "search") e.setSelectionRange(e.value.length, e.value.length); } }
+  }
+
+  function renderList(rows) {
+    const p = Math.max(0, Math.min(Number(state.page) || 0, Math.ceil(rows.length / PAGE) - 1));
+    const shown = rows.slice(p * PAGE, p * PAGE + PAGE);
+    $("#count").textContent = rows.length === N ? `${N} items` : `${rows.length} of ${N} items`;
+    const head = h("tr", {}, h("th", {}, "item"), RUNS.filter((r) => IX.res[r.key]).map((r) => h("th", { title: r.label }, r.key)),
+      h("th", {}, "subset"), h("th", {}, "lang"), h("th", {}, "question"));
+    const body = shown.map((i) => {
+      const k = IX.keys[i], c = (n) => token(IX.cats[n].v[IX.cats[n].c[i]]);
+      return h("tr", { class: "item" + (k === state.item ? " sel" : ""), "data-key": k, onclick: () => go({ item: k, aligned: "" }) },
+        h("td", { class: "k" }, k), RUNS.filter((r) => IX.res[r.key]).map((r) => h("td", {}, badge(OUT[IX.res[r.key].o[i]], r.label + ": " + OUT[IX.res[r.key].o[i]]))),
+        h("td", {}, c("subset")), h("td", {}, c("locale") !== "(none)" ? c("locale") : c("language")),
+        h("td", { class: "q", dir: "auto", title: IX.q[i] }, IX.q[i]));
+    });
+    $("#list").replaceChildren(h("thead", {}, head), h("tbody", {}, body));
+    const pages = Math.max(1, Math.ceil(rows.length / PAGE));
+    $("#pager").replaceChildren(
+      h("button", { id: "prev", disabled: p === 0, onclick: () => go({ page: String(p - 1) }) }, "‹ prev"),
+      `page ${p + 1} of ${pages}`,
+      h("button", { id: "next", disabled: p >= pages - 1, onclick: () => go({ page: String(p + 1) }) }, "next ›"));
+  }
+
+  // ---- one item
+  const kv = (pairs) => h("dl", { class: "kv" }, pairs.filter(([, v]) => v !== null && v !== undefined && v !== "").map(([k, v]) => [h("dt", {}, k), h("dd", {}, typeof v === "object" ? JSON.stringify(v) : String(v))]));
+  const fmt = (x, d) => (x === null || x === undefined ? null : Number(x).toFixed(d));
+
+  function goldIndices(it) {
+    const a = it.answer;
+    if (typeof a === "number" && Number.isInteger(a)) return [a];
+    if (Array.isArray(a) && a.every((x) => Number.isInteger(x))) return a;
+    return [];
+  }
+  function renderItem(it) {
+    const gold = it.answer_type && it.answer_type.startsWith("mcq") ? goldIndices(it) : [];
+    const opts = (it.options || []).map((o, j) => h("li", { class: gold.includes(j) ? "gold" : null, dir: "auto" }, typeof o === "object" ? JSON.stringify(o) : o));
+    return [
+      h("h2", { id: "item-title" }, it.sample_id),
+      kv([["benchmark", it.benchmark], ["subset", it.subset], ["language", it.language], ["locale", it.locale], ["align_id", it.align_id], ["answer type", it.answer_type]]),
+      h("h3", {}, "question"), h("pre", { id: "question", dir: "auto" }, it.question || ""),
+      opts.length ? h("ol", { class: "options", type: "A" }, opts) : null,
+      gold.length ? null : kv([["gold", it.gold_text !== null && it.gold_text !== undefined ? it.gold_text : it.answer]]),
+      it.reasoning ? h("details", {}, h("summary", {}, "reasoning chain (gold)"), h("pre", { dir: "auto" }, typeof it.reasoning === "string" ? it.reasoning : JSON.stringify(it.reasoning, null, 1))) : null,
+    ];
+  }
+
+  function renderMedia(m) {
+    if (!m) return null;
+    return [
+      (m.missing || []).map((x) => h("div", { class: "missing" }, "not shown: " + x)),
+      m.frames && m.frames.length ? [h("h3", {}, `${m.frames.length} frames given`), h("div", { class: "frames" }, m.frames.map((f, j) =>
+        h("figure", { class: "frame" }, h("img", { src: f.src, alt: `frame ${j + 1} at ${f.t}s`, loading: "lazy" }),
+          h("figcaption", {}, `#${j + 1} · ${f.t.toFixed(2)} s`, f.sub ? h("div", { dir: "auto" }, f.sub) : null))))] : null,
+      m.images && m.images.length ? [h("h3", {}, "images given"), h("div", { class: "frames" }, m.images.map((s) => h("figure", { class: "image" }, h("img", { src: s, alt: "image" }))))] : null,
+      m.text && m.text.length ? h("details", {}, h("summary", {}, "text sent (prompt, subtitles given)"), h("pre", { dir: "auto" }, m.text.join("\n\n"))) : null,
+    ];
+  }
+
+  function renderGraph(g, failed) {
+    if (!g || g.error) return g ? h("div", { class: "missing" }, g.error) : null;
+    const depth = {}, ids = g.nodes.map((n) => n.id);
+    const pre = {}; for (const [a, b] of g.edges) (pre[b] = pre[b] || []).push(a);
+    const d = (id, seen) => { if (depth[id] !== undefined) return depth[id]; if (seen.has(id)) return 0; seen.add(id); return (depth[id] = Math.max(0, ...(pre[id] || []).map((p) => d(p, seen) + 1))); };
+    ids.forEach((id) => d(id, new Set()));
+    const cols = {}, pos = {}, W = 150, H = 34;
+    for (const id of ids) { const c = depth[id]; cols[c] = (cols[c] || 0) + 1; pos[id] = [c * (W + 30) + 4, (cols[c] - 1) * (H + 10) + 4]; }
+    const ns = "http://www.w3.org/2000/svg", el = (t, a, txt) => { const e = document.createElementNS(ns, t); for (const k in a) e.setAttribute(k, a[k]); if (txt) e.textContent = txt; return e; };
+    const width = (Math.max(...Object.values(depth), 0) + 1) * (W + 30), height = Math.max(...Object.values(cols), 1) * (H + 10);
+    const svg = el("svg", { class: "graph", width, height, viewBox: `0 0 ${width} ${height}` });
+    for (const [a, b] of g.edges) if (pos[a] && pos[b]) svg.append(el("line", { x1: pos[a][0] + W, y1: pos[a][1] + H / 2, x2: pos[b][0], y2: pos[b][1] + H / 2, stroke: "#8c959f" }));
+    for (const n of g.nodes) {
+      const [x, y] = pos[n.id], t = el("title", {}, `${n.id} (${n.kind}) ${n.text}` + (n.start !== null && n.start !== undefined ? ` [${n.start}–${n.end} s]` : ""));
+      const r = el("rect", { x, y, width: W, height: H, rx: 4, class: failed.has(n.id) ? "failed" : "" });
+      const tx = el("text", { x: x + 4, y: y + 13 }, `${n.id} · ${n.kind}`), t2 = el("text", { x: x + 4, y: y + 27 }, String(n.text).slice(0, 26));
+      const gr = el("g", {}); gr.append(t, r, tx, t2); svg.append(gr);
+    }
+    return svg;
+  }
+  function renderEvidence(ev) {
+    if (!ev) return null;
+    const recs = (ev.isolation || []).filter((r) => r.rounds);
+    const failed = new Set(recs.flatMap((r) => r.rounds.map((x) => x.node).filter(Boolean)));
+    return h("details", { open: true, class: "evidence" }, h("summary", {}, "evidence graph and error isolation"),
+      renderGraph(ev.graph, failed),
+      recs.map((r) => [h("h3", {}, `isolation (${r.mode}): ${r.outcome}`, r.errors && r.errors.length ? " · errors: " + r.errors.join(", ") : ""),
+        h("table", { class: "aligned" }, h("tr", {}, ["round", "failed node", "label", "hint", "response"].map((x) => h("th", {}, x))),
+          r.rounds.map((x) => h("tr", {}, h("td", {}, x.round), h("td", {}, x.node || "–"), h("td", {}, x.label || x.error || "–"),
+            h("td", { dir: "auto" }, x.hint || ""), h("td", { dir: "auto" }, (x.response || "").slice(0, 400)))))]),
+      (ev.isolation || []).filter((r) => !r.rounds).map((r) => h("div", { class: "missing" }, `${r.type || "record"}: ${r.error || JSON.stringify(r)}`)));
+  }
+
+  function renderResult(run, r) {
+    if (!r || r.outcome === "missing") return h("div", { class: "col", "data-run": run.key }, h("h3", {}, run.label), badge("missing"), " no prediction in this run");
+    const j = r.judge;
+    return h("div", { class: "col", "data-run": run.key },
+      h("h3", {}, run.label), h("div", {}, badge(r.outcome), " ", r.outcome, r.score !== null && r.score !== undefined ? ` · score ${fmt(r.score, 3)}` : ""),
+      renderMedia(r.media),
+      h("h3", {}, "answer"), h("pre", { class: "raw", dir: "auto" }, r.raw === null || r.raw === undefined ? "(no answer)" : r.raw),
+      kv([["parsed", r.parsed], ["valid", r.valid === null || r.valid === undefined ? null : String(r.valid)], ["finish", r.finish_reason],
+        ["truncated", r.raw_truncated ? "stored text cut" : null], ["error", r.error]]),
+      r.thinking ? h("details", {}, h("summary", {}, "thinking"), h("pre", { dir: "auto" }, r.thinking)) : null,
+      j ? [h("h3", {}, "judge"), kv([["judge", j.judge_id], ["prompt", j.prompt_sha256 ? j.prompt_sha256.slice(0, 16) : null], ["score", j.score],
+        ["valid", String(j.valid)], ["flags", (j.flags || []).join(", ")]]), h("pre", { class: "judge", dir: "auto" }, j.raw || "(no reply)")] : null,
+      kv([...Object.entries(r.tokens || {}), ["cost (USD)", r.cost_usd], ["latency (s)", fmt(r.latency_s, 3)],
+        ...Object.entries(r.row || {}).filter(([k]) => !(k in (r.tokens || {})) && k !== "cost_usd" && k !== "latency_s")]),
+      renderEvidence(r.evidence));
+  }
+
+  function alignedKeys(i) {
+    const c = IX.cats.align_id, code = c.c[i];
+    if (c.v[code] === null || c.v[code] === undefined) return [];
+    const out = []; for (let j = 0; j < N; j++) if (c.c[j] === code) out.push(j);
+    return out;
+  }
+  function renderAligned(i) {
+    const same = alignedKeys(i);
+    if (same.length < 2) return null;
+    const lang = (j) => token(IX.cats.locale.v[IX.cats.locale.c[j]]) !== "(none)" ? token(IX.cats.locale.v[IX.cats.locale.c[j]]) : token(IX.cats.language.v[IX.cats.language.c[j]]);
+    const runs = RUNS.filter((r) => IX.res[r.key]);
+    return h("section", { id: "aligned" }, h("h3", {}, `aligned items (align_id ${IX.cats.align_id.v[IX.cats.align_id.c[i]]})`),
+      h("table", { class: "aligned" }, h("tr", {}, h("th", {}, "language"), h("th", {}, "question"), h("th", {}, "gold"), runs.map((r) => h("th", { title: r.label }, r.key))),
+        same.map((j) => h("tr", { class: j === i ? "sel" : null }, h("td", {}, h("a", { href: hashOf({ ...state, item: IX.keys[j] }) }, lang(j))),
+          h("td", { dir: "auto" }, IX.q[j]), h("td", { dir: "auto" }, IX.gold[j]), runs.map((r) => h("td", {}, badge(OUT[IX.res[r.key].o[j]])))))));
+  }
+
+  function renderDetail() {
+    const i = keyAt.get(state.item);
+    if (state.item && i === undefined) return $("#detail").replaceChildren(h("div", { class: "missing" }, `no item ${state.item} in this view`));
+    if (i === undefined) return $("#detail").replaceChildren(h("p", { class: "hint" }, "Choose an item on the left."));
+    const want = state.item;
+    $("#detail").replaceChildren(h("p", { class: "hint" }, "loading…"));
+    loadPage(Math.floor(i / IX.chunk), (page) => {
+      if (state.item !== want) return;
+      const d = page[want];
+      if (!d) return $("#detail").replaceChildren(h("div", { class: "missing" }, `item ${want} is not in its page of details`));
+      $("#detail").replaceChildren(h("div", {}, renderItem(d.item)), h("div", {}, renderAligned(i)),
+        h("h2", {}, RUNS.length > 1 ? "runs side by side" : "run"),
+        h("div", { class: "cols" }, RUNS.filter((r) => IX.res[r.key]).map((r) => renderResult(r, d.runs[r.key]))));
+    }, (msg) => $("#detail").replaceChildren(h("div", { class: "missing" }, msg)));
+  }
+
+  function render() {
+    renderFilters();
+    renderList(filtered());
+    renderDetail();
+    if (!document.body.dataset.readyMs) document.body.dataset.readyMs = String(Math.round(performance.now()));   // first page shown
+    document.body.dataset.ready = "1";
+  }
+  renderRuns();
+  readHash();
+  render();
+})();
