@@ -48,7 +48,7 @@ __all__ = ['MCQ_SKILLS', 'OPEN_SKILLS', 'SKILLS', 'OFFICIAL_FILES', 'SKILL_TITLE
            'skill_stats', 'aggregates', 'synthetic_rows', 'make_synthetic_episode', 'run_samples', 'official_record',
            'write_official', 'export_official', 'import_official', 'lmms_question', 'lmms_frame_indices',
            'lmms_frame_subtitle', 'lmms_matched_subtitles', 'lmms_prompt', 'lmms_answer', 'lmms_aggregate',
-           'lmms_request', 'lmms_parse', 'lmms_summary']
+           'lmms_frame_count', 'lmms_request', 'lmms_parse', 'lmms_summary']
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #1a41d49b
 MCQ_SKILLS = ("global_appearance", "scene_transitions", "character_actions", "chronological_understanding")
@@ -641,6 +641,9 @@ class InfiniBenchBenchmark(Benchmark):
         "Release rows (`data_path` file) or the real IMDb text; media checked for the input mode; grouped by video."
         if _options(cfg)["protocol"] == "lmms-eval" and cfg.modality not in ("video", "video+subtitles"):
             raise ValueError(f"protocol lmms-eval gives the model the video: --modality video or video+subtitles, not {cfg.modality!r}")
+        if _options(cfg)["protocol"] == "lmms-eval" and not 0 < lmms_frame_count(cfg) <= (cfg.max_frames or math.inf):
+            raise ValueError(f"protocol lmms-eval takes {lmms_frame_count(cfg)} frames (--frames {cfg.num_frames or LMMS_FRAMES} rounded to "
+                             f"a factor of 2){f', more than max_frames {cfg.max_frames}' if cfg.max_frames else ''}: give --frames 2 or more")
         if self.source(cfg) == "release":
             if not cfg.data_path: raise ValueError("source 'release' needs data_path (the rows file)")
             samples, errors = load_release(cfg, progress=cfg.progress)
@@ -1256,16 +1259,23 @@ def lmms_aggregate(mcq_correct: dict, open_scores: dict, n_rows: dict) -> dict:
     return {"skills": skills, "acc_percent": acc, "score_0_10": score, "overall_0_100": (0.5 * (score / 10) + 0.5 * (acc / 100)) * 100}
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #a84027d3
-fidelity.record("infinibench", "lmms-eval frames", "rule", LMMS_EVAL_SOURCE + " (prepare_prompt)", "reading",
-                "the model sees 768 frames at the centres of equal segments (vlmlens' sampler), not torch.linspace over the "
-                "decoded frame indices (at most half a segment apart); the subtitle lines use the task's indices exactly", "")
+fidelity.record("infinibench", "lmms-eval frames", "rule", LMMS_EVAL_SOURCE + " (prepare_prompt); KerolosAtef/lmms-eval "
+                "lmms_eval/models/simple/qwen2_5_vl.py @887fbb5", "reading",
+                "the model is given exactly the task's frames: the frames numbered torch.linspace(0, frames - 1, round(n/2)*2)"
+                ".round() (n = 768; frames = the stream's packets, as decord's len(VideoReader) counts them), each at index / fps "
+                "(the average rate) — the frames the task matches the subtitle lines at (exact for constant-rate video). The task "
+                "itself hands lmms-eval's model wrapper only the video path, and each wrapper samples its own frames (qwen2_5_vl: "
+                "np.linspace(0, frames - 1, max_num_frames, dtype=int), 32 by default): vlmlens gives every model the task's", "")
 fidelity.record("infinibench", "lmms-eval denominators", "metric", LMMS_EVAL_SOURCE + " (mcq_accuracy, aggregate)", "official",
                 "each skill's rows in the run (the task counts the split's rows of the skill: the same when the run covers "
                 "the split; a run with --limit divides by fewer)", "")
 
 @functools.lru_cache(maxsize=256)
 def _lmms_video(path: str) -> tuple[int, float]:
-    "(frames, average rate) of a video, as decord's `len(VideoReader)` and `get_avg_fps()` give them."
+    "(frames, average rate) of a video, as decord's `len(VideoReader)` (the stream's packets) and `get_avg_fps()` give them."
+    # decord counts one frame per packet of the stream (VideoReader::GetFrameCount = frame_ts_.size(), filled by
+    # IndexKeyframes) and reports avg_frame_rate: dmlc/decord src/video/video_reader.cc @fb33e00; an MP4's frame count
+    # in its header is that number of samples
     import av
     with av.open(path) as c:
         st = c.streams.video[0]
@@ -1280,11 +1290,16 @@ def _lmms_text(sample: Sample, n_frames: int, with_subtitles: bool) -> str:
     return lmms_prompt(sample.question, opts, total, fps, cues, n_frames)
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #e35a9601
+def lmms_frame_count(cfg: RunConfig) -> int:
+    "The frames the task takes: `--frames` (768 when not given) rounded to a factor of 2 as `round_by_factor` rounds (`round(n/2)*2`)."
+    return round((cfg.num_frames or LMMS_FRAMES) / 2) * 2
+
 def lmms_request(sample: Sample, cfg: RunConfig) -> Request:
     "The task's request for one item: the video at its frames and the whole text (subtitles at the sampled frames first)."
     if not sample.media: raise ValueError(f"sample {sample.id}: protocol lmms-eval needs the video")
-    n = round((cfg.num_frames or LMMS_FRAMES) / 2) * 2
-    parts = [{**p, "num_frames": n, "fps": None} for p in prompts.media_parts(sample) if p["type"] == "video"]
+    n = lmms_frame_count(cfg)
+    idx = lmms_frame_indices(_lmms_video(str(sample.media[0].path))[0], n)      # the frames the subtitle lines are matched at
+    parts = [{**p, "frame_indices": idx} for p in prompts.media_parts(sample) if p["type"] == "video"]
     text = _lmms_text(sample, n, cfg.modality in SUBTITLE_MODALITIES)
     return Request(sample.id, [message("user", *parts, text_part(text))], max_new_tokens=cfg.max_new_tokens,
                    meta={"strategy": cfg.strategy, "modality": cfg.modality, "protocol": "lmms-eval"})
