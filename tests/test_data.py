@@ -521,6 +521,9 @@ def test_a_test_split_run_is_prediction_only_and_writes_the_official_files(tmp_p
     bs = summary["benchmark_summary"]
     assert summary["overall"]["n"] == 2 and summary["overall"]["n_answered"] == 2
     assert bs["prediction_only"] is True and bs["acc"] is None and bs["score_0_10"] is None and bs["overall_0_100"] is None
+    assert summary["rows_not_read"] == 2 and len(summary["row_errors"]) == 1                 # one line, counting both rows
+    rep = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(run)], env=env, capture_output=True, text=True, timeout=300)
+    assert rep.returncode == 0 and "2 data rows could not be read and never became items" in rep.stdout, rep.stdout[-2000:] + rep.stderr[-2000:]
     assert all(v["score_0_10"] is None for v in bs["skills"].values())                      # not 0: nothing to score against
     files = {Path(p).name: json.loads(Path(p).read_text()) for p in summary["files"].values()}
     assert sorted(files) == ["spoiler_questions.json", "summarization.json"]
