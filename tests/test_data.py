@@ -425,6 +425,12 @@ def test_every_split_at_the_pinned_revision_with_its_address_and_a_revision_over
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
         assert ("deadbee" in out.stderr) if bad[0] == "--revision" else ("splits test, validation, train" in out.stderr)
     assert json.loads((folder / "data.lock.json").read_text())["digest"] == lock["digest"]
+    import shutil                                                                           # a revision without the split asked for
+    shutil.copytree(ib_hub.root, tmp_path / "no-train"); shutil.rmtree(tmp_path / "no-train" / "train")
+    ib_hub.trees["abcdef1" + "0" * 33] = tmp_path / "no-train"
+    out = _cli(["get", "infinibench", "--split", "train", "--revision", "abcdef1", "--no-progress"], e)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "no rows of split 'train' (this revision has test, validation)" in out.stderr
 
     out = _cli(["get", "infinibench", "--split", "dev", "--revision", IB_OLDER[:7], "--no-progress"], e)   # dev is validation
     assert out.returncode == 0, out.stderr[-2000:]
@@ -515,6 +521,9 @@ def test_a_test_split_run_is_prediction_only_and_writes_the_official_files(tmp_p
     bs = summary["benchmark_summary"]
     assert summary["overall"]["n"] == 2 and summary["overall"]["n_answered"] == 2
     assert bs["prediction_only"] is True and bs["acc"] is None and bs["score_0_10"] is None and bs["overall_0_100"] is None
+    assert summary["rows_not_read"] == 2 and len(summary["row_errors"]) == 1                 # one line, counting both rows
+    rep = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(run)], env=env, capture_output=True, text=True, timeout=300)
+    assert rep.returncode == 0 and "2 data rows could not be read and never became items" in rep.stdout, rep.stdout[-2000:] + rep.stderr[-2000:]
     assert all(v["score_0_10"] is None for v in bs["skills"].values())                      # not 0: nothing to score against
     files = {Path(p).name: json.loads(Path(p).read_text()) for p in summary["files"].values()}
     assert sorted(files) == ["spoiler_questions.json", "summarization.json"]
@@ -577,3 +586,32 @@ def test_the_readme_infinibench_walkthrough_runs_as_printed_for_every_split(tmp_
     else:
         assert bs["acc"] == pytest.approx({"validation": 3 / 4, "train": 2 / 3}[split])   # "0" is right but for character_actions
         assert bs["score_0_10"] == 7.0 and "files" not in summary
+
+
+def test_a_run_under_the_lmms_eval_protocol_asks_reads_and_counts_as_the_authors_task(tmp_path, env, server, ib_hub):
+    def reply(call):
+        return '{"score": 6, "justification": "partly"}' if "Please evaluate" in call.text else "(A) the first one"
+    server.reset(); server.responder = reply
+    e = {**env, "HF_ENDPOINT": ib_hub.url}
+    assert _cli(["get", "infinibench", "--split", "validation", "--videos", "--accept-license", "--no-progress"], e).returncode == 0
+    assert _cli(["prepare", "infinibench", "--split", "validation", "--no-progress"], env).returncode == 0
+    bad = _ib_run(tmp_path, env, server, "--split", "validation", "--modality", "subtitles", "--benchmark-kwarg", "protocol=lmms-eval", name="bad")
+    assert bad.returncode == 2 and "protocol lmms-eval gives the model the video" in bad.stderr and not (tmp_path / "out" / "bad").exists()
+    out = _ib_run(tmp_path, {**env, "OPENAI_BASE_URL": server.openai_base_url}, server, "--split", "validation", "--modality",
+                  "video+subtitles", "--frames", "8", "--benchmark-kwarg", "protocol=lmms-eval", "--judge", "gpt-4o-mini", name="lmms")
+    assert out.returncode == 0, out.stderr[-3000:]
+    asked = [c.text for c in server.calls if "Please evaluate" not in c.text]
+    ga = next(t for t in asked if "Sheldon's outfits" in t)
+    ga = ga[ga.index("Given this video's subtitles : "):]                                      # after the backend's frame labels
+    # 8 of the episode's 16 frames at 2 fps: indices 0 2 4 6 9 11 13 15, at 1 s and 2 s the two cues (ends included)
+    assert ga.startswith("Given this video's subtitles : Sheldon: Hello.\nPenny: Hi.\n\nPlease Answer this question :\n")
+    assert "\nPlease Answer this question :\nWhat is the correct sequence of Sheldon's outfits?\nOptions are:\n(A) red shirt, blue jacket\n" in ga
+    assert ga.endswith("Best option: (") and "(C) I don't know" in ga
+    judged = [c.text for c in server.calls if "Please evaluate" in c.text]
+    assert len(judged) == 4 and all("Question: Given this video's subtitles : " in t for t in judged)   # the task's whole prompt
+    bs = json.loads((tmp_path / "out" / "lmms" / "summary.json").read_text())["benchmark_summary"]
+    assert bs["protocol"] == "lmms-eval"
+    assert bs["lmms_eval"]["skills"] == {"summarization": 6.0, "spoiler_questions": 6.0, "deep_context_understanding": 6.0,
+                                         "linking_multiple_events": 6.0, "character_actions": 0.0, "scene_transitions": 100.0,
+                                         "chronological_understanding": 100.0, "global_appearance": 100.0}
+    assert (bs["acc"], bs["score_0_10"], bs["overall_0_100"]) == (0.75, 6.0, 67.5)              # 0.5·6/10 + 0.5·75/100

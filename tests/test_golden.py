@@ -180,7 +180,7 @@ def test_infinibench_lmms_golden_provenance():
     head, rows = golden("infinibench_lmms")
     assert head["repository"] == "KerolosAtef/lmms-eval" and head["file"] == "lmms_eval/tasks/infinibench/utils.py"
     assert head["commit"].startswith("887fbb5") and head["test_yaml_commit"].startswith("c0cb65e")
-    assert {r["kind"] for r in rows} == {"prompt", "answer", "aggregate"}
+    assert {r["kind"] for r in rows} == {"prompt", "answer", "aggregate", "frames"}
 
 
 def test_infinibench_lmms_prompts_equal_the_task():
@@ -196,6 +196,19 @@ def test_infinibench_lmms_prompts_equal_the_task():
         got = lmms_prompt(d["question"], opts, r["frames"], r["fps"], cues, r["n_frames"])
         return None if got == r["official"]["text"] else f"{d['skill_name']}: official {r['official']['text'][:200]!r}, vlmlens {got[:200]!r}"
     agree([r for r in rows if r["kind"] == "prompt"], check)
+
+
+def test_infinibench_lmms_frame_indices_equal_the_task():
+    "The frames the task samples (its times are index / fps of these indices), 768 by default, short videos repeating frames."
+    from vlmlens.benchmarks.infinibench import lmms_frame_indices
+    _, rows = golden("infinibench_lmms")
+    frames = [r for r in rows if r["kind"] == "frames"]
+    assert len(frames) >= 10 and any(len(r["official"]["indices"]) == 768 for r in frames)
+    def check(r):
+        got = lmms_frame_indices(r["frames"], r["n_frames"])
+        if [i / r["fps"] for i in got] != r["official"]["times"]: return f"{r['frames']} frames at {r['fps']}: the times differ"
+        return None if got == r["official"]["indices"] else f"{r['frames']} frames, n {r['n_frames']}: official {r['official']['indices'][:8]}…, vlmlens {got[:8]}…"
+    agree(frames, check)
 
 
 def test_infinibench_lmms_answers_equal_the_task():

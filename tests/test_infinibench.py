@@ -581,3 +581,48 @@ def test_report_notebook_renders_tables_and_plots(runs, server, tmp_path, repo_r
     idk = (rep / "tables" / "idk_table.md").read_text(encoding="utf-8")
     assert "with IDK" in idk and "without IDK" in idk
     assert (rep / "tables" / "judge_robustness.csv").exists() and (rep / "tables" / "fidelity.csv").exists()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# protocol=lmms-eval: the frames the model is given are the task's (KerolosAtef/lmms-eval
+# lmms_eval/tasks/infinibench/utils.py @887fbb5, prepare_prompt): n = round(n_frames / 2) * 2 (768 by default),
+# idx = torch.linspace(0, total_frames - 1, n).round().long(), each at idx / fps; total_frames and fps are decord's
+# len(VideoReader) and get_avg_fps(). Written out here with torch, independently of vlmlens.
+def _task_indices(total: int, n_frames: int = 768) -> list[int]:
+    import torch
+    return torch.linspace(0, total - 1, round(n_frames / 2) * 2).round().long().tolist()
+
+
+def _golden_frames(total: int, fps: float, n_frames: int) -> list[int]:
+    rows = [json.loads(line) for line in (Path(__file__).resolve().parent / "data" / "golden" / "infinibench_lmms.jsonl").open()]
+    return next(r["official"]["indices"] for r in rows[1:] if r["kind"] == "frames" and (r["frames"], r["fps"], r["n_frames"]) == (total, fps, n_frames))
+
+
+@pytest.mark.parametrize("frames", [None, 7])
+def test_under_lmms_eval_the_model_is_given_exactly_the_tasks_frames(tmp_path, frames):
+    from vlmlens import media, runner
+    total, fps = 1000, 30000 / 1001                                   # one of the golden frame cases: 29.97 fps, 1000 frames
+    media.write_video(tmp_path / "ep.mp4", (media.frame_code_image(i, 64, 48) for i in range(total)), fps=fps, keyint=48)
+    (tmp_path / "ep.srt").write_text("".join(f"{k + 1}\n00:00:{k:02d},000 --> 00:00:{k:02d},500\nline {k}\n\n" for k in range(34)))
+    (tmp_path / "rows.json").write_text(json.dumps([{"question_id": 1, "skill_name": "global_appearance", "split": "validation",
+        "video_path_mp4": "ep.mp4", "video_subtitles": "ep.srt", "question": "Which outfit?", "options": repr(["red", "blue"]), "answer_idx": 0}]))
+    cfg = RunConfig(benchmark="infinibench", model="gpt-4o", data_path=str(tmp_path / "rows.json"), modality="video+subtitles",
+                    num_frames=frames, benchmark_kwargs={"protocol": "lmms-eval"}, progress=False)
+    bench = ib.InfiniBenchBenchmark()
+    samples, errors = bench.load(cfg)
+    assert len(samples) == 1 and not errors
+    req, err = runner.prepare(bench, samples[0], cfg)
+    assert err is None, err
+    (video,), text = [p for p in req.messages[0]["content"] if p.get("type") == "video"], req.messages[0]["content"][-1]["text"]
+    got = [media.read_frame_code(f) for f in video["frames"]]
+    want = _task_indices(total, frames or 768)
+    assert len(got) == (768 if frames is None else 8) and got == want and got == _golden_frames(total, fps, frames or 768)
+    assert video["timestamps"] == [i / fps for i in want]
+    # the subtitle lines are those of the same frames: cue k spans [k s, k.5 s], ends included, one line per frame in it
+    lines = [f"line {k}" for i in want for k in range(34) if k * 1000 <= i / fps * 1000 <= k * 1000 + 500]
+    assert text.startswith("Given this video's subtitles : " + "".join(x + "\n" for x in lines) + "\nPlease Answer this question :\n")
+    bad = RunConfig(**{**cfg.__dict__, "num_frames": 1})
+    with pytest.raises(ValueError, match="protocol lmms-eval takes 0 frames"):
+        bench.load(bad)
+    with pytest.raises(ValueError, match="more than max_frames 4"):
+        bench.load(RunConfig(**{**cfg.__dict__, "max_frames": 4}))

@@ -428,3 +428,34 @@ def test_processes_on_one_host_decode_a_video_once(tmp_path, mp4):
     from vlmlens.media import DiskFrameStore
     here = FrameCache(disk=DiskFrameStore(store)).get(mp4, num_frames=40)     # a third process: nothing to decode
     assert here.stats["from_disk"] is True
+
+
+# ---------------------------------------------------------------- frames by number
+
+
+@pytest.mark.parametrize("ext,codec", [("mp4", "libx264"), ("mkv", "libx264"), ("webm", "libvpx-vp9")])
+def test_frames_by_number_are_those_frames_at_an_ntsc_rate(tmp_path, ext, codec):
+    "frame_indices at 30000/1001 fps: frame i is the i-th frame decoded, even where the container keeps times in ms."
+    fps, n = 30000 / 1001, 90
+    opts = {"deadline": "realtime", "cpu-used": "8"} if codec == "libvpx-vp9" else {}
+    path = write_video(tmp_path / f"ntsc.{ext}", (frame_code_image(i, W, H) for i in range(n)), fps=fps, keyint=KEYINT, codec=codec, options=opts)
+    assert [c for _, c in reference(path)] == list(range(n))
+    idx = [89, 0, 1, 2, 33, 33, 34, 58, 88, 45]                      # any order, repeats, neighbours, both ends
+    fr = sample_frames(path, frame_indices=idx)
+    assert codes(fr) == idx
+    assert fr.timestamps_s == [i / fr.source_fps for i in idx] and fr.source_fps == pytest.approx(fps)
+    assert codes(sample_frames(path, frame_indices=range(n), workers=3)) == list(range(n))     # every frame, split over readers
+    with pytest.raises(MediaError, match=f"frame index {n} is past the video's last frame"):
+        sample_frames(path, frame_indices=[0, n])
+
+
+def test_frames_by_number_key_the_cache_and_reach_materialize(mp4):
+    cache = FrameCache()
+    part = {"type": "video", "path": str(mp4), "frame_indices": [5, 140]}
+    got = materialize([message("user", part)], num_frames=8, cache=cache)[0]["content"][0]    # the part's indices, not 8 frames
+    assert [read_frame_code(f) for f in got["frames"]] == [5, 140] and got["timestamps"] == [0.5, 14.0]
+    materialize([message("user", part)], num_frames=8, cache=cache)
+    other = materialize([message("user", {**part, "frame_indices": [5, 141]})], cache=cache)[0]["content"][0]
+    assert (cache.hits, cache.misses) == (1, 2) and [read_frame_code(f) for f in other["frames"]] == [5, 141]
+    with pytest.raises(MediaError, match="2 frames by index but max_frames is 1"):
+        materialize([message("user", part)], max_frames=1)

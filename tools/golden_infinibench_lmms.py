@@ -17,7 +17,9 @@ lmms_eval's submission helper. Three kinds of case:
   subtitle file or none, the frame count → `infinibench_doc_to_text` (the whole text the model is given);
 - `answer`: a row and a model reply → `infinibench_process_results` (the answer read, the gold letter or text);
 - `aggregate`: results with judge scores and the split's row counts → `infinibench_aggregate_results` (its return value
-  and the per-skill numbers of the table it prints).
+  and the per-skill numbers of the table it prints);
+- `frames`: a video (frames, rate) and a frame count → `prepare_prompt`'s frame times (caught where it hands them to
+  `match_subtitles_to_frames`) and the frame indices they are `index / fps` of.
 """
 import contextlib
 import io
@@ -201,6 +203,32 @@ def aggregate_cases(mod, workdir, rng, n, start) -> list[dict]:
     return out
 
 
+FRAME_CASES = [(1000, 29.97, 768), (1000, 30000 / 1001, 768), (1000, 30000 / 1001, 7), (800, 25.0, 768), (769, 24.0, 768), (768, 30.0, 768),
+               (24, 8.0, 768), (1, 25.0, 768), (100000, 23.976, 768), (54321, 25.0, 767), (5000, 29.97, 7), (5000, 29.97, 5),
+               (333, 12.5, 1), (2, 2.0, 128)]
+
+
+def frame_cases(mod, workdir, start) -> list[dict]:
+    "The frame times the task computes for each (frames, rate, n_frames) of FRAME_CASES, and their frame indices."
+    out, seen = [], []
+    real = mod.match_subtitles_to_frames
+    mod.match_subtitles_to_frames = lambda subs, times: (seen.append(list(times)), real(subs, times))[1]
+    try:
+        for i, (n, fps, k) in enumerate(FRAME_CASES):
+            doc = {"split": "dev", "video_path_mp4": f"Movies/videos/frames_{i}.mp4", "video_subtitles": f"Movies/subtitles/frames_{i}.srt"}
+            _place(workdir, doc, n, fps, "1\n00:00:00,000 --> 00:00:01,000\nx\n\n")
+            base = os.path.join("./infinibench_cache", "validation")
+            seen.clear()
+            with _in(workdir): mod.prepare_prompt("q", os.path.join(base, doc["video_path_mp4"]), os.path.join(base, doc["video_subtitles"]), "summarization", k)
+            (times,) = seen
+            idx = [round(t * fps) for t in times]
+            assert all(j / fps == t for j, t in zip(idx, times)), "a frame time is not index / fps"
+            out.append({"kind": "frames", "case": start + len(out), "frames": n, "fps": fps, "n_frames": k,
+                        "official": {"times": times, "indices": idx}})
+    finally: mod.match_subtitles_to_frames = real
+    return out
+
+
 def main():
     ap = arg_parser(__doc__, "infinibench_lmms", REPO, 900)
     ap.add_argument("--deps", help="a folder holding pysrt (pip install --target DIR pysrt)")
@@ -214,6 +242,7 @@ def main():
         rows = prompt_cases(mod, workdir, rng, k)
         rows += answer_cases(mod, workdir, rng, k, len(rows))
         rows += aggregate_cases(mod, workdir, rng, a.n - 2 * k, len(rows))
+        rows += frame_cases(mod, workdir, len(rows))
     write_golden("infinibench_lmms", {"repository": REPO, **prov}, rows, a.out)
 
 

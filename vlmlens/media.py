@@ -90,15 +90,25 @@ def _number(path, name: str, v, integer: bool = False, minimum: float = 0.0, str
         raise MediaError(path, f"{name} must be {'>' if strict else '>='} {minimum:g}, got {v!r:.60}")
     return int(x) if integer else x
 
+def _indices(path, v) -> tuple | None:
+    "`frame_indices` as a tuple of whole numbers >= 0 (hashable: it keys the frame cache), or `MediaError`."
+    if v is None: return None
+    if isinstance(v, (str, bytes, dict)) or not hasattr(v, "__iter__"): raise MediaError(path, f"frame_indices must be a list of frame numbers, got {v!r:.60}")
+    out = tuple(_number(path, "frame index", x, True) for x in v)
+    if not out: raise MediaError(path, "frame_indices is empty: no frame to take")
+    return out
+
 def clip_args(path, num_frames=None, fps=None, max_frames=None, start_s=None, end_s=None, max_side=None,
-              max_pixels=None) -> dict:
+              max_pixels=None, frame_indices=None) -> dict:
     "The sampling arguments as checked plain numbers (`MediaError` naming `path` and the field otherwise)."
     a = dict(num_frames=_number(path, "num_frames", num_frames, True, 1), fps=_number(path, "fps", fps, strict=True),
              max_frames=_number(path, "max_frames", max_frames, True, 1), start_s=_number(path, "start", start_s),
              end_s=_number(path, "end", end_s, strict=True), max_side=_number(path, "max_side", max_side, True, 1),
-             max_pixels=_number(path, "max_pixels", max_pixels, True, 1))
+             max_pixels=_number(path, "max_pixels", max_pixels, True, 1), frame_indices=_indices(path, frame_indices))
     if a["start_s"] is not None and a["end_s"] is not None and a["end_s"] <= a["start_s"]:
         raise MediaError(path, f"clip end ({end_s!r}) must be after its start ({start_s!r})")
+    if a["frame_indices"] is not None and any(a[k] is not None for k in ("num_frames", "fps", "start_s", "end_s")):
+        raise MediaError(path, "frame_indices name the frames of the whole video: give them without num_frames, fps or a clip")
     return a
 
 # %% ../nbs/03_media.ipynb #86b682e2
@@ -684,42 +694,57 @@ def _plan(r: _VideoReader, a: dict) -> list[float]:
         raise MediaError(r.path, f"asked for {len(times)} frames but the video has only {have} between {lo:g}s and {hi:g}s")
     return times
 
+# %% ../nbs/03_media.ipynb #5b15ad03
+def _index_plan(r: _VideoReader, a: dict) -> tuple[list[float], list[int], list[float]]:
+    "For `a['frame_indices']`: the sorted read times, the order they came in (positions), and their timestamps `i / fps`."
+    idx = a["frame_indices"]
+    if a["max_frames"] is not None and len(idx) > a["max_frames"]:
+        raise MediaError(r.path, f"asked for {len(idx)} frames by index but max_frames is {a['max_frames']}")
+    if max(idx) >= r.num_frames:
+        raise MediaError(r.path, f"frame index {max(idx)} is past the video's last frame ({r.num_frames - 1})")
+    order = sorted(range(len(idx)), key=lambda k: idx[k])
+    return [(idx[k] + 0.5) / r.fps for k in order], order, [i / r.fps for i in idx]
+
 # %% ../nbs/03_media.ipynb #3058baab
+def _read_exact(r: _VideoReader, times: list, size, fit, workers) -> tuple[list, list, dict]:
+    "The exact frames at sorted `times` (`read`), split over `workers` parallel readers: (images, pts, stats)."
+    cpus = _cpus()
+    w = max(1, min(workers or min(cpus, 8), len(times)))
+    per = max(1, cpus // w)
+    if w == 1:
+        r.set_threads(0 if per > 1 else 1)
+        images, pts = r.read(times, size, fit)
+        return images, pts, {**r.stats, "workers": 1}
+    cuts = [len(times) * k // w for k in range(w + 1)]
+    def part(k):
+        rk = r if k == 0 else _VideoReader(r.path)
+        try:
+            rk.set_threads(per)
+            return rk.read(times[cuts[k]:cuts[k + 1]], size, fit), dict(rk.stats)
+        finally:
+            if k: rk.close()
+    with ThreadPoolExecutor(w) as ex: parts = list(ex.map(part, range(w)))
+    images = [im for (ims, _), _ in parts for im in ims]
+    pts = [p for (_, ps), _ in parts for p in ps]
+    return images, pts, {**{key: sum(st[key] for _, st in parts) for key in parts[0][1]}, "workers": w}
+
 def sample_frames(path, num_frames: int | None = None, fps: float | None = None, max_frames: int | None = None,
                   start_s: float | None = None, end_s: float | None = None, max_side: int | None = None,
                   workers: int | None = None, max_pixels: int | None = None, exact: bool = True,
-                  fit: GridFit | None = None) -> Frames:
-    "Exact frames shown at the centres of `num_frames` equal segments of [start_s, end_s] (or every 1/`fps` s)."
-    a = clip_args(path, num_frames, fps, max_frames, start_s, end_s, max_side, max_pixels)
+                  fit: GridFit | None = None, frame_indices=None) -> Frames:
+    "Exact frames shown at the centres of `num_frames` equal segments of [start_s, end_s] (or every 1/`fps` s), or the frames numbered `frame_indices`."
+    a = clip_args(path, num_frames, fps, max_frames, start_s, end_s, max_side, max_pixels, frame_indices)
     if fit is not None and not isinstance(fit, GridFit): raise TypeError(f"fit must be a GridFit or None, got {type(fit).__name__}")
     with _VideoReader(path) as r:
-        times = _plan(r, a)
+        times, order, stamps = _index_plan(r, a) if a["frame_indices"] is not None else (_plan(r, a), None, None)
         size = fit_size(r.display_width, r.height, a["max_side"], a["max_pixels"])
-        if not exact:                              # nearest keyframes; the times reported are theirs
-            images, pts = r.read_keyframes(times, size, fit)
-            return Frames(images, list(pts), r.duration_s, r.fps, pts, {**r.stats, "workers": 1, "exact": False})
-        cpus = _cpus()
-        w = max(1, min(workers or min(cpus, 8), len(times)))
-        per = max(1, cpus // w)
-        if w == 1:
-            r.set_threads(0 if per > 1 else 1)
-            images, pts = r.read(times, size, fit)
-            stats = dict(r.stats)
-        else:
-            cuts = [len(times) * k // w for k in range(w + 1)]
-            def part(k):
-                rk = r if k == 0 else _VideoReader(r.path)
-                try:
-                    rk.set_threads(per)
-                    return rk.read(times[cuts[k]:cuts[k + 1]], size, fit), dict(rk.stats)
-                finally:
-                    if k: rk.close()
-            with ThreadPoolExecutor(w) as ex: parts = list(ex.map(part, range(w)))
-            images = [im for (ims, _), _ in parts for im in ims]
-            pts = [p for (_, ps), _ in parts for p in ps]
-            stats = {key: sum(st[key] for _, st in parts) for key in parts[0][1]}
-        stats["workers"] = w
-        return Frames(images, times, r.duration_s, r.fps, pts, stats)
+        if not exact: images, pts = r.read_keyframes(times, size, fit); stats = {**r.stats, "workers": 1, "exact": False}
+        else: images, pts, stats = _read_exact(r, times, size, fit, workers)
+        if order is None: return Frames(images, list(pts) if not exact else times, r.duration_s, r.fps, pts, stats)
+        back = [0] * len(order)
+        for j, k in enumerate(order): back[k] = j            # the caller's order, from the sorted reads
+        pts = [pts[j] for j in back]
+        return Frames([images[j] for j in back], pts if not exact else stamps, r.duration_s, r.fps, pts, stats)
 
 # %% ../nbs/03_media.ipynb #9e1a0c02
 @patch
@@ -778,9 +803,9 @@ class FrameCache:
 
     @staticmethod
     def key(path, num_frames=None, fps=None, max_frames=None, start_s=None, end_s=None, max_side=None, max_pixels=None,
-            exact: bool = True, fit: GridFit | None = None) -> tuple:
-        "The cache key: resolved file, its mtime and size, the checked sampling arguments, `exact` and `fit` (if any)."
-        a = clip_args(path, num_frames, fps, max_frames, start_s, end_s, max_side, max_pixels)
+            exact: bool = True, fit: GridFit | None = None, frame_indices=None) -> tuple:
+        "The cache key: resolved file, its mtime and size, the checked sampling arguments (frame indices too), `exact` and `fit` (if any)."
+        a = clip_args(path, num_frames, fps, max_frames, start_s, end_s, max_side, max_pixels, frame_indices)
         p = _check_file(path).resolve()
         st = p.stat()
         return (str(p), st.st_mtime_ns, st.st_size, *a.values(), bool(exact)) + ((fit,) if fit is not None else ())
@@ -795,10 +820,10 @@ class FrameCache:
 # %% ../nbs/03_media.ipynb #9e1a0c11
 @patch
 def get(self: FrameCache, path, num_frames=None, fps=None, max_frames=None, start_s=None, end_s=None, max_side=None,
-        max_pixels=None, exact: bool = True, fit: GridFit | None = None) -> Frames:
+        max_pixels=None, exact: bool = True, fit: GridFit | None = None, frame_indices=None) -> Frames:
     "`sample_frames(...)` with these arguments, decoded at most once while it stays cached (here or on disk)."
     args = dict(num_frames=num_frames, fps=fps, max_frames=max_frames, start_s=start_s, end_s=end_s, max_side=max_side,
-                max_pixels=max_pixels, exact=exact, fit=fit)
+                max_pixels=max_pixels, exact=exact, fit=fit, frame_indices=frame_indices)
     k = self.key(path, **args)
     with self._lock:
         if k in self._d:
@@ -916,6 +941,7 @@ def _fill(part, opts: dict, cache, subs, root, allow_outside):
     path = inside_root(p["path"], root, allow_outside)
     o = {k: p.get(k, v) for k, v in opts.items()}
     if "num_frames" in p or "fps" in p: o["num_frames"], o["fps"] = p.get("num_frames"), p.get("fps")
+    if p.get("frame_indices") is not None: o["num_frames"], o["fps"] = None, None      # the frames by number, nothing else
     if "min_pixels" in p or "max_pixels" in p: o["fit"] = None     # the part's own budget: the processor sizes it
     if kind == "image":
         a = clip_args(path, max_side=o["max_side"], max_pixels=o["max_pixels"])
@@ -935,7 +961,7 @@ def materialize(messages: list, num_frames: int | None = None, fps: float | None
                 frame_fit: GridFit | None = None) -> list:
     "A copy of neutral `messages` whose video parts gain `frames`/`timestamps`/`duration_s` and image parts `image`."
     opts = dict(num_frames=num_frames, fps=fps, max_frames=max_frames, max_side=max_side, max_pixels=max_pixels, exact=exact,
-                fit=frame_fit)
+                fit=frame_fit, frame_indices=None)
     out = []
     for m in messages:
         m2 = dict(m)

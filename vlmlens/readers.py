@@ -24,11 +24,12 @@ __all__ = ['READERS', 'SAMPLE_FIELDS', 'IMAGE_EXT', 'VIDEO_EXT', 'AUDIO_EXT', 'R
 # %% ../nbs/01_readers.ipynb #0aef0df0
 @dataclass
 class RowError:
-    "A problem with one row (or, with `row=None`, the whole file) of a data file."
+    "A problem with one row (or, with `row=None`, the whole file) of a data file; `rows`: the data rows it stands for."
     path: str
     row: int | None
     field: str | None
     message: str
+    rows: int = 1                                   # one error may report many rows at once (e.g. rows refused alike)
 
     def __str__(self) -> str:
         loc = self.path if self.row is None else f"{self.path}:{self.row}"

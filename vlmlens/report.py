@@ -532,7 +532,7 @@ def _summary_row(t: Table, g: dict, label: dict, judged: bool, native: list, dig
 # %% ../nbs/52_report.ipynb #2a4f8b9b
 def _with_unread_rows(t: Table, df, summary: dict):
     "`df` with a 'rows not read' column after n when the run's data had rows that never became items."
-    lost = len(summary.get("row_errors") or [])
+    lost = summary.get("rows_not_read") or len(summary.get("row_errors") or [])
     if not lost or "n" not in df.columns: return df
     df.insert(df.columns.get_loc("n") + 1, "rows not read", [BLANK] * (len(df) - 1) + [lost])
     t.notes.append(f"{lost} data row{'s' if lost != 1 else ''} could not be read and never became items: not in n or in any rate "

@@ -422,6 +422,7 @@ def load_run_samples(bench: Benchmark, cfg: RunConfig, languages: tuple, samples
         for e in row_errors: log.warning("row error: %s", e)
     samples, notes = select_samples(samples, cfg, languages)
     notes["row_errors"] = [str(e) for e in row_errors]
+    if row_errors: notes["rows_not_read"] = sum(getattr(e, "rows", 1) for e in row_errors)   # an error may stand for many rows
     if cfg.force: notes["force"] = True
     if cfg.allow_outside_media: notes["allow_outside_media"] = True
     return samples, notes

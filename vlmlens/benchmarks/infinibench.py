@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import hashlib
 import importlib
 import json
@@ -46,7 +47,8 @@ __all__ = ['MCQ_SKILLS', 'OPEN_SKILLS', 'SKILLS', 'OFFICIAL_FILES', 'SKILL_TITLE
            'real_text_data', 'real_text_samples', 'InfiniBenchBenchmark', 'parse_official_reply', 'InfiniBenchJudge',
            'skill_stats', 'aggregates', 'synthetic_rows', 'make_synthetic_episode', 'run_samples', 'official_record',
            'write_official', 'export_official', 'import_official', 'lmms_question', 'lmms_frame_indices',
-           'lmms_frame_subtitle', 'lmms_matched_subtitles', 'lmms_prompt', 'lmms_answer', 'lmms_aggregate']
+           'lmms_frame_subtitle', 'lmms_matched_subtitles', 'lmms_prompt', 'lmms_answer', 'lmms_aggregate',
+           'lmms_frame_count', 'lmms_request', 'lmms_parse', 'lmms_summary']
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #1a41d49b
 MCQ_SKILLS = ("global_appearance", "scene_transitions", "character_actions", "chronological_understanding")
@@ -422,8 +424,9 @@ def _mcq_fields(rec: dict, cfg: RunConfig, no_gold: bool) -> dict:
     raw = rec.get("answer_idx")
     gold = None if no_gold or raw in (None, "") else _index(raw, "answer_idx")
     if gold is not None and not 0 <= gold < len(opts): raise FieldError("answer_idx", f"{gold} is out of range for {len(opts)} options")
+    lmms = {"released_options": opts} if _kw(cfg).get("protocol") == "lmms-eval" else {}    # the task letters the options as released
     opts, gold, idk = apply_idk(opts, gold, keep=bool(_kw(cfg).get("idk_option", IDK_OPTION)))
-    return {"options": opts, "answer": gold, "answer_type": "mcq", "meta": {"idk_index": idk, "n_options": len(opts)}}
+    return {"options": opts, "answer": gold, "answer_type": "mcq", "meta": {"idk_index": idk, "n_options": len(opts), **lmms}}
 
 def _index(v, field: str) -> int:
     if isinstance(v, bool) or v is None: raise FieldError(field, f"expected a 0-based option index, got {v!r}")
@@ -453,6 +456,7 @@ def release_sample(rec: dict, cfg: RunConfig, video_root, subtitle_root, skill: 
     base = dict(id=f"{skill}/{qid}", benchmark="infinibench", subset=skill, language="en", question=q,
                 media=[Media("video", video)] if video else [], subtitles=subs)
     no_gold = split == "test"
+    if _kw(cfg).get("protocol") == "lmms-eval": meta["protocol"] = "lmms-eval"
     if skill in MCQ_SKILLS:
         f = _mcq_fields(rec, cfg, no_gold)
         return Sample(**base, options=f["options"], answer=f["answer"], answer_type="mcq", metadata={**meta, **f["meta"]})
@@ -495,7 +499,7 @@ def _split_rows(cfg: RunConfig, errors: list, progress: bool):
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #c9dc6320
 def load_release(cfg: RunConfig, progress: bool = False) -> tuple[list[Sample], list[RowError]]:
-    "Samples and row errors from the rows `cfg.data_path` names (split = `cfg.split` when given; `dev` is validation); MCQ rows without options refused, counted in one row error."
+    "Samples and row errors from the rows `cfg.data_path` names (split = `cfg.split` when given; `dev` is validation); MCQ rows without options refused, counted in one row error that stands for them all (`rows`)."
     path = Path(cfg.data_path)
     if not path.exists(): raise FileNotFoundError(f"InfiniBench rows not found: {path}")
     vroot, sroot = media_roots(path, _kw(cfg), cfg.split)
@@ -514,7 +518,7 @@ def load_release(cfg: RunConfig, progress: bool = False) -> tuple[list[Sample], 
         samples.append(s)
     if refused and not samples:
         raise ValueError(f"{path}: every row was refused: {len(refused):,} MCQ rows carry no options (nothing to ask)")
-    if refused: errors.append(RowError(str(path), None, "options", f"{len(refused):,} MCQ rows carry no options: refused, not asked"))
+    if refused: errors.append(RowError(str(path), None, "options", f"{len(refused):,} MCQ rows carry no options: refused, not asked", len(refused)))
     return _by_video(samples), errors
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #abb381f7
@@ -608,7 +612,10 @@ KWARGS_SCHEMA = (
     Option("scoring", "str", "official", "the official script's rules, or strict (invalid judge replies scored 0, accuracy over rows with a gold index)", ("official", "strict")),
     Option("frames", "str", None, "'preset': the paper's frames for the model (App. B.7)", ("preset",)),
     Option("check_fits", "bool", False, "drop the videos whose frames cannot fit the model's context, recorded as row errors"),
-    Option("judge_fence", "bool", False, "fence the answer in the judge prompt (the official prompt does not)"))
+    Option("judge_fence", "bool", False, "fence the answer in the judge prompt (the official prompt does not)"),
+    Option("protocol", "str", "eval_script", "the official reading: eval_script.py (Table 3, the leaderboard) or the authors' "
+           "lmms-eval task (its prompts, 768 frames, subtitles at the sampled frames, letters, per-split denominators)",
+           ("eval_script", "lmms-eval")))
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #d25e3678
 def _is_real_text(path) -> bool:
@@ -633,7 +640,11 @@ class InfiniBenchBenchmark(Benchmark):
 
     def load(self, cfg: RunConfig) -> tuple[list[Sample], list[RowError]]:
         "Release rows (`data_path` file) or the real IMDb text; media checked for the input mode; grouped by video."
-        _options(cfg)
+        if _options(cfg)["protocol"] == "lmms-eval" and cfg.modality not in ("video", "video+subtitles"):
+            raise ValueError(f"protocol lmms-eval gives the model the video: --modality video or video+subtitles, not {cfg.modality!r}")
+        if _options(cfg)["protocol"] == "lmms-eval" and not 0 < lmms_frame_count(cfg) <= (cfg.max_frames or math.inf):
+            raise ValueError(f"protocol lmms-eval takes {lmms_frame_count(cfg)} frames (--frames {cfg.num_frames or LMMS_FRAMES} rounded to "
+                             f"a factor of 2){f', more than max_frames {cfg.max_frames}' if cfg.max_frames else ''}: give --frames 2 or more")
         if self.source(cfg) == "release":
             if not cfg.data_path: raise ValueError("source 'release' needs data_path (the rows file)")
             samples, errors = load_release(cfg, progress=cfg.progress)
@@ -644,7 +655,7 @@ class InfiniBenchBenchmark(Benchmark):
             samples, errors = self._fit_filter(samples, errors, cfg)
         return samples, errors
 
-_CHOICES = {o.name: o.choices for o in KWARGS_SCHEMA if o.name in ("answer_format", "scoring", "subtitle_mode")}
+_CHOICES = {o.name: o.choices for o in KWARGS_SCHEMA if o.name in ("answer_format", "scoring", "subtitle_mode", "protocol")}
 _DEFAULTS = {o.name: o.default for o in KWARGS_SCHEMA if o.name in _CHOICES}
 
 def _options(cfg: RunConfig) -> dict:
@@ -706,6 +717,7 @@ _COT_NUMBER = "Think step by step. Then, on the last line, write 'Answer: ' foll
 @patch
 def build_request(self: InfiniBenchBenchmark, sample: Sample, cfg: RunConfig, stage: int = 0, previous: list | None = None):
     o = _options(cfg)
+    if o["protocol"] == "lmms-eval": return lmms_request(sample, cfg)
     c = dataclasses.replace(cfg, modality="video+transcript") if cfg.modality == "video+subtitles" and o["subtitle_mode"] == "full" else cfg
     if sample.answer_type == "mcq" and sample.metadata.get("answer_format", o["answer_format"]) == "number":
         text = number_prompt(sample)
@@ -730,6 +742,7 @@ fidelity.record("infinibench", "chance level (Random row)", "metric", "official 
 
 @patch
 def parse(self: InfiniBenchBenchmark, sample: Sample, text: str | None):
+    if sample.metadata.get("protocol") == "lmms-eval": return lmms_parse(sample, text)
     if sample.answer_type != "mcq":
         s = (text or "").strip()
         return (s or None), bool(s)
@@ -925,8 +938,9 @@ def summarize(self: InfiniBenchBenchmark, rows: list[dict], cfg: RunConfig | Non
     o = _options(cfg) if cfg is not None else _options(RunConfig(benchmark="infinibench", model=""))
     judging = cfg is None or (cfg.judge or "").lower() != "none"
     st = skill_stats(rows, o["scoring"], judging)
-    return {"skills": st, **aggregates(st, o["scoring"]), "idk_option": bool(o.get("idk_option", IDK_OPTION)),
-            "subtitle_mode": o["subtitle_mode"], "answer_format": o["answer_format"], "source": o.get("source")}
+    out = {"skills": st, **aggregates(st, o["scoring"]), "idk_option": bool(o.get("idk_option", IDK_OPTION)), "protocol": o["protocol"],
+           "subtitle_mode": o["subtitle_mode"], "answer_format": o["answer_format"], "source": o.get("source")}
+    return {**out, **lmms_summary(rows)} if o["protocol"] == "lmms-eval" and not out["prediction_only"] else out
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #cc26fb72
 SYN_SCENES = [  # (location, background RGB, character, outfit, outfit RGB, action)
@@ -1244,3 +1258,77 @@ def lmms_aggregate(mcq_correct: dict, open_scores: dict, n_rows: dict) -> dict:
             skills[s] = sum(x for x in open_scores.get(s, []) if x is not None) / n if n > 0 else 0; score += skills[s]
     acc, score = acc / len(LMMS_MCQ), score / len(LMMS_OPEN)
     return {"skills": skills, "acc_percent": acc, "score_0_10": score, "overall_0_100": (0.5 * (score / 10) + 0.5 * (acc / 100)) * 100}
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #a84027d3
+fidelity.record("infinibench", "lmms-eval frames", "rule", LMMS_EVAL_SOURCE + " (prepare_prompt); KerolosAtef/lmms-eval "
+                "lmms_eval/models/simple/qwen2_5_vl.py @887fbb5", "reading",
+                "the model is given exactly the task's frames: the frames numbered torch.linspace(0, frames - 1, round(n/2)*2)"
+                ".round() (n = 768; frames = the stream's packets, as decord's len(VideoReader) counts them), each at index / fps "
+                "(the average rate) — the frames the task matches the subtitle lines at (exact for constant-rate video). The task "
+                "itself hands lmms-eval's model wrapper only the video path, and each wrapper samples its own frames (qwen2_5_vl: "
+                "np.linspace(0, frames - 1, max_num_frames, dtype=int), 32 by default): vlmlens gives every model the task's", "")
+fidelity.record("infinibench", "lmms-eval denominators", "metric", LMMS_EVAL_SOURCE + " (mcq_accuracy, aggregate)", "official",
+                "each skill's rows in the run (the task counts the split's rows of the skill: the same when the run covers "
+                "the split; a run with --limit divides by fewer)", "")
+
+@functools.lru_cache(maxsize=256)
+def _lmms_video(path: str) -> tuple[int, float]:
+    "(frames, average rate) of a video, as decord's `len(VideoReader)` (the stream's packets) and `get_avg_fps()` give them."
+    # decord counts one frame per packet of the stream (VideoReader::GetFrameCount = frame_ts_.size(), filled by
+    # IndexKeyframes) and reports avg_frame_rate: dmlc/decord src/video/video_reader.cc @fb33e00; an MP4's frame count
+    # in its header is that number of samples
+    import av
+    with av.open(path) as c:
+        st = c.streams.video[0]
+        n, fps = st.frames, float(st.average_rate or st.guessed_rate or 0)
+        if not n: n = sum(1 for p in c.demux(st) if p.size)
+    return int(n), fps
+
+def _lmms_text(sample: Sample, n_frames: int, with_subtitles: bool) -> str:
+    total, fps = _lmms_video(str(sample.media[0].path))
+    cues = media.read_subtitles(sample.subtitles) if with_subtitles and sample.subtitles and Path(sample.subtitles).is_file() else None
+    opts = sample.metadata.get("released_options") if sample.answer_type == "mcq" else None
+    return lmms_prompt(sample.question, opts, total, fps, cues, n_frames)
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #e35a9601
+def lmms_frame_count(cfg: RunConfig) -> int:
+    "The frames the task takes: `--frames` (768 when not given) rounded to a factor of 2 as `round_by_factor` rounds (`round(n/2)*2`)."
+    return round((cfg.num_frames or LMMS_FRAMES) / 2) * 2
+
+def lmms_request(sample: Sample, cfg: RunConfig) -> Request:
+    "The task's request for one item: the video at its frames and the whole text (subtitles at the sampled frames first)."
+    if not sample.media: raise ValueError(f"sample {sample.id}: protocol lmms-eval needs the video")
+    n = lmms_frame_count(cfg)
+    idx = lmms_frame_indices(_lmms_video(str(sample.media[0].path))[0], n)      # the frames the subtitle lines are matched at
+    parts = [{**p, "frame_indices": idx} for p in prompts.media_parts(sample) if p["type"] == "video"]
+    text = _lmms_text(sample, n, cfg.modality in SUBTITLE_MODALITIES)
+    return Request(sample.id, [message("user", *parts, text_part(text))], max_new_tokens=cfg.max_new_tokens,
+                   meta={"strategy": cfg.strategy, "modality": cfg.modality, "protocol": "lmms-eval"})
+
+def lmms_parse(sample: Sample, text: str | None):
+    "(answer, valid) as the task reads a reply: an MCQ's letter (the option's index; a token that is no option's letter is invalid), an open reply without 'Answer :'."
+    if text is None: return None, False
+    if sample.answer_type != "mcq":
+        s = lmms_answer(text, False)
+        return (s or None), bool(s)
+    tok, n = lmms_answer(text, True), len(sample.metadata.get("released_options") or sample.options)
+    i = ord(tok) - 65 if len(tok) == 1 and "A" <= tok <= chr(64 + n) else None
+    return i, i is not None
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #edba838e
+@patch
+def judge_item(self: InfiniBenchBenchmark, sample: Sample, prediction: Prediction) -> JudgeItem:
+    "What the judge sees: the release question and the reply; under lmms-eval the task's whole prompt and the reply without 'Answer :'."
+    if sample.metadata.get("protocol") != "lmms-eval": return Benchmark.judge_item(self, sample, prediction)
+    return JudgeItem(sample.id, _lmms_text(sample, LMMS_FRAMES, True), str(sample.answer), lmms_answer(prediction.raw or "", False), sample.language)
+
+def lmms_summary(rows: list[dict]) -> dict:
+    "The task's numbers of a run's score rows: per-skill (`lmms_eval`), and Acc (a fraction), Score, Overall as the headline."
+    correct, scores, n = {}, {}, {}
+    for r in rows:
+        s = r.get("skill") or r.get("subset"); n[s] = n.get(s, 0) + 1
+        if s in MCQ_SKILLS: correct.setdefault(s, []).append(r.get("score") == 1.0)
+        elif s in OPEN_SKILLS: scores.setdefault(s, []).append(r.get("judge_score") if r.get("judge_valid") else None)
+    agg = lmms_aggregate(correct, scores, n)
+    return {"lmms_eval": agg, "acc": agg["acc_percent"] / 100, "score_0_10": agg["score_0_10"], "overall_0_100": agg["overall_0_100"],
+            "printed": {"Acc": f"{agg['acc_percent']:.1f}", "Score": f"{agg['score_0_10']:.1f}", "Overall": f"{agg['overall_0_100']:.2f}"}}
