@@ -192,6 +192,9 @@ def test_filter_models_answering_nonsense_decide_nothing(build, server, monkeypa
     out, err = capsys.readouterr()
     assert "decided nothing: 4 of 16 knowledge filter answers valid (75% invalid, above the 50% allowed)" in err and "model answer unparseable" in err
     assert "rejected" not in out
+    assert main(_filter_argv(tmp, up, server, "--runs", str(tmp / "r1"), "--allow-failures")) == 0   # the ledger's switch: kept, with a warning
+    err = capsys.readouterr().err
+    assert err.startswith("vlmlens: warning:") and "75% invalid, above the 50% allowed" in err
     server.responder = answer(range(2))
     assert main(_filter_argv(tmp, up, server, "--runs", str(tmp / "r2"))) == 0
     out = capsys.readouterr().out

@@ -208,3 +208,31 @@ def test_a_gold_fixed_in_one_language_is_applied_to_every_language_or_refused(se
     assert rep["dropped"]["*/jee-adv-synthetic/1"] == "cross-language gold mismatch: en C, hi D"
     samples, _ = load_hintel(tmp_path / "rel2", subsets="jee_h")
     assert "jee-adv-synthetic/1" not in {s.align_id for s in samples}
+
+
+def test_an_ocr_model_that_reads_most_pages_as_junk_decides_nothing(server, tmp_path, monkeypatch, capsys):
+    """Two of three pages unusable (one unreadable, one with a malformed figure box: 67% > the stated 50%): `curate ocr` exits 3 with the
+    count and the cause, not '1 item'; the unreadable page read again (one of three unusable): the share is printed beside the result."""
+    from vlmlens.cli import main
+    monkeypatch.setenv("GEMINI_API_KEY", "loopback-gemini-key-0000000000")
+    folder = tmp_path / "pages"
+    for k, w in enumerate((800, 830, 810)): draw_page(folder / f"p{k + 1}.png", w, ["question"], [])
+    junk = set()
+    server.responder = lambda call: "I could not read this page clearly." if _width(call) in junk else reader(call)
+    argv = lambda out: ["curate", "ocr", "--pages", str(folder), "--language", "en", "--out", str(tmp_path / out), "--description", "P1",
+                        "--model-kwarg", f"base_url={server.gemini_base_url}", "--model-kwarg", "cache=false", "--model-kwarg", "max_attempts=1", "--model-kwarg", "progress=false"]
+    junk.add(800)
+    assert main(argv("b1")) == 3
+    out, err = capsys.readouterr()
+    assert "items" not in out and len(err.strip().splitlines()) == 1, (out, err)
+    assert "decided nothing: 1 of 3 OCR model gemini-2.5-flash pages valid (67% invalid, above the 50% allowed)" in err and "schema: p" in err
+    junk.clear()
+    assert main(argv("b2")) == 0
+    out = capsys.readouterr().out
+    assert "ocr_en: 3 items, 1 rejected" in out and "1 of 3 OCR model gemini-2.5-flash pages invalid (33%" in out
+
+
+def _width(call):
+    part = next(p for c in call.json["contents"] for p in c["parts"] if "inlineData" in p or "inline_data" in p)
+    data = (part.get("inlineData") or part.get("inline_data"))["data"]
+    return Image.open(io.BytesIO(base64.urlsafe_b64decode(data + "=" * (-len(data) % 4)))).size[0]

@@ -177,7 +177,7 @@ def ocr_pages(pages: Sequence, root, language: str, *, description: str = "", mo
     ctx = {"model": model, "model_id": getattr(b, "model_id", None), "prompt_sha256": hashlib.sha256(text.encode()).hexdigest(),
            "description": description, "key": key, "language": lang_code(language), "dir": st.dir}
     st.process([(f"page/{p.name}", (p, g)) for p, g in zip(todo, gens)], lambda pl, w: _ocr_unit(pl, w, ctx))
-    st.finish({"model": model})
+    st.finish({"model": model, "decisions": {"ocr": st.call_decisions(f"OCR model {model} pages", ("schema",))}})   # junk pages counted
     return st
 
 # %% ../../nbs/73_curation_ocr.ipynb #8e871292

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from fastcore.basics import patch
 
+from .. import fidelity
 from ..core import TRANSPORT_KWARGS, NothingAnswered, file_sha256, most_common_error, sha256_json
 from ..secrets import scrub_secrets
 from ..core import utc_now
@@ -297,6 +298,10 @@ def output_options(options: dict | None, exclude: Sequence[str] = ()) -> dict:
 
 # %% ../../nbs/60_curation_store.ipynb #d3c1a002
 MAX_INVALID_RATE = 0.5
+fidelity.record("all", "curation steps: invalid-call limit", "default", "none (InfiniBench §3.2.3, MINERVA-Cultural and HinTel §3.2 state no limit)", "reading",
+                "a curation step resting on model or judge calls stops (exit 3, the step kept on disk) when none of its calls is valid or more than "
+                "50% (MAX_INVALID_RATE) are invalid; a smaller invalid share is printed beside the result and recorded in the step",
+                "--allow-failures (exit 0 with a warning, the step used as it is); Python: max_invalid_rate= of the step functions")
 
 def decisions(what: str, causes: Iterable, max_invalid_rate: float = MAX_INVALID_RATE) -> dict:
     "Count of the calls (`what`) a step decided on: `causes` holds one entry per call, None when it gave a valid decision, else why not."
