@@ -626,3 +626,16 @@ def test_under_lmms_eval_the_model_is_given_exactly_the_tasks_frames(tmp_path, f
         bench.load(bad)
     with pytest.raises(ValueError, match="more than max_frames 4"):
         bench.load(RunConfig(**{**cfg.__dict__, "max_frames": 4}))
+
+
+def test_lmms_eval_protocol_fixes_the_frames_whatever_the_models_preset():
+    """A model with an InfiniBench preset (GPT-4o: the paper's frames for it) gets the task's 768 frames under the
+    authors' lmms-eval protocol, and its preset under the paper's own protocol."""
+    from vlmlens.benchmarks.infinibench import lmms_frame_count
+    from vlmlens.models import registry
+    from vlmlens.runner import check_config
+    spec = registry.get_spec("gpt-4o")
+    paper, _, preset = check_config(RunConfig("infinibench", "gpt-4o", modality="video"), spec)
+    assert preset and paper.num_frames == preset["num_frames"] != 768
+    lmms, _, none = check_config(RunConfig("infinibench", "gpt-4o", modality="video", benchmark_kwargs={"protocol": "lmms-eval"}), spec)
+    assert none is None and lmms.num_frames is None and lmms_frame_count(lmms) == 768

@@ -615,10 +615,10 @@ def check_config(cfg: RunConfig, spec=None) -> tuple[RunConfig, Benchmark, dict 
     "What `run` (and a sweep, for each of its runs) checks before creating anything: `(cfg with the model's preset, benchmark, preset)`."
     preset = None
     check_languages(cfg.language)
-    if spec is not None:
-        cfg, preset = registry.apply_preset(cfg, spec)    # the paper's frames for this model when none are given
-        spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
     bench = get_benchmark(cfg.benchmark)
+    if spec is not None:
+        if bench.uses_presets(cfg): cfg, preset = registry.apply_preset(cfg, spec)   # the paper's frames for this model when none are given
+        spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
     check_before_run(bench, cfg)
     return cfg, bench, preset
 

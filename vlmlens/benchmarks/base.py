@@ -70,6 +70,12 @@ def make_judge(self: Benchmark, cfg: RunConfig):
     "The judge for this benchmark's judged answers: the 0–10 open-ended judge on `cfg.judge` (default gpt-4o-mini)."
     return open_ended_judge(cfg.judge or DEFAULT_JUDGE_MODEL, **cfg.judge_kwargs)
 
+# %% ../../nbs/30_benchmarks_base.ipynb #b3a1c9e2
+@patch
+def uses_presets(self: Benchmark, cfg: RunConfig) -> bool:
+    "Whether a model's preset frames apply to `cfg` (False when this benchmark's protocol fixes the frames)."
+    return True
+
 # %% ../../nbs/30_benchmarks_base.ipynb #741afd6f
 @patch
 def media_roots(self: Benchmark, cfg: RunConfig) -> list[Path]:

@@ -1290,6 +1290,12 @@ def _lmms_text(sample: Sample, n_frames: int, with_subtitles: bool) -> str:
     opts = sample.metadata.get("released_options") if sample.answer_type == "mcq" else None
     return lmms_prompt(sample.question, opts, total, fps, cues, n_frames)
 
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #b3a1c9e4
+@patch
+def uses_presets(self: InfiniBenchBenchmark, cfg: RunConfig) -> bool:
+    "No model preset under protocol lmms-eval: the task fixes the frames (768, or `--frames`)."
+    return _kw(cfg).get("protocol") != "lmms-eval"
+
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #e35a9601
 def lmms_frame_count(cfg: RunConfig) -> int:
     "The frames the task takes: `--frames` (768 when not given) rounded to a factor of 2 as `round_by_factor` rounds (`round(n/2)*2`)."
