@@ -25,7 +25,7 @@ from fastcore.basics import patch
 from .. import fidelity
 from ..core import Request, message, sha256_json, slug
 from ..fidelity import PaperPrompt
-from ..models.api import (APIBackend, CallError, Reply, api_key_from_env, refuse_secret_options, retry_after_from_headers,
+from ..models.api import (APIBackend, CallError, Reply, api_key_from_env, redact_url, refuse_secret_options, retry_after_from_headers,
                                 status_kind)
 from ..models.registry import load_backend
 from ..scoring import ascii_digits
@@ -231,6 +231,7 @@ class MTBackend(APIBackend):
     def __init__(self, *, endpoint_url: str | None = None, concurrency: int = 16, timeout_s: float = 60.0, **kw):
         super().__init__(self.service, self.service, concurrency=concurrency, timeout_s=timeout_s, progress=kw.pop("progress", False), **kw)
         self.endpoint_url, self._pool, self._client, self._client_lock = endpoint_url, None, None, threading.Lock()
+        self.base_url_shown = redact_url(endpoint_url)[0] if endpoint_url else None    # named in a refused connection
 
     def client(self):
         "The service's SDK client, made once (thread-safe)."
