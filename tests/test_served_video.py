@@ -106,3 +106,22 @@ def test_a_served_run_sends_each_video_as_one_mp4_via_the_cli(server, tmp_path):
                    for p in m["content"] if p["type"] == "video_url")
         assert len(decode(url)) == 4
     assert json.loads((tmp_path / "served" / "run.json").read_text())["model"]["video"] == "native"   # recorded with the run
+
+
+
+def test_context_fit_counts_video_tokens_the_servers_way(server, tmp_path):
+    "With the server's context (--max-model-len) given, a run asking for more frames than fit sends the most that do."
+    server.default_text = "The answer is B."
+    cmd = [sys.executable, "-m", "vlmlens", "run", "--benchmark", "demo", "--language", "en", "--frames", "64", "--limit", "3",
+           "--model", f"openai-compatible:{QWEN}@{server.openai_base_url}", "--model-kwarg", "video=native",
+           "--model-kwarg", "context_tokens=3000", "--model-kwarg", "cache=false", "--output-root", str(tmp_path),
+           "--run-name", "fit", "--no-progress"]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ), timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    bodies = [c.json for c in server.requests("openai") if "media_io_kwargs" in c.json]
+    counts = {b["media_io_kwargs"]["video"]["num_frames"] for b in bodies}
+    assert len(counts) == 1 and 2 <= min(counts) < 64, counts
+    n = counts.pop()
+    url = next(p["video_url"]["url"] for p in bodies[0]["messages"][-1]["content"] if p["type"] == "video_url")
+    assert len(decode(url)) == n                                         # the MP4 carries exactly the frames that fit
+    assert "64 frames of" in res.stderr and f"so {n} frames" in res.stderr   # and the run says why

@@ -159,7 +159,7 @@ class OpenAIBackend(APIBackend):
                  reasoning_effort: str | None = None, reasoning_allowance: int = 8192, detail: str = "auto",
                  frame_detail: str | None = None, frame_timestamps: bool = True, jpeg_quality: int = 90,
                  extra_body: dict | None = None, max_images: int | None = None, thinking=None, video: str = "frames",
-                 video_max_pixels: int | None = None, **kw):
+                 video_max_pixels: int | None = None, context_tokens: int | None = None, **kw):
         shown, url_secrets = redact_url(base_url.rstrip("/") if base_url else None)
         name = (name or model_id).replace(base_url or "\0", shown or "").replace((base_url or "\0").rstrip("/"), shown or "")
         self.key_env = (api_key_env or ("OPENAI_COMPATIBLE_API_KEY" if compatible else "OPENAI_API_KEY"),)
@@ -180,6 +180,7 @@ class OpenAIBackend(APIBackend):
         self.max_images = int(max_images) if max_images else None      # images (frames included) one request may carry
         self.extra_body, self.thinking = dict(extra_body or {}), thinking
         self.video, self.video_max_pixels = video, (int(video_max_pixels) if video_max_pixels else None)
+        self.context_tokens = int(context_tokens) if context_tokens else None     # a server's --max-model-len, for fitting frames
         if thinking is not None:                                   # the chat template's switch, as vLLM and SGLang document it
             self.extra_body["chat_template_kwargs"] = {**self.extra_body.get("chat_template_kwargs", {}), "enable_thinking": thinking}
         self._client = None
@@ -227,16 +228,18 @@ def billed_visual_tokens(self: OpenAIBackend, width: int, height: int, num_frame
     return per if num_frames is None else (per + (8 if self.frame_timestamps else 0)) * int(num_frames)
 
 
-QWEN_VL_VIDEO = dict(factor=28, min_pixels=128 * 28 * 28, temporal_patch=2)   # Qwen2.5-VL's video processor defaults
+QWEN_VL_VIDEO = dict(factor=28, min_pixels=128 * 28 * 28, image_min_pixels=4 * 28 * 28, temporal_patch=2)   # Qwen2.5-VL's processor defaults
 
 @patch
 def visual_tokens(self: OpenAIBackend, width: int, height: int, num_frames: int | None = None) -> int | None:
-    "Tokens a served Qwen-VL model spends on `num_frames` frames taken as one video (None: not a native Qwen-VL video)."
-    if num_frames is None or self.video != "native" or not re.search(r"qwen.*vl", self.model_id, re.I): return None
-    q = QWEN_VL_VIDEO
-    fit = GridFit(q["factor"], q["min_pixels"], max(q["min_pixels"], self.video_max_pixels or width * height))
-    w, h = fit.size(width, height) or (width, height)
-    return math.ceil(int(num_frames) / q["temporal_patch"]) * (w // q["factor"]) * (h // q["factor"]) + 2
+    "Tokens a served Qwen-VL model spends on frames (one video with `video=native`, else images with time labels); None otherwise."
+    if num_frames is None or not self.compatible or not re.search(r"qwen.*vl", self.model_id, re.I): return None
+    q, native = QWEN_VL_VIDEO, self.video == "native"
+    lo = q["min_pixels"] if native else q["image_min_pixels"]
+    w, h = GridFit(q["factor"], lo, max(lo, (self.video_max_pixels if native else None) or width * height)).size(width, height) or (width, height)
+    grid = (w // q["factor"]) * (h // q["factor"])
+    if native: return math.ceil(int(num_frames) / q["temporal_patch"]) * grid + 2
+    return (grid + 2 + (8 if self.frame_timestamps else 0)) * int(num_frames)
 
 @patch
 def check_request(self: OpenAIBackend, request: Request):
