@@ -228,7 +228,9 @@ def billed_visual_tokens(self: OpenAIBackend, width: int, height: int, num_frame
     return per if num_frames is None else (per + (8 if self.frame_timestamps else 0)) * int(num_frames)
 
 
-QWEN_VL_VIDEO = dict(factor=28, min_pixels=128 * 28 * 28, image_min_pixels=4 * 28 * 28, temporal_patch=2)   # Qwen2.5-VL's processor defaults
+# Qwen2-VL/2.5-VL processor defaults (transformers Qwen2VLVideoProcessor size: shortest_edge 128·28², longest_edge 768·28²;
+# image processor min_pixels 4·28²); a server applies them unless the request's mm_processor_kwargs say otherwise
+QWEN_VL_VIDEO = dict(factor=28, min_pixels=128 * 28 * 28, max_pixels=768 * 28 * 28, image_min_pixels=4 * 28 * 28, temporal_patch=2)
 
 @patch
 def visual_tokens(self: OpenAIBackend, width: int, height: int, num_frames: int | None = None) -> int | None:
@@ -236,7 +238,8 @@ def visual_tokens(self: OpenAIBackend, width: int, height: int, num_frames: int 
     if num_frames is None or not self.compatible or not re.search(r"qwen.*vl", self.model_id, re.I): return None
     q, native = QWEN_VL_VIDEO, self.video == "native"
     lo = q["min_pixels"] if native else q["image_min_pixels"]
-    w, h = GridFit(q["factor"], lo, max(lo, (self.video_max_pixels if native else None) or width * height)).size(width, height) or (width, height)
+    hi = (self.video_max_pixels or q["max_pixels"]) if native else width * height
+    w, h = GridFit(q["factor"], lo, max(lo, hi)).size(width, height) or (width, height)
     grid = (w // q["factor"]) * (h // q["factor"])
     if native: return math.ceil(int(num_frames) / q["temporal_patch"]) * grid + 2
     return (grid + 2 + (8 if self.frame_timestamps else 0)) * int(num_frames)
