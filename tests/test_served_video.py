@@ -125,3 +125,13 @@ def test_context_fit_counts_video_tokens_the_servers_way(server, tmp_path):
     url = next(p["video_url"]["url"] for p in bodies[0]["messages"][-1]["content"] if p["type"] == "video_url")
     assert len(decode(url)) == n                                         # the MP4 carries exactly the frames that fit
     assert "64 frames of" in res.stderr and f"so {n} frames" in res.stderr   # and the run says why
+
+
+def test_the_mp4_bytes_are_the_same_in_another_process():
+    "Shards and reruns send the same bytes, so a server's prefix cache is shared across processes too (x264 on one thread)."
+    code = ("import hashlib, sys; from PIL import Image; from vlmlens.media import frame_code_image; "
+            "from vlmlens.models.openai import encode_segment_mp4; "
+            "fr = [Image.fromarray(frame_code_image(i, 224, 126)) for i in range(24)]; "
+            "sys.stdout.write(hashlib.sha256(encode_segment_mp4(fr, [i * 0.5 for i in range(24)])).hexdigest())")
+    digests = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout for _ in range(2)}
+    assert len(digests) == 1 and len(digests.pop()) == 64
