@@ -135,3 +135,13 @@ def test_the_mp4_bytes_are_the_same_in_another_process():
             "sys.stdout.write(hashlib.sha256(encode_segment_mp4(fr, [i * 0.5 for i in range(24)])).hexdigest())")
     digests = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout for _ in range(2)}
     assert len(digests) == 1 and len(digests.pop()) == 64
+
+
+def test_the_image_limit_does_not_count_a_native_videos_frames():
+    "A server's per-prompt image limit bounds frames sent as images, not the frames of one native video."
+    from vlmlens.core import RunConfig
+    from vlmlens.models.registry import get_spec
+    spec = get_spec(f"openai-compatible:{QWEN}@http://127.0.0.1:9/v1")
+    cfg = lambda mode: RunConfig("demo", spec.name, num_frames=64, model_kwargs={"max_images": 16, "video": mode})
+    with pytest.raises(ValueError, match="at most 16 image"): spec.check(cfg("frames"))
+    assert spec.check(cfg("native")) is None
