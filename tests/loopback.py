@@ -256,6 +256,32 @@ def _error_body(api: str, status: int, message: str | None = None, retry_info: f
 
 # ----------------------------------------------------------------------------- server
 
+_OPENAI_PARTS = {"text": "text", "image_url": "image_url", "video_url": "video_url"}
+
+def _check_openai_media(body: dict) -> str | None:
+    "Why a chat-completions body breaks the media schema vLLM documents, or None. Parts: text/image_url/video_url, each a\n"
+    "{'url': ...} object (data URLs of the right media type); `media_io_kwargs` {'video': {...}} and `mm_processor_kwargs`\n"
+    "objects (vllm-project/vllm docs/features/multimodal_inputs.md; vllm/multimodal/media/video.py VideoMediaIO)."
+    for m in body.get("messages", []):
+        for part in m.get("content") if isinstance(m.get("content"), list) else []:
+            kind = part.get("type")
+            if kind not in _OPENAI_PARTS: return f"unknown content part type {kind!r}"
+            if kind == "text":
+                if not isinstance(part.get("text"), str): return "text part without a string 'text'"
+                continue
+            obj = part.get(kind)
+            url = obj.get("url") if isinstance(obj, dict) else None
+            if not isinstance(url, str): return f"{kind} part without a {{'url': ...}} object"
+            media = kind.split("_")[0]
+            if url.startswith("data:") and not url.startswith(f"data:{media}/"): return f"{kind} data URL is not {media}/*"
+    mio = body.get("media_io_kwargs")
+    if mio is not None and (not isinstance(mio, dict) or not all(isinstance(v, dict) for v in mio.values())):
+        return "media_io_kwargs must map a modality to an object"
+    if body.get("mm_processor_kwargs") is not None and not isinstance(body["mm_processor_kwargs"], dict):
+        return "mm_processor_kwargs must be an object"
+    return None
+
+
 def _api_of(path: str) -> str:
     "Which API a request path belongs to: 'openai', 'gemini' (generateContent), 'anthropic' (Messages) or 'files' (Gemini Files API)."
     if path.endswith("/chat/completions"): return "openai"
@@ -442,6 +468,9 @@ class LoopbackServer:
                 if cc is None or cc.expires <= self.cache_clock():
                     return web.json_response(_error_body("gemini", 403, "CachedContent not found (or permission denied)"), status=403)
                 call.cached_content = cc
+        if call.api == "openai":
+            bad = _check_openai_media(call.json or {})
+            if bad: return web.json_response(_error_body("openai", 400, bad), status=400)
         r = self._choose(call)
         if r is None: r = Reply(text=self.default_text)
         elif isinstance(r, str): r = Reply(text=r)

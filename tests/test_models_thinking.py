@@ -102,3 +102,22 @@ def test_thinking_switch_reaches_the_server_and_is_refused_where_it_means_nothin
     rc = main(["run", "--benchmark", "demo", "--model", "gpt-5", "--model-kwarg", "thinking=false", "--output-root", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "reasoning_effort" in err[0] and not out.exists()
+
+
+def test_thinking_cost_is_summed_beside_reasoning_tokens(server, keys, tmp_path):
+    "Each row carries its thinking's share of the bill; the summary sums it beside reasoning_tokens (errors billed too)."
+    from vlmlens.runner import run
+    n = {"i": 0}
+    def responder(call):
+        n["i"] += 1
+        if n["i"] == 3: return openai_chat(None, reasoning="(A) because", reasoning_tokens=40, finish_reason="length")
+        return openai_chat("B", reasoning="Option (A) looks right... no.", reasoning_tokens=20, completion_tokens=21)
+    server.responder = responder
+    cfg = RunConfig("demo", f"openai-compatible:qwen3-vl-thinking@{server.openai_base_url}", modality="text", limit=4,
+                    max_new_tokens=64, output_root=str(tmp_path), run_name="cost", progress=False,
+                    model_kwargs={"cache": False, "progress": False, "prices": {"input": 1.0, "output": 4.0}})
+    s = run(cfg)
+    o = s["overall"]
+    assert o["n"] == 4 and o["reasoning_tokens"] == 3 * 20 + 40
+    assert o["reasoning_cost_usd"] == pytest.approx((3 * 20 + 40) * 4.0 / 1e6)     # thinking billed at the output rate
+    assert 0 < o["reasoning_cost_usd"] < o["cost_usd"]                            # (rows carry it: the summary sums rows)

@@ -85,6 +85,7 @@ def rates(rows: Sequence[dict]) -> dict:
             "n_truncated": sum(r.get("finish_reason") == "length" or str(r.get("error") or "").startswith("truncated") for r in rows),
             "n_cached": sum(bool(r.get("cached")) for r in answered),
             **usage_totals(answered), "cost_usd": _sum_opt(rows, "cost_usd"),   # billed: refused and cut answers cost too
+            "reasoning_cost_usd": _sum_opt(rows, "reasoning_cost_usd"),        # the thinking's share of cost_usd
             **judge_rates(answered)}
 
 # %% ../nbs/22_metrics.ipynb #68b4645f

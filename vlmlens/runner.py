@@ -237,7 +237,7 @@ def _known(sid, samples) -> bool:
 
 # %% ../nbs/40_runner.ipynb #4b5c6db9
 _ROW_USAGE = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens", "cost_usd",
-              "cache_fallback", "downsampled")
+              "reasoning_cost_usd", "cache_fallback", "downsampled")
 
 def score_row(bench: Benchmark, s: Sample, p: Prediction, judgment: Judgment | None = None) -> dict:
     "One scored row: the item, the answer, usage and the benchmark's score fields."

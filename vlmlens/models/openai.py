@@ -9,18 +9,22 @@ from fastcore.basics import patch
 
 import json
 import math
+import re
 
 from ..core import Request, as_bool, sha256_json
 from ..fidelity import record
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg,
                                 redact_url, refuse_secret_options, refused_connection, retry_after_from_headers,
                                 status_kind)
-from .registry import OPENAI_REASONING_PREFIXES, ModelSpec
+from .registry import OPENAI_REASONING_PREFIXES, ModelSpec, count_images, get_spec, known_models
+from .transformers import sampling_fps
+from ..media import GridFit, write_video
 from ..prompts import format_timestamp
 
 # %% auto #0
-__all__ = ['DETAILS', 'image_part', 'video_parts', 'to_openai_messages', 'openai_options', 'OpenAIBackend', 'video_cache_key',
-           'from_spec']
+__all__ = ['DETAILS', 'VIDEO_MODES', 'QWEN_VL_VIDEO', 'image_part', 'video_parts', 'served_video_mode', 'encode_segment_mp4',
+           'video_url_part', 'served_video_kwargs', 'to_openai_messages', 'openai_options', 'OpenAIBackend',
+           'video_cache_key', 'from_spec']
 
 # %% ../../nbs/13_models_openai.ipynb #f3d62d31
 DETAILS = ("auto", "low", "high")
@@ -45,10 +49,69 @@ def video_parts(part: dict, detail: str = "auto", quality: int = 90, timestamps:
         out += ([{"type": "text", "text": format_timestamp(t)}] if timestamps else []) + [image_part(img, detail, quality)]
     return out
 
+# %% ../../nbs/13_models_openai.ipynb #a7d0c002
+VIDEO_MODES = ("frames", "native")
+
+def served_video_mode(name: str, model_id: str, compatible: bool, video: str) -> str:
+    "`video` checked: `native` needs an OpenAI-compatible server and a model not known to lack video input (one-line ValueError)."
+    if video not in VIDEO_MODES: raise ValueError(f"{name}: video must be one of {VIDEO_MODES}, got {video!r}")
+    if video == "native" and not compatible:
+        raise ValueError(f"{name}: video=native sends a video_url part, which only OpenAI-compatible servers (vLLM, SGLang) "
+                         f"take; OpenAI's API reads frames as images (drop --model-kwarg video=native)")
+    known = [get_spec(n) for n in known_models() if get_spec(n).model_id.lower() == str(model_id).lower()]
+    if video == "native" and any(s.video == "frames" for s in known):
+        raise ValueError(f"{name}: {model_id} has no video input, so a server cannot take it as video; "
+                         f"drop --model-kwarg video=native (its frames go as images)")
+    return video
+
+record("infinibench", "served Qwen-VL video input", "default", "InfiniBench App. B.7 (Qwen2.5-VL and Qwen2-VL)", "departure",
+       "B.7 gives Qwen2.5-VL/Qwen2-VL up to 768 frames as video (the processor merges frame pairs and keeps their times); "
+       "served through openai-compatible the frames go as images by default, twice the visual tokens and no time positions, "
+       "so 768 frames would not fit", "--model-kwarg video=native (vLLM/SGLang with --limit-mm-per-prompt '{\"video\": 1}')")
+record("curve", "served open-model video input", "default", "MINERVA-Cultural, Frame Count ablation (1→512)", "reading",
+       "the paper gives frame counts, not the form; vlmlens samples the same frames either way and feeds Qwen-VL "
+       "its video input locally (hf) and, served, with video=native; frames as images (the default for served "
+       "models) change the model's protocol", "--model-kwarg video=native")
+
+# %% ../../nbs/13_models_openai.ipynb #a7d0c008
+_MP4_CACHE: dict = {}
+
+def encode_segment_mp4(frames, timestamps, crf: int = 18, duration_s: float | None = None) -> bytes:
+    "The sampled frames as a deterministic H.264 MP4 at their sampling rate (sides padded to even by edge copies)."
+    import tempfile, numpy as np
+    from pathlib import Path
+    fps = sampling_fps(timestamps, len(frames), duration_s)          # the rate the local backend and the request state
+    def even(img):
+        a = np.asarray(img.convert("RGB"))
+        return np.pad(a, ((0, a.shape[0] % 2), (0, a.shape[1] % 2), (0, 0)), mode="edge")
+    with tempfile.TemporaryDirectory() as d:
+        out = write_video(Path(d) / "v.mp4", (even(f) for f in frames), fps=fps, crf=crf, preset="veryfast",
+                          options={"threads": "1", "x264-params": "threads=1"})
+        return out.read_bytes()
+
+def video_url_part(part: dict, crf: int = 18) -> dict:
+    "A `video_url` part with the MP4 data URL of a materialised video part (encoded once per video and frame selection)."
+    frames, ts = part.get("frames"), part.get("timestamps")
+    if frames is None or ts is None: raise ValueError(f"video part {part.get('path')!r} has no frames/timestamps: materialise the request first")
+    key = (str(part.get("path")), part.get("start"), part.get("end"), tuple(round(float(t), 6) for t in ts),
+           tuple(f.size for f in frames), crf, part.get("duration_s"))
+    if key not in _MP4_CACHE:
+        while len(_MP4_CACHE) >= 16: _MP4_CACHE.pop(next(iter(_MP4_CACHE)))
+        _MP4_CACHE[key] = "data:video/mp4;base64," + b64(encode_segment_mp4(frames, ts, crf, part.get("duration_s")))
+    return {"type": "video_url", "video_url": {"url": _MP4_CACHE[key]}}
+
+def served_video_kwargs(messages: list, video_max_pixels: int | None = None) -> dict:
+    "The per-request reading options for the (one) video of `messages`, as vLLM documents them ({} without video)."
+    vids = [p for m in messages for p in (m.get("content") if isinstance(m.get("content"), list) else []) if p.get("type") == "video"]
+    if not vids: return {}
+    n, fps = len(vids[0]["frames"]), sampling_fps(vids[0]["timestamps"], len(vids[0]["frames"]), vids[0].get("duration_s"))
+    mm = {"fps": round(fps, 6), **({"max_pixels": int(video_max_pixels)} if video_max_pixels else {})}
+    return {"media_io_kwargs": {"video": {"num_frames": n}}, "mm_processor_kwargs": mm}
+
 # %% ../../nbs/13_models_openai.ipynb #10f14ad6
 def to_openai_messages(messages: list, detail: str = "auto", frame_detail: str | None = None, quality: int = 90,
-                       frame_timestamps: bool = True) -> list[dict]:
-    "Neutral messages → chat-completions messages."
+                       frame_timestamps: bool = True, native_video: bool = False) -> list[dict]:
+    "Neutral messages → chat-completions messages (a video as one `video_url` part when `native_video`, else as frames)."
     out = []
     for m in messages:
         role = m.get("role")
@@ -60,6 +123,7 @@ def to_openai_messages(messages: list, detail: str = "auto", frame_detail: str |
             elif t == "image":
                 if p.get("image") is None: raise ValueError(f"image part {p.get('path')!r} has no decoded image: materialise the request first")
                 parts.append(image_part(p["image"], detail, quality))
+            elif t == "video" and native_video: parts.append(video_url_part(p))
             elif t == "video": parts += video_parts(p, frame_detail or detail, quality, frame_timestamps)
             elif t == "subtitles": raise ValueError(f"subtitle part {p.get('path')!r} must be rendered to text before generation")
             else: raise ValueError(f"the OpenAI chat backend cannot send a {t!r} part")
@@ -94,7 +158,8 @@ class OpenAIBackend(APIBackend):
                  compatible: bool = False, token_param: str | None = None, reasoning: bool | None = None,
                  reasoning_effort: str | None = None, reasoning_allowance: int = 8192, detail: str = "auto",
                  frame_detail: str | None = None, frame_timestamps: bool = True, jpeg_quality: int = 90,
-                 extra_body: dict | None = None, max_images: int | None = None, thinking=None, **kw):
+                 extra_body: dict | None = None, max_images: int | None = None, thinking=None, video: str = "frames",
+                 video_max_pixels: int | None = None, context_tokens: int | None = None, **kw):
         shown, url_secrets = redact_url(base_url.rstrip("/") if base_url else None)
         name = (name or model_id).replace(base_url or "\0", shown or "").replace((base_url or "\0").rstrip("/"), shown or "")
         self.key_env = (api_key_env or ("OPENAI_COMPATIBLE_API_KEY" if compatible else "OPENAI_API_KEY"),)
@@ -102,6 +167,7 @@ class OpenAIBackend(APIBackend):
         refuse_secret_options(name, {"extra_body": extra_body or {}}, self.key_env)
         reasoning, token_param, thinking = openai_options(name, model_id, compatible, detail, frame_detail, reasoning,
                                                           token_param, reasoning_effort, thinking)
+        video = served_video_mode(name, model_id, compatible, video)
         try: import openai  # noqa: F401  (imported here, once, so a missing package fails now and not mid-run)
         except ImportError: raise ImportError(f"{name}: the OpenAI backend needs the `openai` package (pip install openai)") from None
         super().__init__(name, model_id, **kw)
@@ -113,6 +179,8 @@ class OpenAIBackend(APIBackend):
         self.detail, self.frame_detail, self.frame_timestamps = detail, frame_detail, as_bool(frame_timestamps, f"{name}: frame_timestamps")
         self.max_images = int(max_images) if max_images else None      # images (frames included) one request may carry
         self.extra_body, self.thinking = dict(extra_body or {}), thinking
+        self.video, self.video_max_pixels = video, (int(video_max_pixels) if video_max_pixels else None)
+        self.context_tokens = int(context_tokens) if context_tokens else None     # a server's --max-model-len, for fitting frames
         if thinking is not None:                                   # the chat template's switch, as vLLM and SGLang document it
             self.extra_body["chat_template_kwargs"] = {**self.extra_body.get("chat_template_kwargs", {}), "enable_thinking": thinking}
         self._client = None
@@ -127,7 +195,8 @@ def cache_namespace(self: OpenAIBackend) -> str:
 def build_payload(self: OpenAIBackend, request: Request, *, max_new_tokens: int, temperature: float, seed: int) -> dict:
     "The chat-completions request body for one neutral request."
     p = {"model": self.model_id,
-         "messages": to_openai_messages(request.messages, self.detail, self.frame_detail, self.jpeg_quality, self.frame_timestamps)}
+         "messages": to_openai_messages(request.messages, self.detail, self.frame_detail, self.jpeg_quality, self.frame_timestamps,
+                                        self.video == "native")}
     if self.reasoning:
         p[self.token_param] = int(max_new_tokens) + self.reasoning_allowance
         if self.reasoning_effort: p["reasoning_effort"] = self.reasoning_effort
@@ -135,9 +204,18 @@ def build_payload(self: OpenAIBackend, request: Request, *, max_new_tokens: int,
         p[self.token_param] = int(max_new_tokens)
         p["temperature"] = float(temperature)
     p["seed"] = int(seed)
-    if self.extra_body: p["extra_body"] = self.extra_body
+    extra = {**self.extra_body, **(served_video_kwargs(request.messages, self.video_max_pixels) if self.video == "native" else {})}
+    if extra: p["extra_body"] = extra
     return p
 
+@patch
+def info(self: OpenAIBackend) -> dict:
+    "`APIBackend.info` plus the URL (redacted) and the request options."
+    return self.scrub({**APIBackend.info(self), "base_url": self.endpoint(), "max_tokens_param": self.token_param,
+                       "reasoning_effort": self.reasoning_effort, "thinking": self.thinking, "detail": self.detail, "frame_detail": self.frame_detail,
+                       "frame_timestamps": self.frame_timestamps, "video": self.video, "video_max_pixels": self.video_max_pixels})
+
+# %% ../../nbs/13_models_openai.ipynb #a7d0c005
 @patch
 def billed_visual_tokens(self: OpenAIBackend, width: int, height: int, num_frames: int | None = None) -> int:
     "Input tokens OpenAI bills for an image (or `num_frames` frames with their time labels) of width×height (the GPT-4o/4.1 tile rule)."
@@ -149,12 +227,31 @@ def billed_visual_tokens(self: OpenAIBackend, width: int, height: int, num_frame
         per = 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
     return per if num_frames is None else (per + (8 if self.frame_timestamps else 0)) * int(num_frames)
 
+
+# Qwen2-VL/2.5-VL processor defaults (transformers Qwen2VLVideoProcessor size: shortest_edge 128·28², longest_edge 768·28²;
+# image processor min_pixels 4·28²); a server applies them unless the request's mm_processor_kwargs say otherwise
+QWEN_VL_VIDEO = dict(factor=28, min_pixels=128 * 28 * 28, max_pixels=768 * 28 * 28, image_min_pixels=4 * 28 * 28, temporal_patch=2)
+
 @patch
-def info(self: OpenAIBackend) -> dict:
-    "`APIBackend.info` plus the URL (redacted) and the request options."
-    return self.scrub({**APIBackend.info(self), "base_url": self.endpoint(), "max_tokens_param": self.token_param,
-                       "reasoning_effort": self.reasoning_effort, "thinking": self.thinking, "detail": self.detail, "frame_detail": self.frame_detail,
-                       "frame_timestamps": self.frame_timestamps})
+def visual_tokens(self: OpenAIBackend, width: int, height: int, num_frames: int | None = None) -> int | None:
+    "Tokens a served Qwen-VL model spends on frames (one video with `video=native`, else images with time labels); None otherwise."
+    if num_frames is None or not self.compatible or not re.search(r"qwen.*vl", self.model_id, re.I): return None
+    q, native = QWEN_VL_VIDEO, self.video == "native"
+    lo = q["min_pixels"] if native else q["image_min_pixels"]
+    hi = (self.video_max_pixels or q["max_pixels"]) if native else width * height
+    w, h = GridFit(q["factor"], lo, max(lo, hi)).size(width, height) or (width, height)
+    grid = (w // q["factor"]) * (h // q["factor"])
+    if native: return math.ceil(int(num_frames) / q["temporal_patch"]) * grid + 2
+    return (grid + 2 + (8 if self.frame_timestamps else 0)) * int(num_frames)
+
+@patch
+def check_request(self: OpenAIBackend, request: Request):
+    "Raise ValueError (one line) when the request carries more images than `max_images` (native video frames are not images)."
+    if not self.max_images: return
+    n_img, _ = count_images(request.messages, self.video != "native")
+    if n_img > self.max_images:
+        raise ValueError(f"{self.name} takes at most {self.max_images} image(s) per request, this one has {n_img} "
+                         f"(video frames count as images); use fewer frames (--frames), --model-kwarg max_images={n_img} or video=native")
 
 # %% ../../nbs/13_models_openai.ipynb #7fc36ce8
 def video_cache_key(request: Request) -> str | None:

@@ -217,7 +217,7 @@ def check(self: ModelSpec, cfg: RunConfig):
                          f"drop --model-kwarg frames_as_images=false or choose --modality subtitles/metadata/text")
     limit = int(kw.get("max_images") or self.max_images or 0)
     frames = cfg.num_frames or cfg.max_frames
-    as_images = self.video == "frames" or fai is True \
+    as_images = (self.video == "frames" and str(kw.get("video")) != "native") or fai is True \
         or str(kw.get("video", self.defaults.get("video"))) == "frames"     # a video-capable API model asked for frames
     if limit and as_images and frames and frames > limit:
         raise ValueError(f"{self.name} takes at most {limit} image(s) per request and video frames go as images; "
