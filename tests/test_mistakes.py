@@ -237,3 +237,15 @@ def test_a_folder_that_is_not_a_run_is_one_line(tmp_path, args, needle):
     out = _cli(*[tmp_path / "nowhere" if a == "NOWHERE" else a for a in args], cwd=tmp_path)
     _one_line(out, 2, needle)
     _empty(tmp_path)
+
+
+@pytest.mark.parametrize("nb,wrong,right", [("report_hintel", "run_root", "runs_root"),
+                                            ("report_minerva", "curve_rot", "curve_root"),
+                                            ("report_infinibench", "report_directory", "report_dir")])
+def test_a_report_notebook_refuses_a_parameter_it_does_not_declare(repo_root, tmp_path, nb, wrong, right):
+    "`papermill evalnb/report_hintel.ipynb … -p run_root outputs` would otherwise report the default folder."
+    out = subprocess.run([sys.executable, "-m", "papermill", str(repo_root / "evalnb" / f"{nb}.ipynb"), str(tmp_path / "o.ipynb"),
+                          "-p", wrong, str(tmp_path / "runs"), "--cwd", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0
+    assert f"unknown parameter {wrong!r} (did you mean {right!r}?)" in out.stderr, out.stderr[-3000:]
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "outputs").exists()

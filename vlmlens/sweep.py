@@ -84,7 +84,7 @@ def refuse_undeclared(namespace: dict, before: set, declared=_FIELDS):
     if not extra: return
     near = difflib.get_close_matches(extra[0], list(declared), n=1)
     raise ValueError(f"unknown parameter {extra[0]!r}" + (f" (did you mean {near[0]!r}?)" if near else "") +
-                     f"; this notebook's parameters are RunConfig fields: {', '.join(sorted(declared))}")
+                     f"; this notebook's parameters are {'RunConfig fields: ' if declared is _FIELDS else ''}{', '.join(sorted(declared))}")
 
 RUN_CELL = """from vlmlens.sweep import refuse_undeclared
 refuse_undeclared(globals(), _names_before)
