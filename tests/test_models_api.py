@@ -225,6 +225,15 @@ def test_a_refused_connection_says_so_not_timeout(keys, tmp_path):
     assert "timeout" not in g.error and took < 10.0
 
 
+def test_a_host_that_does_not_resolve_is_offline_at_once_not_retried(keys, tmp_path):
+    "No network (or a misspelt host): the name lookup fails; the item says so on its first attempt instead of retrying for half a minute."
+    b = OpenAIBackend("gpt-4o", base_url="http://vlmlens-no-such-host.invalid/v1", **{**FAST, "max_attempts": 5}, cache=False)
+    [g] = b.generate(text_requests(1))
+    b.close()
+    assert g.text is None and g.error.startswith("offline: cannot resolve vlmlens-no-such-host.invalid"), g.error
+    assert "gave up after" not in g.error                                        # one attempt: a lookup that failed is not retried
+
+
 @pytest.mark.parametrize("model", ["gemini-2.5-flash", "claude-sonnet-4"])
 def test_a_refused_connection_names_the_host_for_gemini_and_claude(keys, monkeypatch, model):
     "Their SDKs say 'Cannot connect to host … ssl:<SSLContext …>' and 'Connection error.': the item error names the refused host."

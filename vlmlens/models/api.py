@@ -97,7 +97,7 @@ def redact_keylike(text):
 
 # %% ../../nbs/12_models_api.ipynb #7ba8407b
 RETRYABLE = ("rate_limit", "server_error", "timeout", "connection")
-ERROR_KINDS = RETRYABLE + ("client_error", "malformed", "refusal", "request", "upload", "empty", "truncated")
+ERROR_KINDS = RETRYABLE + ("client_error", "malformed", "refusal", "request", "upload", "empty", "truncated", "offline")
 
 class CallError(Exception):
     "A failed API call, classified by `kind` (see `ERROR_KINDS`); `retry_after` in seconds when the server said."
@@ -577,7 +577,8 @@ def classify(self: APIBackend, exc: BaseException) -> CallError:
     "Map an exception to a `CallError`: a refused connection or a failed name lookup first (naming the endpoint used), then `_classify`."
     if isinstance(exc, CallError): return exc
     unreachable = refused_connection(exc, self.endpoint() or self.name)
-    return CallError("connection", unreachable) if unreachable else self._classify(exc)
+    if not unreachable: return self._classify(exc)
+    return CallError("offline" if unreachable.startswith("cannot resolve ") else "connection", unreachable)   # no name lookup: not retried
 
 # %% ../../nbs/12_models_api.ipynb #e26b0c05
 @patch
