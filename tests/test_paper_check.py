@@ -62,3 +62,18 @@ def test_a_table_too_wide_for_the_acl_page_is_listed(tmp_path):
     (tmp_path / "wide.tex").write_text(wide)                                    # fits 6.9 in, not ACL's 16 cm
     problems = check([tmp_path], tmp_path / "work")
     assert problems and all(p.startswith("wide: ") and "acl paper" in p and "Overfull" in p for p in problems), problems
+
+
+@pytest.mark.skipif(not ENGINES["pdflatex"], reason="pdflatex is not installed (make tex)")
+def test_report_check_flag(tmp_path):
+    "`vlmlens report RUNS --check` prints the report, then checks its tables as a paper takes them: none here, exit 0."
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MPLBACKEND="Agg")
+    run = [sys.executable, "-c", "import sys; from vlmlens.cli import main; sys.exit(main())"]
+    demo = subprocess.run(run + ["demo", "--output-root", str(tmp_path), "--limit", "2", "--no-progress"], capture_output=True, text=True, env=env)
+    assert demo.returncode == 0, demo.stderr[-2000:]
+    p = subprocess.run(run + ["report", str(tmp_path), "--check"], capture_output=True, text=True, env=env)
+    assert p.returncode == 0 and "video_order" in p.stdout, p.stderr[-2000:]
+    assert p.stderr.strip().splitlines()[-1].endswith("report.tex: 0 problems"), p.stderr

@@ -156,6 +156,26 @@ def check(paths, work: Path | None = None) -> list[str]:
     return problems + [p for f in files if f.suffix in (".pdf", ".png", ".json") for p in figure_problems(f)]
 
 
+def report_check(run_dirs, vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False,
+                 work: Path | None = None) -> int:
+    "`vlmlens report … --check`: what that report prints, as LaTeX, written to `<work>/report.tex` and checked as `check` does; one line per problem on stderr; 1 when any."
+    import contextlib
+    import io
+    import tempfile
+    from vlmlens.cli import report
+    work = Path(work or tempfile.mkdtemp(prefix="report-check-"))
+    (work / "emitted").mkdir(parents=True, exist_ok=True)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+        report(run_dirs, "latex", vs_paper, judge_reading, include_departures)
+    emitted = work / "emitted" / "report.tex"
+    emitted.write_text(buf.getvalue(), encoding="utf-8")
+    found = [p if p.startswith(str(emitted)) else f"{emitted}: {p.split(': ', 1)[-1]}" for p in check([emitted], work / "check")]
+    for line in found: print(line, file=sys.stderr)
+    print(f"paper check of {emitted}: {len(found)} problem{'s' if len(found) != 1 else ''}", file=sys.stderr)
+    return 1 if found else 0
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2 or any(not Path(a).exists() for a in sys.argv[1:]):
         print(f"usage: python tools/paper_check.py <report folders or files> (no such path: "
