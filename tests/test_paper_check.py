@@ -65,7 +65,7 @@ def test_a_table_too_wide_for_the_acl_page_is_listed(tmp_path):
 
 
 @pytest.mark.skipif(not ENGINES["pdflatex"], reason="pdflatex is not installed (make tex)")
-def test_report_check_flag(tmp_path):
+def test_report_check_flag(tmp_path, capfd):
     "`vlmlens report RUNS --check` prints the report, then checks its tables as a paper takes them: none here, exit 0."
     import os
     import subprocess
@@ -77,3 +77,14 @@ def test_report_check_flag(tmp_path):
     p = subprocess.run(run + ["report", str(tmp_path), "--check"], capture_output=True, text=True, env=env)
     assert p.returncode == 0 and "video_order" in p.stdout, p.stderr[-2000:]
     assert p.stderr.strip().splitlines()[-1].endswith("report.tex: 0 problems"), p.stderr
+    from texcheck import paper_check
+    import vlmlens.report as R
+    mp = pytest.MonkeyPatch()
+    mp.setattr(R, "COLUMN_PT", 10000.0)                          # a report that sets its wide table in one column
+    try: rc = paper_check.report_check([tmp_path], work=tmp_path / "check")
+    finally: mp.undo()
+    emitted = tmp_path / "check" / "emitted" / "report.tex"
+    assert rc == 1 and r"\begin{table}" in emitted.read_text()
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert any("acl paper" in l and "Overfull" in l for l in lines) and all(l.startswith(str(emitted)) for l in lines[:-1]), lines
+    assert lines[-1].startswith(f"paper check of {emitted}: ") and lines[-1].endswith(f"{len(lines) - 1} problems"), lines
