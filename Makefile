@@ -13,7 +13,7 @@ fonts:
 	else echo "install the Noto fonts (Devanagari, Telugu, Tamil, Arabic, CJK) so that figures render those scripts"; fi
 
 # TeX Live (pdfLaTeX + booktabs, XeLaTeX + fontspec): the tests compile every table a report emits. ~2.5 min on apt.
-TEX_PACKAGES = texlive-latex-base texlive-latex-recommended texlive-xetex
+TEX_PACKAGES = texlive-latex-base texlive-latex-recommended texlive-xetex texlive-fonts-recommended
 tex:
 	@if command -v apt-get >/dev/null 2>&1; then (command -v pdflatex >/dev/null && command -v xelatex >/dev/null) || \
 	  $(SUDO) apt-get install -y -q --no-install-recommends $(TEX_PACKAGES) >/dev/null 2>&1 || \

@@ -5,6 +5,7 @@
 # %% ../nbs/50_analysis.ipynb #246e4e1d
 from __future__ import annotations
 
+import json
 import os
 import re
 import textwrap
@@ -16,8 +17,9 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['SCRIPT_FONTS', 'FONT_PACKAGES', 'COLUMN_IN', 'TEXT_IN', 'MIN_PT', 'use_script_fonts', 'scripts_in', 'check_fonts',
-           'fit_title', 'outside_legend', 'plain_ticks', 'value_bounds', 'clamp_axis', 'bar_chart', 'line_chart',
-           'figure_problems', 'FigureWarning', 'fit_width', 'save_figure']
+           'fit_title', 'below_legend', 'plain_ticks', 'value_bounds', 'clamp_axis', 'bar_chart', 'line_chart',
+           'text_boxes', 'slanted_apart', 'figure_problems', 'figure_record', 'FigureWarning', 'fit_width',
+           'save_figure']
 
 # %% ../nbs/50_analysis.ipynb #2b1c3d4e
 SCRIPT_FONTS = {  # script: (its characters, the Noto family that covers it)
@@ -88,12 +90,19 @@ def fit_title(ax, title: str, fontsize: float = 10, min_size: float = 8):
         t.set_text(textwrap.fill(title, chars))
     return t
 
-def outside_legend(ax, title: str | None = None, fontsize: float = 8):
-    "A legend to the right of the axes (never over the data); None when nothing is labelled."
-    handles, labels = ax.get_legend_handles_labels()
+def below_legend(ax, title: str | None = None, fontsize: float = 8, handles=None, labels=None):
+    "A legend under the axes and their x-axis labels, in as many columns as fit the axes' width (never over the data, never widening the figure); None when nothing is labelled."
+    if handles is None: handles, labels = ax.get_legend_handles_labels()
     if not handles: return None
-    return ax.legend(handles, labels, title=title, fontsize=fontsize, title_fontsize=fontsize, loc="upper left",
-                     bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+    if ax.get_legend(): ax.get_legend().remove()
+    fig = ax.figure; fig.canvas.draw(); r = fig.canvas.get_renderer()
+    y = ax.transAxes.inverted().transform((0, ax.get_tightbbox(r).y0 - 4 * fig.dpi / 72))[1]   # 4 pt under the x labels
+    for ncol in range(len(handles), 0, -1):
+        leg = ax.legend(handles, labels, title=title, fontsize=fontsize, title_fontsize=fontsize, loc="upper center", ncol=ncol,
+                        bbox_to_anchor=(0.5, y), borderaxespad=0.0, frameon=False, columnspacing=1.2, handlelength=1.5)
+        if leg.get_window_extent(r).width <= ax.get_window_extent(r).width: break
+    leg._vlmlens_below = (title, fontsize, handles, labels)                  # fit_width re-flows it when the axes narrow
+    return leg
 
 # %% ../nbs/50_analysis.ipynb #92839405
 def plain_ticks(ax, values, axis: str = "x", log2: bool = False):
@@ -116,6 +125,13 @@ def _ends(e, col, like):
 
 def _rotation(labels, n_groups: int) -> int:
     return 30 if n_groups > 3 and max((len(str(l)) for l in labels), default=0) > 8 or n_groups > 10 else 0
+
+def _unclash_ticks(ax) -> None:
+    "Slant the x tick labels (30°, right-aligned) when, upright, two of them run together."
+    r = ax.figure.canvas.get_renderer()
+    boxes = [t.label1.get_window_extent(r) for t in ax.xaxis._update_ticks() if t.label1.get_visible() and t.label1.get_text()]
+    if any(a.x1 > b.x0 + 0.5 for a, b in zip(boxes, boxes[1:])) and not any(t.get_rotation() for t in ax.get_xticklabels()):
+        for t in ax.get_xticklabels(): t.set_rotation(30); t.set_ha("right")
 
 def _n_labels(df, n) -> tuple[list, list, str]:
     "Where the counts go: (tick labels, series labels, x-label note): once if all equal, per series if constant along it, else per group."
@@ -190,7 +206,8 @@ def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str 
     clamp_axis(ax, np.concatenate([np.ravel(e) for e in ends]), value_bounds(ylabel) if bounds == "auto" else bounds)
     if ylabel: ax.set_ylabel(ylabel)
     if xlabel or note: ax.set_xlabel(f"{xlabel} ({note})" if xlabel and note else xlabel or note)
-    if n_bars > 1: outside_legend(ax, legend_title)
+    ax.figure.canvas.draw(); _unclash_ticks(ax)
+    if n_bars > 1: below_legend(ax, legend_title)
     if title: fit_title(ax, title)
     return ax
 
@@ -220,7 +237,7 @@ def line_chart(df, x: str, y: str, by: str | None = None, n: str | None = None, 
     ax.spines["bottom"].set_position(("outward", 4))                  # a line at the lowest value never lies on the axis
     clamp_axis(ax, df[[c for c in (y, lo, hi) if c]].to_numpy(dtype=float), value_bounds(ylabel) if bounds == "auto" else bounds)
     ax.set_xlabel(xlabel or x); ax.set_ylabel(ylabel or y)
-    if by: outside_legend(ax, legend_title or by)
+    if by: below_legend(ax, legend_title or by)
     if title: fit_title(ax, title)
     return ax
 
@@ -279,6 +296,33 @@ def _size_problems(fig) -> list[str]:
 def _overlaps(a, b, tol: float = 0.5) -> bool:
     return a.x0 < b.x1 - tol and b.x0 < a.x1 - tol and a.y0 < b.y1 - tol and b.y0 < a.y1 - tol
 
+def text_boxes(fig) -> list:
+    "Every text a reader sees in `fig` (titles, axis and tick labels that are drawn, value labels, legends), as (text, size in pt, display box)."
+    from matplotlib.text import Text
+    fig.canvas.draw(); r = fig.canvas.get_renderer()
+    texts = list(fig.texts) + ([fig._suptitle] if fig._suptitle else [])
+    for ax in fig.axes:
+        texts += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
+        if ax.axison: texts += [l for axis in (ax.xaxis, ax.yaxis) for t in axis._update_ticks() for l in (t.label1, t.label2)]
+        if ax.get_legend(): texts += [ax.get_legend().get_title(), *ax.get_legend().get_texts()]
+    return [(t.get_text(), t.get_fontsize(), t.get_window_extent(r), t.get_rotation()) for t in dict.fromkeys(texts)
+            if isinstance(t, Text) and t.get_visible() and t.get_text().strip()]
+
+def slanted_apart(a, b, rot: float, line: float) -> bool:
+    "Two texts slanted by the same `rot` degrees whose boxes' top-right corners lie more than a `line` height apart across the slant (they cannot touch)."
+    import math
+    dx, dy = b[2] - a[2], b[3] - a[3]
+    return abs(dx * math.sin(math.radians(rot)) - dy * math.cos(math.radians(rot))) >= line
+
+def _text_overlaps(boxes, tol: float = 0.5, px_per_pt: float = 100 / 72) -> list[str]:
+    "Pairs of texts whose boxes overlap (labels run together: '100.0100.0', a label over a title); slanted tick labels by their slanted extent."
+    def clash(a, b):
+        (_, pa, ba, ra), (_, pb, bb, rb) = a, b
+        if not _overlaps(ba, bb, tol): return False
+        return not (ra == rb and ra % 90 and slanted_apart(ba.extents, bb.extents, ra, 1.1 * max(pa, pb) * px_per_pt))
+    return [f"text {a[0][:30]!r} overlaps {b[0][:30]!r}" for i, a in enumerate(boxes) for b in boxes[i + 1:] if clash(a, b)]
+
+# %% ../nbs/50_analysis.ipynb #c6a03d74
 def figure_problems(fig) -> list[str]:
     "What a reviewer would reject: wide titles, legends over data, labels on error bars, 2¹ ticks, unlabelled axes, cut text, missing fonts."
     fig.canvas.draw()
@@ -299,8 +343,20 @@ def figure_problems(fig) -> list[str]:
         if any("^" in s or "\\mathdefault" in s for s in ticks): out.append(f"{name}: tick labels written as powers")
         if ax.axison and ax.has_data() and not ax.get_ylabel(): out.append(f"{name}: the y axis has no label")
         if ax.axison and ax.lines and ax.get_xscale() != "linear" and not ax.get_xlabel(): out.append(f"{name}: the x axis has no label")
-    out += [f"no font for {s} text ({f})" for s, f in check_fonts(fig).items()]
+    out += _text_overlaps(text_boxes(fig), px_per_pt=fig.dpi / 72)[:5] + [f"no font for {s} text ({f})" for s, f in check_fonts(fig).items()]
     return list(dict.fromkeys(out + _size_problems(fig) + _font_problems(fig)))
+
+# %% ../nbs/50_analysis.ipynb #2bf08d29
+def figure_record(fig) -> dict:
+    "The figure's cropped size, the width it was made for, and each visible text (size in pt, box in inches from the crop's lower left)."
+    fig.canvas.draw()
+    r, dpi = fig.canvas.get_renderer(), fig.dpi
+    crop = fig.get_tightbbox(r).padded(0.05)                                   # inches, as savefig's tight bbox with its pad
+    made_for = COLUMN_IN if fig.get_size_inches()[0] <= COLUMN_IN + 0.01 else TEXT_IN
+    texts = [{"text": t, "pt": round(pt, 2), "rotation": rot,
+              "box": [round(v, 3) for v in (b.x0 / dpi - crop.x0, b.y0 / dpi - crop.y0, b.x1 / dpi - crop.x0, b.y1 / dpi - crop.y0)]}
+             for t, pt, b, rot in text_boxes(fig)]
+    return {"made_for_in": made_for, "width_in": round(crop.width, 3), "height_in": round(crop.height, 3), "texts": texts}
 
 # %% ../nbs/50_analysis.ipynb #81a2e3fa
 class FigureWarning(UserWarning):
@@ -318,10 +374,12 @@ def fit_width(fig, width: float | None = None) -> float:
         fig.canvas.draw()
         for ax in fig.axes:                                                            # a title wraps to its narrower axes
             if ax.get_title(): fit_title(ax, ax.get_title().replace("\n", " "), ax.title.get_fontsize())
+            if ax.axison: _unclash_ticks(ax)
+            if getattr(ax.get_legend(), "_vlmlens_below", None): below_legend(ax, *ax.get_legend()._vlmlens_below)
     return got
 
 def save_figure(fig, folder, name: str, formats: Sequence[str] = ("png", "pdf"), dpi: int = 200, check: bool = True) -> list[Path]:
-    "Save `fig` as `<folder>/<name>.png` and `.pdf` (cropped to its content, at most the width it was made for), warning about each defect found; the paths."
+    "Save `fig` as `<folder>/<name>.png` and `.pdf` (cropped to its content, at most the width it was made for) with `<name>.json` beside them (`figure_record`), warning about each defect found; the figure paths."
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
     fit_width(fig)
     for p in (figure_problems(fig) if check else check_fonts(fig)): warnings.warn(f"figure {name!r}: {p}", FigureWarning, stacklevel=2)
@@ -330,4 +388,5 @@ def save_figure(fig, folder, name: str, formats: Sequence[str] = ("png", "pdf"),
     import matplotlib as mpl
     with mpl.rc_context({"pdf.fonttype": 42, "ps.fonttype": 42}):                  # TrueType: paper checkers reject Type 3 fonts
         for p in paths: fig.savefig(p, dpi=dpi, bbox_inches="tight", pad_inches=0.05)
+    (folder / f"{stem}.json").write_text(json.dumps(figure_record(fig), indent=1, ensure_ascii=False), encoding="utf-8")
     return paths

@@ -74,19 +74,18 @@ def _add_subcommands(sub):
     s.add_argument("--notebook", help="the notebook each run executes (default: evalnb/evaluate.ipynb)")
     s.add_argument("--executor", choices=("local", "ray", "slurm"),
                    help="where the runs execute (default: the sweep file's executor.kind, else local); options in the file")
-    s = sub.add_parser("score", help="re-score a run folder from its stored predictions (no model calls)")
-    s.add_argument("run_dir")
+    sub.add_parser("score", help="re-score a run folder from its stored predictions (no model calls)").add_argument("run_dir")
     s = sub.add_parser("report", help="print the tables of finished runs (any folder holding runs)")
     s.add_argument("run_dirs", nargs="+"); s.add_argument("--format", default="text", choices=("text", "md", "latex", "csv"))
     s.add_argument("--vs-paper", action="store_true", help="also print ours beside the papers' numbers (difference, our 95%% CI); with csv, only that")
     s.add_argument("--judge-reading", action="store_true", help="with --vs-paper, compare GPT-4o mini runs with InfiniBench's 'GPT-4o' judge cells, flagged")
     s.add_argument("--include-departures", action="store_true", help="with --vs-paper, also show cells whose protocol the run departs from, each departure listed")
+    s.add_argument("--check", action="store_true", help="then typeset its tables in a two-column and an ACL paper (tools/paper_check.py); exit 1 on a problem")
     s = sub.add_parser("isolate", help="evidence graphs + iterative error isolation on a finished MINERVA/CURVE run")
     s.add_argument("run_dir"); s.add_argument("--compiler", required=True, help="model that compiles reasoning chains into graphs")
     s.add_argument("--labeller", required=True, help="model that aligns answers with graphs and labels errors")
     s.add_argument("--model", help="model under test to re-ask with hints (default: the run's model)")
-    s.add_argument("--modes", default="iterative,one_shot"); s.add_argument("--max-rounds", type=int, default=5)
-    s.add_argument("--limit", type=int)
+    s.add_argument("--modes", default="iterative,one_shot"); s.add_argument("--max-rounds", type=int, default=5); s.add_argument("--limit", type=int)
     s.add_argument("--graphs", default="failed", choices=("failed", "all"),
                    help="compile evidence graphs for failed items only, or for all (graph statistics over all, as the paper)")
     curation_cli.add_parser(sub, extensions=CURATE_EXTENSIONS)
@@ -228,6 +227,13 @@ def _dispatch(a) -> int:
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),
                  lambda out: print(json.dumps(out, indent=1, default=str)))
     elif a.command == "report" and a.to == "wandb": return view.report_to_wandb(a.run_dirs)
+    elif a.command == "report" and a.check:                  # the paper check lives in the repository's tools/, as the tests use it
+        import importlib.util
+        tool = Path(vlmlens.__file__).resolve().parents[1] / "tools" / "paper_check.py"
+        if not tool.is_file(): print(f"vlmlens report --check: needs {tool} (a checkout of the repository)", file=sys.stderr); return 2
+        spec = importlib.util.spec_from_file_location("paper_check", tool); pc = importlib.util.module_from_spec(spec); spec.loader.exec_module(pc)
+        rc = report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view)
+        return max(rc, pc.report_check(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures))
     elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view)
     elif a.command == "data": return data.main(a)
     elif a.command == "view": return view.main(a)

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from fastcore.basics import patch
 
 from . import fidelity, media, prompts, store
-from .analysis import MIN_PT, TEXT_IN, bar_chart, fit_title, use_script_fonts
+from .analysis import MIN_PT, TEXT_IN, bar_chart, below_legend, fit_title, use_script_fonts
 from .benchmarks.minerva import PAPER_RESOURCE_SETS, minerva_request, resource_level, wants_reasoning
 from .core import Request, RunConfig, Sample, cache_root, message, nothing_answered, sha256_json
 from .judges import fence, load_judge_model, model_identity
@@ -283,9 +283,8 @@ def draw_graph(g: EvidenceGraph, ax=None, wrap: int = 20, fontsize: float = MIN_
     nx.draw_networkx_nodes(G, pos, ax=ax, node_size=2200, node_color=[KIND_COLORS[G.nodes[i]["kind"]] for i in G.nodes], alpha=0.3)
     _fit_labels(ax, texts.values(), pos.values(), radius_pt=(2200 ** 0.5) / 2)
     kinds = [k for k in NODE_KINDS if any(n.kind == k for n in g.nodes)]
-    ax.legend([Patch(color=KIND_COLORS[k], alpha=0.45) for k in kinds], kinds, title="node kind", loc="upper left",
-              bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=fontsize, title_fontsize=fontsize)
     ax.axis("off")
+    below_legend(ax, "node kind", fontsize, [Patch(color=KIND_COLORS[k], alpha=0.45) for k in kinds], kinds)
     fit_title(ax, f"Evidence graph of {g.question_id}", fontsize=9)
     return ax
 

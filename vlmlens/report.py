@@ -314,7 +314,7 @@ def _script_preamble(found: set) -> list[str]:
             r"% with \usepackage{fontspec} in the preamble and the Noto fonts installed; the font families are defined here.", *fams]
 
 # %% ../nbs/52_report.ipynb #h9c5l007
-COLUMN_PT, TEXT_PT, PROSE_CHARS = 238.0, 498.0, 40            # 3.3 in and 6.9 in; a cell longer than this is prose
+COLUMN_PT, TEXT_PT, PROSE_CHARS = 218.0, 453.0, 40            # the narrower paper: ACL's 7.7 cm columns and 16 cm text (a 10 pt paper has 3.3 in and 6.9 in); a cell longer than this is prose
 TEXT_HEIGHT_PT, FONT_PT = 648.0, {"small": 9.0, "footnotesize": 8.0}   # a 9 in page; a 10 pt paper's sizes, never below 8 pt
 _NUMERIC = re.compile(r"^[−+-]?\d[\d,]*(?:\.\d+)?(?:\s|%|$)")
 
