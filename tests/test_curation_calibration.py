@@ -294,3 +294,24 @@ def test_an_answer_the_judge_could_not_judge_is_undecided_not_a_disagreement(ser
     server.responder = responder
     again = correctness_calibration(rows, log, tmp_path / "b", **kw)
     assert again["status"]["consensus"] == 5 and again["step"] != rep["step"]          # other judgments: not the stale step
+
+
+def test_a_rerun_after_the_judge_is_fixed_rejudges_the_unparseable_answers(server, curve, tmp_path, monkeypatch, capsys):
+    "A judge answering prose: exit 3. The same command once the judge works: the stored unparseable judgments are judged again, so it decides."
+    from vlmlens.cli import main
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GEMINI_API_KEY", "loopback-gemini-key-0000000000")
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    argv = ["curate", *_difficulty_argv(server, "cal", "single_frame,text_only"), "--judge-kwarg", "max_attempts=1", "--judge-kwarg", "retries=0",
+            "--judge-kwarg", "progress=false", "--judge-kwarg", 'model_kwargs={"cache": false}']
+    server.responder = lambda call: "looks fine to me" if call.api == "openai" else responder(call)
+    assert main(argv) == 3
+    assert "decided nothing: 0 of 5 single_frame answers valid" in capsys.readouterr().err
+    server.responder = responder
+    n = len(server.calls)
+    assert main(argv) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "single_frame: solved 1 of 5" in out and "text_only: solved 1 of 5" in out    # as a first run with the working judge
+    assert "flagged for revision: hi-2 (single_frame), it-1 (text_only)" in out
+    assert sum(1 for c in server.calls[n:] if c.api == "openai") == 10       # every stored unparseable judgment judged again
+    assert sum(1 for c in server.calls[n:] if c.api != "openai") == 0        # the answers themselves were kept

@@ -235,3 +235,15 @@ def test_a_generator_or_text_filter_that_decided_nothing_exits_3(server, tmp_pat
     assert main(["curate", "text-filter", "--from", str(st.dir), "--models", "gpt-4.1", "--out", str(tmp_path / "b2"), *kw]) == 3
     out, err = capsys.readouterr()
     assert "decided nothing: 0 of 8 text-only answers valid" in err and "model answer unparseable (8 items)" in err and "rejected" not in out
+
+
+def test_near_duplicate_options_are_inflections_not_different_words():
+    "Options that are one answer written twice are rejected; options differing by a whole word ('cart' / 'car') are kept."
+    from vlmlens.curation.captions import near_duplicate, parse_mcq
+    assert near_duplicate("a red cart", "a red carts") and near_duplicate("red", "reds") and near_duplicate("The red cart.", "a red cart")
+    assert not near_duplicate("a red cart", "a red car") and not near_duplicate("rice", "mice") and not near_duplicate("3 windows", "4 windows")
+    assert near_duplicate("ఎర్ర బండి", "ఎర్ర బండిలు") and not near_duplicate("ఎర్ర బండి", "ఎర్ర బంతి")
+    ok = {**LITERAL, "en": {**LITERAL["en"], "options": ["a red cart", "a red car", "a blue van", "a green bus"]}}
+    assert parse_mcq(json.dumps(ok, ensure_ascii=False), "te")["en"]["options"][:2] == ["a red cart", "a red car"]
+    dup = {**LITERAL, "en": {**LITERAL["en"], "options": ["red", "reds", "blue", "green"]}}
+    with pytest.raises(ValueError, match="options A and B are near duplicates"): parse_mcq(json.dumps(dup, ensure_ascii=False), "te")

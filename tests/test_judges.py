@@ -137,6 +137,23 @@ def test_failed_call_is_not_cached_nor_stored_and_is_retried(server, tmp_path):
 
 # -- cache --------------------------------------------------------------------------------------------------
 
+def test_an_unparseable_reply_is_not_served_again_by_a_cache(server, tmp_path):
+    "Prose is neither kept in the judgment cache nor taken from the model's response cache: once the judge works it is asked again."
+    kw = {**NO_CACHE, "cache": str(tmp_path / "responses.sqlite")}                # the judge model's own response cache, on
+    server.responder = lambda call: "looks fine to me"
+    with open_ended_judge(compat(server), cache=tmp_path / "j.sqlite", retries=0, model_kwargs=kw) as J:
+        j, = J.judge(ITEMS[:1])
+        assert (j.valid, j.raw) == (False, "looks fine to me")
+    server.responder = gullible
+    with open_ended_judge(compat(server), cache=tmp_path / "j.sqlite", retries=0, model_kwargs=kw) as J:
+        j, = J.judge(ITEMS[:1])
+        assert (j.score, j.valid, J.stats["cache_hits"]) == (9.0, True, 0)
+    assert server.count("openai") == 2
+    with open_ended_judge(compat(server), cache=tmp_path / "j.sqlite", retries=0, model_kwargs=kw) as J:
+        assert J.judge(ITEMS[:1]) == [j] and J.stats["cache_hits"] == 1           # a reply that parses is cached
+    assert server.count("openai") == 2
+
+
 def test_cache_makes_rescoring_free(server, tmp_path):
     server.responder = gullible
     with open_ended_judge(compat(server), cache=tmp_path / "j.sqlite", model_kwargs=NO_CACHE) as J:
@@ -239,11 +256,11 @@ def test_default_open_ended_model_is_gpt4o_mini(server, keys):
 # -- a local transformers judge ------------------------------------------------------------------------------------
 
 def test_tiny_local_model_exercises_the_invalid_path(tmp_path):
-    "The tiny random model's replies are noise: every judgment is invalid, retried once, counted, and cached."
+    "The tiny random model's replies are noise: every judgment is invalid, retried once, counted, and never cached (asked again)."
     with open_ended_judge("tiny-qwen2.5-vl", cache=tmp_path / "j.sqlite", max_new_tokens=6) as J:
         js = J.judge(ITEMS[:2])
         assert [j.valid for j in js] == [False, False] and all(j.raw is not None for j in js)
         assert (J.stats["invalid"], J.stats["retries"], J.stats["calls"]) == (2, 2, 4)
         again = J.judge(ITEMS[:2])
-        assert again == js and J.stats["calls"] == 4 and J.stats["cache_hits"] == 4
+        assert again == js and J.stats["calls"] == 8 and J.stats["cache_hits"] == 0      # (greedy: the same noise again)
         assert J.judge_id == "open-0-10/tiny-qwen2.5-vl"

@@ -286,29 +286,44 @@ class Judge:
 def _params(self: Judge) -> dict: return {"temperature": self.temperature, "seed": self.seed, "max_new_tokens": self.max_new_tokens}
 
 @patch
+def _parses(self: Judge, text: str | None) -> bool:
+    try: self.template.parse(text); return True
+    except (JudgeParseError, ValueError, TypeError): return False
+
+@patch
+def _ask(self: Judge, convs: list, fresh: bool = False) -> list:
+    "The backend's generations for `convs` (with `fresh`, its response cache is not read for them)."
+    reqs = [Request(f"judge-{i}", c, max_new_tokens=self.max_new_tokens) for i, c in enumerate(convs)]
+    self.stats["calls"] += len(reqs)
+    held = getattr(self.backend, "cache", None) if fresh else None
+    if held is not None: self.backend.cache = None
+    try: gens = self.backend.generate(reqs, max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed)
+    finally:
+        if held is not None: self.backend.cache = held
+    if len(gens) != len(reqs): raise RuntimeError(f"{self.label}: backend returned {len(gens)} generations for {len(reqs)} requests")
+    return gens
+
+# %% ../nbs/21_judges.ipynb #9a0b9787
+@patch
 def _complete(self: Judge, convs: list) -> list[tuple]:
-    "`(text, error)` for each conversation: from the cache, else from the backend (successes are cached)."
+    "`(text, error)` for each conversation: from the cache, else from the backend (replies that parse are cached)."
     out, todo = [None] * len(convs), []
     for i, conv in enumerate(convs):
         key = cache_key(self.identity, conv, self._params())
         hit = self.cache.get(key) if self.cache is not None else None
-        if hit is not None:
+        if hit is not None and self._parses(hit["text"]):
             self.stats["cache_hits"] += 1; out[i] = (hit["text"], None)
         else: todo.append((i, key))
-    if todo:
-        reqs = [Request(f"judge-{i}", convs[i], max_new_tokens=self.max_new_tokens) for i, _ in todo]
-        self.stats["calls"] += len(reqs)
-        gens = self.backend.generate(reqs, max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=self.seed)
-        if len(gens) != len(reqs): raise RuntimeError(f"{self.label}: backend returned {len(gens)} generations for {len(reqs)} requests")
-        for (i, key), g in zip(todo, gens):
-            if g.error is not None or g.text is None:
-                out[i] = (None, g.error or "the backend returned no text")
-                continue
-            if self.cache is not None: self.cache.put(key, g.text, g.usage or {}, "judge", self.judge_id)
-            out[i] = (g.text, None)
+    gens = self._ask([convs[i] for i, _ in todo]) if todo else []
+    stale = [k for k, g in enumerate(gens) if g.text is not None and (g.usage or {}).get("cached") and not self._parses(g.text)]
+    for k, g in zip(stale, self._ask([convs[todo[k][0]] for k in stale], fresh=True) if stale else []): gens[k] = g
+    for (i, key), g in zip(todo, gens):
+        if g.error is not None or g.text is None:
+            out[i] = (None, g.error or "the backend returned no text")
+            continue
+        if self.cache is not None and self._parses(g.text): self.cache.put(key, g.text, g.usage or {}, "judge", self.judge_id)
+        out[i] = (g.text, None)
     return out
-
-
 
 # %% ../nbs/21_judges.ipynb #6198eacd
 def verdict_flags(template: JudgeTemplate, answer: str | None) -> list[str]:

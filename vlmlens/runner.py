@@ -203,10 +203,10 @@ def make_judge(bench: Benchmark, cfg: RunConfig, samples: list[Sample]):
 # %% ../nbs/40_runner.ipynb #2f3a4b97
 def judge_items(judge, items: list[JudgeItem], store: RunStore | None = None, *, batch_size: int | None = None,
                 progress: bool = True) -> list[Judgment]:
-    "The one judging loop: one Judgment per item, appended to `store` (items it already holds for this judge are reused)."
+    "The one judging loop: one Judgment per item, appended to `store` (valid judgments it already holds for this judge are reused)."
     from tqdm.auto import tqdm
     done = {(j.sample_id, j.prompt_sha256): j for j in (store.load_judgments() if store else [])
-            if j.judge_id == judge.judge_id and j.raw is not None}
+            if j.judge_id == judge.judge_id and j.valid}        # an invalid or missing judgment is judged again
     result, todo = {}, []
     for it in items:
         old = done.get((it.sample_id, judge.prompt_sha256(it)))

@@ -9,6 +9,7 @@ import hashlib
 import json
 import random
 import re
+import unicodedata
 from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
@@ -21,14 +22,14 @@ from ..models.registry import load_backend
 from ..readers import FieldError, RowError, read_records
 from ..scoring import extract_choice
 from .review import VerdictLog
-from .align import char_edit_distance
 from .store import MAX_INVALID_RATE, Provenance, Step, decisions, output_options
 from .translate import language_name, lang_code, numbers, script_problem
 
 # %% auto #0
-__all__ = ['MCQ_PROMPT', 'N_OPTIONS', 'MCQ_LABELS', 'load_captions', 'near_duplicate', 'parse_mcq', 'mcq_items',
-           'balanced_targets', 'generate_mcqs', 'text_only_prompt', 'text_only_filter', 'mcq_review_items',
-           'release_mcqs', 'answer_positions', 'distractor_report', 'mcq_problems']
+__all__ = ['MCQ_PROMPT', 'DUP_SUFFIXES', 'DUP_ARTICLES', 'DUP_MIN_STEM', 'N_OPTIONS', 'MCQ_LABELS', 'load_captions',
+           'near_duplicate', 'parse_mcq', 'mcq_items', 'balanced_targets', 'generate_mcqs', 'text_only_prompt',
+           'text_only_filter', 'mcq_review_items', 'release_mcqs', 'answer_positions', 'distractor_report',
+           'mcq_problems']
 
 # %% ../../nbs/72_curation_captions.ipynb #ca676502
 _S32 = "HinTel-AlignBench §3.2 'VAANI-H and VAANI-T Dataset Generation', Figure 2"
@@ -71,13 +72,31 @@ fidelity.record("hintel", "VAANI option order", "rule", _S32, "departure",
 
 # %% ../../nbs/72_curation_captions.ipynb #c0a1d2e1
 _WORD = re.compile(r"\w+", re.U)
+DUP_SUFFIXES = ("s", "es", "లు", "ें", "ों")
+DUP_ARTICLES = ("a", "an", "the")
+DUP_MIN_STEM = 3
 
-def near_duplicate(a: str, b: str, max_edit_share: float = 0.1, min_len: int = 6) -> bool:
-    "Whether two options are the same answer written twice: equal words, or the same numbers within `max_edit_share` character edits."
-    x, y = (" ".join(_WORD.findall(str(t).casefold())) for t in (a, b))
+def _option_words(s: str, articles) -> list[str]:
+    "An option's words, casefolded, punctuation removed (letters, marks and digits kept, so Indic words stay whole), articles dropped."
+    ws = ("".join(c for c in w if unicodedata.category(c)[0] in "LMN") for w in str(s).casefold().split())
+    return [w for w in ws if w and w not in articles]
+
+def _same_word(x: str, y: str, suffixes) -> bool:
     if x == y: return True
-    if numbers(a) != numbers(b) or min(len(x), len(y)) < min_len: return False
-    return char_edit_distance(x, y) <= max(1, int(max_edit_share * min(len(x), len(y))))
+    x, y = sorted((x, y), key=len)
+    return len(x) >= DUP_MIN_STEM and any(y == x + s for s in suffixes)
+
+def near_duplicate(a: str, b: str, suffixes: Sequence[str] = DUP_SUFFIXES, articles: Sequence[str] = DUP_ARTICLES) -> bool:
+    "Whether two options are the same answer written twice: the same words, up to case, punctuation, articles and an inflection suffix."
+    x, y = _option_words(a, articles), _option_words(b, articles)
+    return len(x) == len(y) and all(_same_word(u, v, suffixes) for u, v in zip(x, y))
+
+fidelity.record("hintel", "VAANI near-duplicate options", "rule", _S32, "reading",
+                "the paper does not say how distractors were kept distinct; vlmlens rejects an MCQ whose two options have the same "
+                "words after dropping case, punctuation and the articles a/an/the, a word matching its form plus one suffix of "
+                f"{list(DUP_SUFFIXES)} on a stem of at least {DUP_MIN_STEM} letters ('a red cart' / 'a red carts' rejected, "
+                "'a red cart' / 'a red car' kept)",
+                "near_duplicate(a, b, suffixes=(), articles=()) (equal words only)")
 
 # %% ../../nbs/72_curation_captions.ipynb #ed8b08cd
 N_OPTIONS = 4
