@@ -228,7 +228,7 @@ def prepare_inputs(self: HFBackend, requests: list[Request]):
     msgs = [r.messages if self.video_input else expand_frames(r.messages, self.frame_labels) for r in requests]
     convs = [to_qwen_messages(m, image_pixels=self.image_pixels, video_pixels=self.video_pixels,
                               video_total_pixels=self.video_total_pixels, sample_id=r.sample_id) for m, r in zip(msgs, requests)]
-    texts = [self.processor.apply_chat_template(c, tokenize=False, add_generation_prompt=True) for c in convs]
+    texts = [self.chat_text(c) for c in convs]
     media_only = [[{"role": "user", "content": extract_vision_info([c])}] for c in convs]   # the questions' text left out
     images, videos, vkw = vision_info(media_only, return_video_kwargs=True, return_video_metadata=True,
                                       image_patch_size=self.patch_size)

@@ -29,11 +29,12 @@ from ..scoring import split_thinking
 
 # %% auto #0
 __all__ = ['DEFAULT_VIDEO_FPS', 'METADATA_CLOCK_HZ', 'ARCHITECTURES', 'TINY_CORPUS', 'TINY_RECIPES', 'TINY_VERSION',
-           'NO_PREFIX_REUSE', 'EXACT_FRAMES', 'BACKEND_KWARGS', 'BOOL_KWARGS', 'content_hash', 'cached_content_hash',
-           'resolve_hub_revision', 'torch_dtype', 'sampling_fps', 'video_metadata', 'arch_inputs', 'expand_frames',
-           'to_hf_conversation', 'build_tiny_tokenizer', 'chat_template', 'build_tiny', 'tiny_checkpoint',
-           'load_pretrained', 'TransformersBackend', 'MediaMemo', 'memoize_media', 'trim_row', 'reply_of', 'prefix_end',
-           'prefix_key', 'check_kwargs', 'from_spec', 'checkpoint_config', 'preflight']
+           'TEMPLATE_FILES', 'NO_PREFIX_REUSE', 'EXACT_FRAMES', 'BACKEND_KWARGS', 'BOOL_KWARGS', 'content_hash',
+           'cached_content_hash', 'resolve_hub_revision', 'torch_dtype', 'sampling_fps', 'video_metadata',
+           'arch_inputs', 'expand_frames', 'to_hf_conversation', 'build_tiny_tokenizer', 'chat_template', 'build_tiny',
+           'tiny_checkpoint', 'load_pretrained', 'TransformersBackend', 'MediaMemo', 'memoize_media', 'template_text',
+           'check_thinking_switch', 'template_on_disk', 'trim_row', 'reply_of', 'prefix_end', 'prefix_key',
+           'check_kwargs', 'from_spec', 'checkpoint_config', 'preflight']
 
 # %% ../../nbs/15_models_transformers.ipynb #03b06424
 def _weight_files(path: Path) -> list[Path]:
@@ -406,7 +407,7 @@ class TransformersBackend(Backend):
                  trust_remote_code: bool = False, languages=(), paper_languages: dict | None = None,
                  context_tokens: int | None = None, max_images: int | None = None, frames_as_images=None,
                  frame_labels=True, processor_kwargs: dict | None = None, generation_kwargs: dict | None = None,
-                 progress: bool = False, reuse_prefix=True):
+                 progress: bool = False, reuse_prefix=True, thinking=None):
         if int(batch_size) < 1: raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.model_id, self.name = str(model_id_or_path), name or str(model_id_or_path)
         self.languages, self.paper_languages = tuple(languages), dict(paper_languages or {})
@@ -419,6 +420,8 @@ class TransformersBackend(Backend):
             setattr(self, k, v)
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         self.tokenizer.padding_side = "left"
+        self.thinking = None if thinking is None else as_bool(thinking, "thinking")
+        if self.thinking is not None: check_thinking_switch(self.name, template_text(self.processor))
         eos = self.model.generation_config.eos_token_id
         self.eos_ids = (set(eos if isinstance(eos, (list, tuple)) else [eos]) | {self.tokenizer.eos_token_id}) - {None}
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else min(self.eos_ids)
@@ -475,6 +478,37 @@ def memoize_media(processor):
         if step is not None and not isinstance(step, MediaMemo): setattr(processor, name, MediaMemo(step))
     return processor
 
+# %% ../../nbs/15_models_transformers.ipynb #c44286f3
+def template_text(processor_or_tokenizer) -> str:
+    "Every chat template a processor (and its tokenizer) carries, as one string (a dict of named templates joined)."
+    out = []
+    for o in (processor_or_tokenizer, getattr(processor_or_tokenizer, "tokenizer", None)):
+        t = getattr(o, "chat_template", None) if o is not None else None
+        out += list(t.values()) if isinstance(t, dict) else [t] if isinstance(t, str) else []
+    return "\n".join(out)
+
+def check_thinking_switch(name: str, template: str):
+    "Refuse (one-line ValueError) the `thinking` option for a model whose chat template has no `enable_thinking` switch."
+    if "enable_thinking" not in template:
+        raise ValueError(f"{name}: its chat template has no enable_thinking switch, so thinking=true|false cannot apply; "
+                         "drop --model-kwarg thinking")
+
+TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json", "tokenizer_config.json", "processor_config.json")
+
+def template_on_disk(model_id: str, revision: str | None = None) -> str | None:
+    "The chat template files of a local checkpoint folder or a cached hub checkpoint, as one string; None when none is on disk."
+    from huggingface_hub import try_to_load_from_cache
+    p = Path(model_id).expanduser()
+    paths = [p / f for f in TEMPLATE_FILES] if p.is_dir() else [try_to_load_from_cache(model_id, f, revision=revision) for f in TEMPLATE_FILES]
+    texts = [Path(f).read_text(errors="replace") for f in paths if isinstance(f, (str, Path)) and Path(f).is_file()]
+    return "\n".join(texts) if texts else None
+
+@patch
+def chat_text(self: TransformersBackend, conversation: list) -> str:
+    "One conversation rendered by the chat template, with the generation prompt and the `thinking` switch when set."
+    kw = {} if self.thinking is None else {"enable_thinking": self.thinking}
+    return self.processor.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True, **kw)
+
 # %% ../../nbs/15_models_transformers.ipynb #bc6e5587
 @patch
 def prepare_inputs(self: TransformersBackend, requests: list[Request]):
@@ -483,7 +517,7 @@ def prepare_inputs(self: TransformersBackend, requests: list[Request]):
     memoize_media(self.processor)
     convs = [to_hf_conversation(r.messages, video_input=self.video_input, frame_labels=self.frame_labels, sample_id=r.sample_id)
              for r in requests]
-    texts = [self.processor.apply_chat_template(c["conversation"], tokenize=False, add_generation_prompt=True) for c in convs]
+    texts = [self.chat_text(c["conversation"]) for c in convs]
     kw = dict(text=texts, padding=True, padding_side="left", return_tensors="pt", **self.processor_kwargs)
     bos = self.tokenizer.bos_token
     if bos and all(t.startswith(bos) for t in texts): kw["add_special_tokens"] = False
@@ -701,7 +735,7 @@ def info(self: TransformersBackend) -> dict:
              attn_implementation=getattr(self.model.config, "_attn_implementation", None), batch_size=self.batch_size,
              model_type=self.model.config.model_type, parameters=sum(p.numel() for p in self.model.parameters()),
              video_input=self.video_input, frames_as_images=self.allow_frames, frame_labels=self.frame_labels,
-             max_images=self.max_images, processor_kwargs=self.processor_kwargs, reuse_prefix=self.reuse_prefix,
+             max_images=self.max_images, processor_kwargs=self.processor_kwargs, reuse_prefix=self.reuse_prefix, thinking=self.thinking,
              generation={"repetition_penalty": gcfg.repetition_penalty, **self.generation_kwargs},
              versions={"transformers": transformers.__version__, "torch": torch.__version__})
     return d
@@ -717,9 +751,9 @@ def close(self: TransformersBackend):
 # %% ../../nbs/15_models_transformers.ipynb #7a712b64
 BACKEND_KWARGS = ("dtype", "device", "device_map", "attn_implementation", "batch_size", "revision", "trust_remote_code",
                   "context_tokens", "max_images", "frames_as_images", "frame_labels", "processor_kwargs", "generation_kwargs",
-                  "progress", "reuse_prefix")
+                  "progress", "reuse_prefix", "thinking")
 #: the true/false options among them (read with `as_bool`, so `reuse_prefix=yes` works and a typo is refused before the run)
-BOOL_KWARGS = ("trust_remote_code", "frames_as_images", "frame_labels", "progress", "reuse_prefix")
+BOOL_KWARGS = ("trust_remote_code", "frames_as_images", "frame_labels", "progress", "reuse_prefix", "thinking")
 
 def check_kwargs(spec: ModelSpec, kwargs: dict, known) -> dict:
     "The spec's backend defaults under `kwargs`, refusing unknown options with one line."
@@ -764,6 +798,8 @@ def preflight(spec: ModelSpec, cfg, _known=BACKEND_KWARGS, **kwargs):
     kw = check_kwargs(spec, kwargs, _known)
     if spec.local_builder: return          # a tiny test model, built offline on first use
     mt = checkpoint_config(spec.model_id, kw.get("revision")).get("model_type")
+    on_disk = template_on_disk(spec.model_id, kw.get("revision")) if kw.get("thinking") is not None else None
+    if on_disk is not None: check_thinking_switch(spec.name, on_disk)   # else checked once the processor is loaded
     limit = arch_inputs(mt)["max_images"]
     if limit and not spec.max_images: spec = replace(spec, max_images=limit)
     spec.check(cfg)
