@@ -220,6 +220,17 @@ def gemini_content(text: str | None, *, prompt_tokens: int = 10, candidates_toke
     if parts: cand["content"] = {"role": "model", "parts": parts}
     return {"candidates": [cand], "usageMetadata": usage, "modelVersion": model, "responseId": "loopback"}
 
+def _thoughts_if_asked(request: dict, js: dict) -> dict:
+    """Gemini returns thought-summary parts only to a request whose `thinkingConfig.includeThoughts` is true (by default only
+    the final answer: ai.google.dev/gemini-api/docs/thinking, "Thought summaries"); drop them from an answer otherwise."""
+    tc = _get(_get(request, "generationConfig") or {}, "thinkingConfig") or {}
+    if _get(tc, "includeThoughts"): return js
+    for c in js.get("candidates") or []:
+        parts = (c.get("content") or {}).get("parts")
+        if parts: c["content"]["parts"] = [p for p in parts if not p.get("thought")]
+        if parts is not None and not c["content"]["parts"]: del c["content"]
+    return js
+
 def anthropic_message(text: str | None, *, input_tokens: int = 10, output_tokens: int | None = None, thinking: str | None = None,
                       stop_reason: str = "end_turn", model: str = "loopback") -> dict:
     "A Messages API answer (thinking blocks first, as Claude returns them)."
@@ -490,6 +501,7 @@ class LoopbackServer:
                 js = self._answer(call, r.text if r.text is not None else self.default_text)
             if js is None or (r.status >= 400 and "_message" in js):
                 js = _error_body(call.api, r.status, (js or {}).get("_message"), r.retry_info)
+            if call.api == "gemini": js = _thoughts_if_asked(call.json or {}, js)
             body, headers = json.dumps(js).encode(), {"Content-Type": "application/json", **r.headers}
         if r.drip: return await self._drip(request, r, body, headers)
         return web.Response(status=r.status, body=body, headers=headers)

@@ -141,7 +141,7 @@ def test_gemini_text_image_frames_and_thinking_budget(server, keys, tmp_path):
     gc = call.json["generationConfig"]
     assert (gc["temperature"], gc["seed"], gc["maxOutputTokens"]) == (0.0, 9, 32 + 512)
     think = gc.get("thinkingConfig")
-    assert think in ({"thinkingBudget": 512}, {"thinking_budget": 512})                  # the thinking budget reached the wire
+    assert think in ({"thinkingBudget": 512, "includeThoughts": True}, {"thinking_budget": 512, "include_thoughts": True})   # budget and thought summaries reached the wire
     si = call.json.get("systemInstruction") or call.json.get("system_instruction")
     assert si["parts"][0]["text"] == "Be brief."
     parts = call.json["contents"][0]["parts"]

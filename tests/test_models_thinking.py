@@ -25,7 +25,7 @@ def keys(monkeypatch):
 
 def backend(kind, server):
     if kind == "vllm": return OpenAIBackend("qwen3-vl-thinking", base_url=server.openai_base_url, compatible=True, **OPTS)
-    if kind == "gemini": return GeminiBackend("gemini-2.5-flash", base_url=server.gemini_base_url, **OPTS)
+    if kind == "gemini": return GeminiBackend("gemini-2.5-flash", base_url=server.gemini_base_url, thinking_budget=-1, **OPTS)
     return AnthropicBackend("claude-sonnet-4-20250514", base_url=server.anthropic_base_url, **OPTS)
 
 
@@ -121,3 +121,38 @@ def test_thinking_cost_is_summed_beside_reasoning_tokens(server, keys, tmp_path)
     assert o["n"] == 4 and o["reasoning_tokens"] == 3 * 20 + 40
     assert o["reasoning_cost_usd"] == pytest.approx((3 * 20 + 40) * 4.0 / 1e6)     # thinking billed at the output rate
     assert 0 < o["reasoning_cost_usd"] < o["cost_usd"]                            # (rows carry it: the summary sums rows)
+
+
+def test_gemini_asks_for_thought_summaries_so_a_cut_off_reply_keeps_its_thinking(server, keys, tmp_path):
+    """With a thinking budget the request asks for thought summaries (`thinkingConfig.includeThoughts`, "Thought summaries"
+    in ai.google.dev/gemini-api/docs/thinking); a thought-only reply cut off at MAX_TOKENS then keeps its thinking, and
+    through the runner it is invalid as unfinished thinking, never read for a letter."""
+    from vlmlens.runner import run
+    cut = lambda call: gemini_content(None, thought="Frame 3 shows the red car, so (A)", thoughts_tokens=16, candidates_tokens=0,
+                                      finish_reason="MAX_TOKENS")
+    server.responder = cut
+    b = GeminiBackend("gemini-2.5-flash", base_url=server.gemini_base_url, thinking_budget=128, **OPTS)
+    [g] = b.generate([Request("s0", [message("user", "q0")])], max_new_tokens=16)
+    b.close()
+    think = server.requests("gemini")[-1].json["generationConfig"]["thinkingConfig"]
+    assert think in ({"thinkingBudget": 128, "includeThoughts": True}, {"thinking_budget": 128, "include_thoughts": True})
+    assert (g.text, g.thinking, g.error) == ("", "Frame 3 shows the red car, so (A)", None) and g.usage["reasoning_tokens"] == 16
+    off = GeminiBackend("gemini-2.5-flash", base_url=server.gemini_base_url, thinking_budget=0, **OPTS)
+    server.responder = lambda call: gemini_content("B")
+    off.generate([Request("s1", [message("user", "q1")])], max_new_tokens=16); off.close()
+    think = server.requests("gemini")[-1].json["generationConfig"]["thinkingConfig"]
+    assert think in ({"thinkingBudget": 0}, {"thinking_budget": 0})                          # thinking off: no summaries asked
+    unset = GeminiBackend("gemini-2.5-flash", base_url=server.gemini_base_url, **OPTS)      # no budget: summaries not asked,
+    server.responder = cut                                                                   # so the server sends no thought
+    [g] = unset.generate([Request("s2", [message("user", "q2")])], max_new_tokens=16); unset.close()
+    assert (g.text, g.thinking) == ("", "")                                 # thought (tokens billed), no text: still invalid
+    server.responder = cut
+    cfg = RunConfig("demo", "gemini-2.5-flash", modality="text", limit=2, max_new_tokens=16, output_root=str(tmp_path),
+                    run_name="cut", progress=False, model_kwargs={"base_url": server.gemini_base_url, "thinking_budget": 128,
+                                                                  "cache": False, "progress": False})
+    s = run(cfg)
+    assert s["overall"]["n"] == 2 and s["overall"]["n_invalid"] == 2 and s["overall"]["n_errors"] == 0
+    preds = [json.loads(l) for l in (tmp_path / "cut" / "predictions.jsonl").read_text().splitlines() if l.strip()]
+    assert len(preds) == 2 and all(not p["valid"] and p["parsed"] is None and p["error"] is None and p["raw"] == ""
+                                   and p["thinking"] == "Frame 3 shows the red car, so (A)"
+                                   and p["extra"]["invalid_reason"] == THINKING_UNFINISHED for p in preds)

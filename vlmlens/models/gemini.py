@@ -168,7 +168,8 @@ def build_payload(self: GeminiBackend, request: Request, *, max_new_tokens: int,
     extra = 0 if not thinks else (self.thinking_budget if (self.thinking_budget or -1) > 0 else self.thinking_allowance)
     cfg = {"temperature": float(temperature), "max_output_tokens": int(max_new_tokens) + extra, "seed": int(seed)}
     if system: cfg["system_instruction"] = "\n".join(system)
-    if self.thinking_budget is not None: cfg["thinking_config"] = {"thinking_budget": self.thinking_budget}
+    if self.thinking_budget is not None:                    # thought summaries: the thinking comes back as `thought` parts
+        cfg["thinking_config"] = {"thinking_budget": self.thinking_budget} | ({"include_thoughts": True} if thinks else {})
     if self.media_resolution: cfg["media_resolution"] = f"MEDIA_RESOLUTION_{self.media_resolution.upper()}"
     return {"model": self.model_id, "contents": contents, "config": cfg}
 
