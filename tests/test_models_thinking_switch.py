@@ -62,3 +62,14 @@ def test_a_template_without_the_switch_is_refused_before_loading(checkpoints, tm
     assert not (tmp_path / "runs").exists()
     with pytest.raises(ValueError, match="no enable_thinking switch"):          # loaded directly: refused before any generation
         tb.TransformersBackend(str(plain), thinking=False)
+
+
+def test_a_template_seen_only_once_loaded_is_refused_with_nothing_left(checkpoints, tmp_path, capsys, monkeypatch):
+    "A hub checkpoint whose template is not on disk yet: the refusal comes once the processor is loaded, and leaves nothing."
+    plain, _ = checkpoints
+    monkeypatch.setattr(tb, "template_on_disk", lambda *a, **k: None)
+    rc = main(["run", "--benchmark", "demo", "--model", str(plain), "--limit", "2", "--model-kwarg", "thinking=false",
+               "--output-root", str(tmp_path / "runs"), "--run-name", "r", "--no-progress"])
+    err = [l for l in capsys.readouterr().err.splitlines() if l.startswith("vlmlens:")]
+    assert rc == 2 and len(err) == 1 and "no enable_thinking switch" in err[0]
+    assert not (tmp_path / "runs" / "r").exists()
