@@ -165,6 +165,18 @@ def test_papermill_with_a_misnamed_parameter_is_refused(repo_root, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+# -- no network -----------------------------------------------------------------------------------------------------
+
+def test_a_hub_model_with_the_hub_unreachable_is_one_line_at_once(tmp_path):
+    "HF_HUB_OFFLINE unset and the Hub's address refusing connections (a closed loopback port): one line, no retry warnings."
+    env = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0"}
+    out = _cli("run", "--benchmark", "demo", "--model", "qwen2.5-vl-7b", "--limit", "1", "--no-progress", "--output-root",
+               tmp_path / "out", cwd=tmp_path, env=env, timeout=60)
+    _one_line(out, 2, "Qwen/Qwen2.5-VL-7B-Instruct: not in the local model cache", "(http://127.0.0.1:9) cannot be reached",
+              "hf download Qwen/Qwen2.5-VL-7B-Instruct")
+    assert not (tmp_path / "out").exists()
+
+
 # -- pipes and interrupts -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args", [["data", "list"], ["report", "RUNS"], [*RUN, "--output-root", "RUNS"]],

@@ -743,3 +743,33 @@ def test_a_typo_in_prompt_cache_is_refused_before_the_run(tmp_path):
     assert out.returncode == 2 and len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert "prompt_cache must be true or false" in lines[0] and "'flase'" in lines[0]
     assert not (tmp_path / "runs").exists()                                 # refused before a run folder is made
+
+
+def test_gemini_encodes_a_videos_frames_once_and_hashes_each_question_once(keys, tmp_path, monkeypatch):
+    """Two questions on one 8-frame video, given the same frame objects (as the frame cache hands them): the frames are
+    JPEG-encoded once in all; the second question hashes its frames once (its answer-cache key), the explicit context key
+    (the name every process finds the cache by) being hashed at the video's first question only, with its usual value."""
+    import vlmlens.core as core
+    import vlmlens.models.api as api
+    import vlmlens.models.gemini as gm
+    hashed, encoded = [], []
+    def sha(x):
+        hashed.append(core.canonical_json(x).count('"inline_data"'))
+        return core.sha256_json(x)
+    def enc(im, q):
+        encoded.append(im)
+        return api.encode_jpeg(im, q)
+    monkeypatch.setattr(api, "sha256_json", sha); monkeypatch.setattr(gm, "sha256_json", sha); monkeypatch.setattr(gm, "encode_jpeg", enc)
+    g = GeminiBackend("gemini-2.5-flash", base_url="http://127.0.0.1:9", cache=str(tmp_path / "c.sqlite"), **FAST)
+    frames = [img((i * 30, 0, 0)) for i in range(8)]
+    def ask(q):
+        hashed.clear()
+        req = Request("s", [message("user", {"type": "video", "frames": frames, "timestamps": list(range(8))}, q)],
+                      meta={"video_questions": 2})
+        gen, (payload, key, _) = g._start(req, 8, 0.0, 0)
+        assert gen is None and key is not None
+        return payload["_context"], list(hashed)
+    (ctx1, h1), (ctx2, h2) = ask("What colour first?"), ask("What colour last?")
+    assert (h1, h2) == ([8, 8], [8])                        # frames hashed: answer key + context key, then the answer key only
+    assert len(encoded) == 8                                 # each frame encoded once for both questions
+    assert ctx1["key"] == ctx2["key"] == core.sha256_json({k: v for k, v in ctx2.items() if k != "key"})

@@ -16,6 +16,7 @@ from ..core import Generation, Request, RunConfig, message
 from ..fidelity import PaperPrompt
 from ..metrics import round_half_up
 from ..models.registry import Backend, load_backend
+from ..report import clean_scores
 from ..store import RunSet, iter_jsonl
 from .release import media_folder, release_row, write_rows
 from .store import MAX_INVALID_RATE, Step, answer_cause, balance_change, decisions, run_digest
@@ -150,12 +151,6 @@ def filter_step(root, upstream: Step, knowledge: RunSet | None = None, vision: R
     return st
 
 # %% ../../nbs/65_curation_filters.ipynb #bef787b5
-def _rows(df) -> list[dict]:
-    out = []
-    for rec in df.to_dict("records"):
-        out.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rec.items()})
-    return out
-
 def _table_row(rows: list[dict], judging: bool = True) -> dict:
     "One table row; a reasoning skill with no judged answer shows no score (and stays out of Score and Overall)."
     st = ib.skill_stats(rows, judging=judging)
@@ -172,7 +167,7 @@ def filter_tables(runs: RunSet, kept_ids: set, labels: dict | None = None):
     out = {}
     for r in runs:
         if r.config is None: continue
-        rows = _rows(r.scores())
+        rows = clean_scores(r.scores()).to_dict("records")
         name = (labels or {}).get(r.name) or f"{r.config.model} [{r.config.modality}]"
         judging = (r.config.judge or "").lower() != "none"
         before, after = _table_row(rows, judging), _table_row([x for x in rows if str(x["sample_id"]).split("/", 1)[-1] in kept], judging)

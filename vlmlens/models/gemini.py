@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..core import Request, as_bool, cache_root, file_sha256, sha256_json
+from ..core import Request, as_bool, cache_root, canonical_json, file_sha256, sha256_json
 from ..fidelity import record
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg, redact_url,
                                 refuse_secret_options, refused_connection, retry_after_from_headers, retry_delay_from_body,
@@ -107,6 +107,7 @@ class GeminiBackend(APIBackend):
         self.stats["uploads"] = self.stats["context_caches"] = 0
         self._client, self._hashes, self._paths, self._uploads, self._uploaded = None, {}, {}, {}, []
         self._ctx, self._ctx_names, self._ctx_billed, self._ctx_misses = {}, [], set(), {}     # explicit context caches
+        self._jpegs, self._ctx_keys = {}, {}     # a video's frames encoded, and its context key hashed, once (see `_inline`, `_context_key`)
 
 # %% ../../nbs/14_models_gemini.ipynb #159b5b03
 @patch
@@ -130,9 +131,20 @@ def _video_ref(self: GeminiBackend, part: dict) -> dict:
 def _offset(t) -> str: return f"{float(t):g}s"
 
 # %% ../../nbs/14_models_gemini.ipynb #219f0a7d
+_MEMO = 512     # frames (and contexts) remembered: a few videos' worth
+
+def _remember(memo: dict, k, v):
+    memo[k] = v
+    if len(memo) > _MEMO: memo.pop(next(iter(memo)))       # the oldest first
+    return v
+
 @patch
 def _inline(self: GeminiBackend, img) -> dict:
-    return {"inline_data": {"mime_type": "image/jpeg", "data": b64(encode_jpeg(img, self.jpeg_quality))}}
+    "An image as an inline JPEG part, encoded once per image object (the frame cache hands a video's frames to each of its questions)."
+    hit = self._jpegs.get(id(img))
+    if hit is None or hit[0] is not img:                   # (the image is held, so its id is never another's)
+        hit = _remember(self._jpegs, id(img), (img, b64(encode_jpeg(img, self.jpeg_quality))))
+    return {"inline_data": {"mime_type": "image/jpeg", "data": hit[1]}}
 
 @patch
 def _parts(self: GeminiBackend, content: list) -> list[dict]:
@@ -276,6 +288,18 @@ async def _aclose(self: GeminiBackend):
     except Exception: pass
     self._client = None
 
+# %% ../../nbs/14_models_gemini.ipynb #715394d5
+@patch
+def _context_key(self: GeminiBackend, spec: dict) -> str:
+    "`sha256_json(spec)`, the name every process finds the cache by, hashed once per video: its frames known by their encoded strings' identity."
+    data = tuple(p["inline_data"]["data"] for c in spec["contents"] for p in c["parts"] if "inline_data" in p)
+    rest = {**spec, "contents": [{**c, "parts": [{"inline_data": None} if "inline_data" in p else p for p in c["parts"]]} for c in spec["contents"]]}
+    sig = (canonical_json(rest), tuple(map(id, data)))
+    hit = self._ctx_keys.get(sig)
+    if hit is None or any(a is not b for a, b in zip(hit[0], data)):     # (the strings are held, so their ids are never others')
+        hit = _remember(self._ctx_keys, sig, (data, sha256_json(spec)))
+    return hit[1]
+
 # %% ../../nbs/14_models_gemini.ipynb #e165825d
 EXPLICIT_CACHE_MIN_TOKENS = {"gemini-2.5-flash": 1024, "gemini-2.5-pro": 4096}   # docs/caching; 4,096 for others
 DEFAULT_CONTEXT_TTL_S = 3600.0
@@ -315,7 +339,7 @@ def cache_controls(self: GeminiBackend, payload: dict, request: Request) -> dict
     cfg = dict(payload["config"])
     spec = {"model": self.model_id, "system_instruction": cfg.pop("system_instruction", None),
             "contents": contents[:i] + [{**contents[i], "parts": contents[i]["parts"][:j + 1]}]}
-    return {**payload, "contents": tail, "config": cfg, "_context": {**spec, "key": sha256_json(spec)}, "_plain": payload}
+    return {**payload, "contents": tail, "config": cfg, "_context": {**spec, "key": self._context_key(spec)}, "_plain": payload}
 
 # %% ../../nbs/14_models_gemini.ipynb #e26b0e02
 @patch

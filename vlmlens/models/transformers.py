@@ -772,6 +772,21 @@ def from_spec(spec: ModelSpec, **kwargs) -> TransformersBackend:
     kw = check_kwargs(spec, kwargs, BACKEND_KWARGS)
     return TransformersBackend(resolve_builder(spec) if spec.local_builder else spec.model_id, **kw)
 
+# %% ../../nbs/15_models_transformers.ipynb #f0446295
+class _Unreachable(ValueError): "The Hub did not answer: the one-line refusal, passed on as it is."
+
+def _probe_hub(model_id: str, revision: str | None, timeout_s: float, at: str):
+    "One HEAD of the model's `config.json`, never retried: an unreachable Hub is said at once (a download retries five times, logging each)."
+    from huggingface_hub import constants, get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.errors import EntryNotFoundError, GatedRepoError, HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
+    try: get_hf_file_metadata(hf_hub_url(model_id, "config.json", revision=revision), timeout=timeout_s)
+    except (GatedRepoError, RepositoryNotFoundError, RevisionNotFoundError, EntryNotFoundError): raise   # told apart by the caller
+    except HfHubHTTPError: return                                                                           # the Hub answered: the download decides
+    except Exception as e:
+        raise _Unreachable(f"{at}: not in the local model cache and the Hugging Face Hub ({constants.ENDPOINT}) cannot be reached "
+                         f"({type(e).__name__}); download it first (hf download {model_id}), pass a local checkpoint folder, "
+                         "or set HF_HUB_OFFLINE=1") from None
+
 # %% ../../nbs/15_models_transformers.ipynb #386de2f0
 def checkpoint_config(model_id: str, revision: str | None = None, timeout_s: float = 10.0) -> dict:
     "The `config.json` of a local checkpoint folder or a hub id (cache first, then one request); one-line ValueError otherwise."
@@ -782,7 +797,14 @@ def checkpoint_config(model_id: str, revision: str | None = None, timeout_s: flo
     from huggingface_hub import constants, hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError, GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
     at = f"{model_id}" + (f"@{revision}" if revision else "")
-    try: return json.loads(Path(hf_hub_download(model_id, "config.json", revision=revision, etag_timeout=timeout_s)).read_text())
+    try:
+        try: path = hf_hub_download(model_id, "config.json", revision=revision, local_files_only=True)    # the cache first: no request
+        except LocalEntryNotFoundError:
+            if constants.HF_HUB_OFFLINE: raise
+            _probe_hub(model_id, revision, timeout_s, at)
+            path = hf_hub_download(model_id, "config.json", revision=revision, etag_timeout=timeout_s)
+        return json.loads(Path(path).read_text())
+    except _Unreachable: raise
     except GatedRepoError: raise ValueError(f"{at} is gated on the Hugging Face Hub: accept its terms on the model page and set HF_TOKEN") from None
     except RepositoryNotFoundError: raise ValueError(f"{at}: no such model on the Hugging Face Hub (a typo? a private model needs HF_TOKEN)") from None
     except RevisionNotFoundError: raise ValueError(f"{at}: the model has no revision {revision!r} on the Hugging Face Hub") from None

@@ -6,23 +6,19 @@
 from __future__ import annotations
 
 import json
-import math
 
 from ..benchmarks.minerva import CURVE_MAIN_TABLE, CURVE_ROSTER, PAPER_RESOURCE_SETS, by_group, overall, resource_level
-from ..report import answered_nothing, as_runset
+from ..report import answered_nothing, as_runset, clean_scores
 
 # %% auto #0
 __all__ = ['run_scores', 'group_table', 'run_table', 'curve_main_table', 'resource_comparison', 'ablation_table']
 
 # %% ../../nbs/55_tables_minerva.ipynb #2eaa87af
-def _clean(v):
-    return None if (isinstance(v, float) and math.isnan(v)) else v
-
 def run_scores(runs, benchmark: str | None = None) -> list[dict]:
     "Score rows of every run (`run`, `cfg_<field>` tagged) of one benchmark; `runs`: a RunSet, runs or folders (`report.as_runset`)."
     df = as_runset(runs).scores()
     if benchmark is not None and len(df): df = df[df["cfg_benchmark"] == benchmark]
-    return [{k: _clean(v) for k, v in r.items()} for r in df.to_dict("records")]
+    return clean_scores(df).to_dict("records")
 
 def _per_run(rows: list[dict]) -> dict[str, list[dict]]:
     "`{run: its score rows}`, runs in the order they come."
