@@ -26,7 +26,7 @@ __all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'MODALITIES', 'VIDEO_MODALITIES', 'STR
            'FALSE_WORDS', 'canonical_json', 'sha256_json', 'file_sha256', 'Record', 'Media', 'Sample', 'Request',
            'Generation', 'text_part', 'message', 'Prediction', 'Judgment', 'RunConfig', 'slug', 'model_slug',
            'cache_root', 'shard_of', 'NothingAnswered', 'most_common_error', 'nothing_answered', 'parse_kv', 'as_bool',
-           'utc_now']
+           'maybe_bool', 'installed', 'utc_now']
 
 # %% ../nbs/00_core.ipynb #9be27329
 def _canon(x: Any) -> Any:
@@ -414,6 +414,16 @@ def as_bool(value, name: str | None = None) -> bool:
         if s in FALSE_WORDS: return False
     accepted = ", ".join(f"{t}/{f}" for t, f in zip(TRUE_WORDS, FALSE_WORDS))
     raise ValueError(f"{name + ' ' if name else ''}must be true or false ({accepted}), got {value!r}")
+
+def maybe_bool(value, name: str | None = None) -> bool | None:
+    "`as_bool(value, name)`, but None stays None (an option left unset: the default decides)."
+    return None if value is None else as_bool(value, name)
+
+def installed(module: str) -> bool:
+    "Whether `module` can be imported here (found, not imported: an optional library's presence, checked before any work)."
+    import importlib.util
+    try: return importlib.util.find_spec(module) is not None
+    except (ModuleNotFoundError, ValueError): return False
 
 # %% ../nbs/00_core.ipynb #5e1a7c31
 def utc_now() -> str: return datetime.now(timezone.utc).isoformat(timespec="seconds")

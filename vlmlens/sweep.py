@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import data
 from .benchmarks.base import get_benchmark
-from .core import RunConfig, sha256_json, slug
+from .core import RunConfig, installed, sha256_json, slug
 from .models import registry
 from .secrets import looks_secret, scrub_secrets
 from .store import Run, atomic_write
@@ -403,9 +403,9 @@ EXECUTOR_ROWS = {"local": local_rows, "ray": ray_rows, "slurm": slurm_rows}
 
 def _need(kind: str, opts: dict):
     "Refuse an executor this machine cannot use, before anything is submitted."
-    import importlib.util, shutil
+    import shutil
     mod = {"ray": "ray", "slurm": "submitit"}.get(kind)
-    if mod and importlib.util.find_spec(mod) is None:
+    if mod and not installed(mod):
         raise ValueError(f"--executor {kind} needs {mod}: pip install 'vlmlens[scale]'")
     if kind == "slurm" and (opts.get("slurm") or {}).get("cluster", "slurm") == "slurm" and not shutil.which("sbatch"):
         raise ValueError("--executor slurm: no Slurm here (sbatch not found); submit from a login node, or set "

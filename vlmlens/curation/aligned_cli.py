@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..readers import read_records
 from . import align, calibration, captions, ocr, translate
-from ..core import NothingAnswered, most_common_error, parse_kv
+from ..core import NothingAnswered, installed, most_common_error, parse_kv
 from ..runner import check_languages
 from .cli import command, judge_kwargs, model_kwargs, report_step
 from .review import VerdictLog
@@ -128,9 +128,8 @@ def _per_engine(items) -> dict:
 
 # %% ../../nbs/79_curation_aligned_cli.ipynb #4b9485be
 def _compare(a) -> int:
-    import importlib.util
     recs, engines, opts = _records(a.records), _list(a.engines), _per_engine(a.engine_option)
-    if importlib.util.find_spec("sacrebleu") is None:
+    if not installed("sacrebleu"):
         raise ValueError("compare-engines scores back-translations with sacrebleu: pip install 'vlmlens[curation]' (or pip install sacrebleu)")
     engs = {e: translate.make_engine(e, **(opts.get(e) or {})) for e in engines}      # every engine's SDK, key and settings, before any call
     sample = [{k: v for k, v in r.items() if k != "id"} for r in translate.review_set(recs, a.n)]

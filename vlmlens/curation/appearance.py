@@ -17,12 +17,12 @@ from PIL import Image
 
 from .. import fidelity, media
 from ..benchmarks import infinibench as ib
-from ..core import Request, message
+from ..core import Request, installed, message
 from ..fidelity import PaperPrompt
 from ..models.registry import load_backend
 from ..readers import load_json
 from .generate import IDK, MCQ_HEADER, Source, check_mcq, ordering_options, parse_literal
-from .store import Provenance, Step, output_options
+from .store import Provenance, Step, recorded_options
 
 # %% auto #0
 __all__ = ['OUTFIT_SYSTEM', 'OUTFIT_USER', 'OUTFIT_IMAGE_LABEL', 'OUTFIT_QUESTIONS', 'OUTFIT_DISTRACTORS', 'draw_person',
@@ -266,16 +266,14 @@ fidelity.record("infinibench", "face matching threshold", "default", "Vision-CAI
 # %% ../../nbs/63_curation_appearance.ipynb #5e0c7a11
 def check_engines(detector: str = "hog", matcher: str = "insightface", features: str = "facebook/dinov2-giant") -> None:
     "`ValueError` naming every missing engine (and what installs it) for this detector, matcher and DINOv2 model; None when all load."
-    import importlib.util
-    need = lambda mod: importlib.util.find_spec(mod) is not None
     probs = []
     if detector.partition(":")[0] not in ("hog", "yolo"): probs.append(f"--detector {detector!r}: use hog or yolo[:weights.pt]")
-    elif detector.startswith("yolo") and not need("ultralytics"): probs.append("--detector yolo needs `pip install ultralytics` (or --detector hog)")
+    elif detector.startswith("yolo") and not installed("ultralytics"): probs.append("--detector yolo needs `pip install ultralytics` (or --detector hog)")
     if matcher not in ("insightface", "haar"): probs.append(f"--matcher {matcher!r}: use insightface or haar")
-    elif matcher == "insightface" and not (need("insightface") and need("onnxruntime")):
+    elif matcher == "insightface" and not (installed("insightface") and installed("onnxruntime")):
         probs.append("--matcher insightface needs `pip install insightface onnxruntime` (not in vlmlens[curation]; or --matcher haar)")
-    if not (need("cv2")): probs.append("the detectors need OpenCV: `pip install vlmlens[curation]`")
-    if not (need("torch") and need("transformers") and need("torchvision")): probs.append("--features (DINOv2) needs `pip install vlmlens[hf]`")
+    if not (installed("cv2")): probs.append("the detectors need OpenCV: `pip install vlmlens[curation]`")
+    if not (installed("torch") and installed("transformers") and installed("torchvision")): probs.append("--features (DINOv2) needs `pip install vlmlens[hf]`")
     else:
         from transformers import AutoConfig
         try: AutoConfig.from_pretrained(features)
@@ -399,7 +397,7 @@ def describe_outfits(crops_step: Step, root, describer: str | None = None, backe
     "Ask the describer for each character's outfits (the step `appearance_outfits`)."
     st = Step(root, "appearance_outfits", {"crops": crops_step.digest(), "describer": describer, "official_cleanup": official_cleanup,
                                            "prompt": [OUTFIT_SYSTEM.text, OUTFIT_USER.text],
-                                           **({"describer_options": o} if (o := output_options(describer_kwargs)) else {})})
+                                           **recorded_options("describer_options", describer_kwargs)})
     cache = {}
     def run(rec, w):
         if "b" not in cache: cache["b"] = backend or load_backend(describer, **(describer_kwargs or {}))

@@ -22,7 +22,7 @@ from ..models.registry import load_backend
 from ..readers import FieldError, RowError, read_records
 from ..scoring import extract_choice
 from .review import VerdictLog
-from .store import MAX_INVALID_RATE, Provenance, Step, decisions, output_options
+from .store import MAX_INVALID_RATE, Provenance, Step, decisions, output_options, recorded_options
 from .translate import language_name, lang_code, numbers, script_problem
 
 # %% auto #0
@@ -177,7 +177,7 @@ def generate_mcqs(captions: Sequence[dict], root, generator: str = "gpt-4.1", *,
     prompt = MCQ_PROMPT.override(prompt_file) if prompt_file else MCQ_PROMPT
     st = Step(root, "generate_mcq", {"captions": sha256_json(list(captions)), "generator": generator, "prompt": prompt.text,
               "shuffle": shuffle_options, "seed": seed, "min_script_share": min_script_share,
-              **({"generator_options": o} if (o := output_options(generator_kwargs)) else {})}, info={"generator": generator})
+              **recorded_options("generator_options", generator_kwargs)}, info={"generator": generator})
     done = st.done_units()
     todo = [c for c in captions if c["id"] not in done]
     ok = [c for c in todo if not script_problem(c["caption"], c["language"], min_script_share)]

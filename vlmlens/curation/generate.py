@@ -22,7 +22,7 @@ from ..fidelity import PaperPrompt
 from ..models.registry import load_backend
 from ..readers import FieldError, RowError, read_records, resolve_path
 from .dedup import SentenceEmbedder, select_diverse
-from .store import MAX_INVALID_RATE, Provenance, Step, decisions, output_options
+from .store import MAX_INVALID_RATE, Provenance, Step, decisions, recorded_options
 
 # %% auto #0
 __all__ = ['EVENTS_SYSTEM', 'EVENTS_USER', 'SCENES_SYSTEM', 'SCENES_USER', 'ACTIONS_SYSTEM', 'ACTIONS_USER', 'CONTEXT_SYSTEM',
@@ -561,7 +561,7 @@ def generate(sources: Sequence[Source], root, generator: str | None = None, skil
     srcs = [{**asdict(s), **{f: Path(getattr(s, f)) for f in ("transcript", "subtitles") if getattr(s, f)}} for s in sources]
     prompts = {f"{kind}/{k}": [p.text for p in v] for kind, table in (("episode", PROMPTS), ("movie", MOVIE_PROMPTS)) for k, v in table.items()}
     st = Step(root, "generate", {"sources": srcs, "skills": list(skills), "cfg": asdict(cfg), "prompts": prompts,
-                                 **({"generator_options": o} if (o := output_options(generator_kwargs)) else {})},
+                                 **recorded_options("generator_options", generator_kwargs)},
               info={"generator": cfg.generator})
     cache: dict = {}
     def get_backend():

@@ -21,7 +21,7 @@ from ..fidelity import PaperPrompt
 from ..models.registry import load_backend
 from ..readers import load_json
 from .review import ReviewWidget, VerdictLog
-from .store import Provenance, Step, file_digest, output_options
+from .store import Provenance, Step, file_digest, recorded_options
 from .translate import language_name, lang_code, script_problem
 
 # %% auto #0
@@ -165,7 +165,7 @@ def ocr_pages(pages: Sequence, root, language: str, *, description: str = "", mo
     text = prompt.format(language=language_name(language))
     st = Step(root, f"ocr_{re.sub('[^a-z0-9_]', '_', lang_code(language))}", {"pages": [{"name": p.name, "sha256": file_digest(p)} for p in pages], "language": lang_code(language),
               "model": model, "prompt": prompt.text, "answer_key": key, "description": description,
-              **({"model_options": o} if (o := output_options(model_kwargs)) else {})}, info={"model": model})
+              **recorded_options("model_options", model_kwargs)}, info={"model": model})
     todo = [p for p in pages if f"page/{p.name}" not in st.done_units()]
     b = backend or (load_backend(model, **(model_kwargs or {})) if todo else None)
     try:

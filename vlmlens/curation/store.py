@@ -26,8 +26,8 @@ from ..store import RunStore, iter_jsonl
 # %% auto #0
 __all__ = ['LATEST', 'MAX_INVALID_RATE', 'file_digest', 'fingerprint', 'Provenance', 'StepStore', 'Step', 'UnitWriter',
            'list_steps', 'step_folder', 'open_step', 'find_step', 'combine', 'answer_label', 'answer_balance',
-           'balance_change', 'output_options', 'decisions', 'undecided', 'decisions_line', 'Undecided',
-           'check_decisions', 'answer_cause', 'run_digest']
+           'balance_change', 'output_options', 'recorded_options', 'decisions', 'undecided', 'decisions_line',
+           'Undecided', 'check_decisions', 'answer_cause', 'run_digest']
 
 # %% ../../nbs/60_curation_store.ipynb #41bbdaa2
 def file_digest(path, chunk: int = 1 << 20) -> str:
@@ -295,6 +295,12 @@ def balance_change(before: Iterable[dict], after: Iterable[dict]) -> dict[str, d
 def output_options(options: dict | None, exclude: Sequence[str] = ()) -> dict:
     "The options (sorted) that can change a model's or an engine's output: all but `core.TRANSPORT_KWARGS` and `exclude`."
     return {k: v for k, v in sorted((options or {}).items()) if k not in TRANSPORT_KWARGS and k not in exclude}
+
+# %% ../../nbs/60_curation_store.ipynb #d4e5a0c2
+def recorded_options(name: str, options: dict | None, exclude: Sequence[str] = ()) -> dict:
+    "`{name: output_options(options)}` to record in a step's inputs, or `{}` when none can change the output."
+    o = output_options(options, exclude)
+    return {name: o} if o else {}
 
 # %% ../../nbs/60_curation_store.ipynb #d3c1a002
 MAX_INVALID_RATE = 0.5

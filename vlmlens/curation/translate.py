@@ -23,7 +23,7 @@ from typing import Any, Iterable, Sequence
 from fastcore.basics import patch
 
 from .. import fidelity
-from ..core import Request, message, sha256_json, slug
+from ..core import Request, installed, message, sha256_json, slug
 from ..fidelity import PaperPrompt
 from ..models.api import (APIBackend, CallError, Reply, api_key_from_env, redact_url, refuse_secret_options, retry_after_from_headers,
                                 status_kind)
@@ -32,7 +32,7 @@ from ..scoring import ascii_digits
 from ..secrets import REDACTED, secret_values
 from ..core import utc_now
 from .review import stratified_sample
-from .store import Provenance, Step, output_options
+from .store import Provenance, Step, recorded_options
 
 # %% auto #0
 __all__ = ['PAPER_ENGINES', 'REVIEW_SET_SIZE', 'LANGUAGES', 'DEFAULT_FIELDS', 'INDICTRANS_TAGS', 'LLM_SYSTEM', 'LLM_USER', 'SDKS',
@@ -479,12 +479,8 @@ SDKS = {"aws": ("boto3", "boto3"), "azure": ("azure.ai.translation.text", "azure
 
 def _sdk_problem(name: str) -> str | None:
     "Why engine `name`'s client library cannot be imported (what installs it), or None."
-    import importlib.util
     mod, pkg = SDKS.get(name, (None, None))
-    if mod is None: return None
-    try: ok = importlib.util.find_spec(mod) is not None
-    except ModuleNotFoundError: ok = False
-    return None if ok else f"the {name} engine needs its client library: pip install 'vlmlens[curation]' (or pip install {pkg})"
+    return None if mod is None or installed(mod) else f"the {name} engine needs its client library: pip install 'vlmlens[curation]' (or pip install {pkg})"
 
 # %% ../../nbs/70_curation_translate.ipynb #c3b54c46
 ENGINES = {"aws": AWSTranslate, "azure": AzureTranslator, "google": GoogleTranslate, "indictrans": IndicTrans2}
@@ -515,7 +511,7 @@ class Engine:
         "What identifies the engine's output (hashed into the step)."
         return {"name": self.name, "kind": self.kind, "model_id": getattr(self.backend, "model_id", None),
                 "prompt": [LLM_SYSTEM.text, LLM_USER.text] if self.kind == "llm" else None,
-                **({"options": o} if (o := output_options(self.options, exclude=("endpoint_url",))) else {})}   # the endpoint: where, not what
+                **recorded_options("options", self.options, exclude=("endpoint_url",))}   # the endpoint: where, not what
 
     def close(self):
         if hasattr(self.backend, "close"): self.backend.close()

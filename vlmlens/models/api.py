@@ -36,11 +36,11 @@ log = logging.getLogger("vlmlens")
 
 # %% auto #0
 __all__ = ['log', 'NOT_SECRET_OPTIONS', 'RETRYABLE', 'ERROR_KINDS', 'PRICES_AS_OF', 'DEFAULT_PRICES', 'USAGE_KEYS',
-           'MissingAPIKey', 'api_key_from_env', 'refuse_secret_options', 'redact_url', 'redact_keylike', 'CallError',
-           'status_kind', 'parse_retry_after', 'retry_after_from_headers', 'retry_delay_from_body', 'RetryPolicy',
-           'RateLimiter', 'ResponseCache', 'price_entry', 'load_prices', 'cost_usd', 'make_usage', 'CallProgress',
-           'LoopThread', 'encode_jpeg', 'b64', 'Reply', 'normalize_finish_reason', 'parse_ttl', 'APIBackend',
-           'refused_connection', 'payload_bytes', 'scale_request']
+           'CACHE_COUNTS', 'MissingAPIKey', 'api_key_from_env', 'refuse_secret_options', 'redact_url', 'redact_keylike',
+           'CallError', 'status_kind', 'parse_retry_after', 'retry_after_from_headers', 'retry_delay_from_body',
+           'RetryPolicy', 'RateLimiter', 'ResponseCache', 'price_entry', 'load_prices', 'cost_usd', 'make_usage',
+           'cache_counts', 'CallProgress', 'LoopThread', 'encode_jpeg', 'b64', 'Reply', 'normalize_finish_reason',
+           'parse_ttl', 'APIBackend', 'refused_connection', 'payload_bytes', 'scale_request']
 
 # %% ../../nbs/12_models_api.ipynb #ea14274f
 class MissingAPIKey(ValueError):
@@ -340,6 +340,13 @@ def make_usage(input_tokens, output_tokens, reasoning_tokens=None, *, cached: bo
         u["reasoning_cost_usd"] = 0.0 if cached else round(int(reasoning_tokens) * price["output"] / 1e6, 10)
     return u
 
+# %% ../../nbs/12_models_api.ipynb #c7a1e0b1
+CACHE_COUNTS = ("cached_input_tokens", "cache_write_tokens", "cache_write_1h_tokens")
+
+def cache_counts(src) -> dict:
+    "The prompt-cache counts of a `Reply` or of a stored usage dict, as `make_usage` takes them."
+    return {k: (src.get(k) if isinstance(src, dict) else getattr(src, k, 0)) or 0 for k in CACHE_COUNTS}
+
 # %% ../../nbs/12_models_api.ipynb #dfb64bae
 class CallProgress:
     "A tqdm bar over API calls with done / failed / retrying counters (`total` may be unknown)."
@@ -590,9 +597,7 @@ def expected_cache_usage(self: APIBackend, video: tuple, visual: int, frames: in
 @patch
 def _finish(self: APIBackend, reply: Reply, key: str | None, latency: float, bar: CallProgress, scale: float = 1.0) -> Generation:
     "The `Generation` for a reply: refusals, empty and truncated answers recorded with their reason, never cached."
-    usage = make_usage(reply.input_tokens, reply.output_tokens, reply.reasoning_tokens, price=self.price,
-                       cached_input_tokens=reply.cached_input_tokens, cache_write_tokens=reply.cache_write_tokens,
-                       cache_write_1h_tokens=reply.cache_write_1h_tokens)
+    usage = make_usage(reply.input_tokens, reply.output_tokens, reply.reasoning_tokens, price=self.price, **cache_counts(reply))
     if scale < 1.0: usage["downsampled"] = True                    # its images were scaled down to fit the request size limit
     if reply.cache_fallback:                                       # billed in full, answered all the same: recorded on the item
         usage["cache_fallback"] = 1
@@ -746,8 +751,7 @@ def _start(self: APIBackend, req: Request, max_new_tokens: int, temperature: flo
             self.stats["cache_hits"] += 1
             u = dict(hit["usage"])
             usage = make_usage(u.get("input_tokens"), u.get("output_tokens"), u.get("reasoning_tokens"), cached=True, price=self.price,
-                               cached_input_tokens=u.get("cached_input_tokens"), cache_write_tokens=u.get("cache_write_tokens"),
-                               cache_write_1h_tokens=u.get("cache_write_1h_tokens"))
+                               **cache_counts(u))
             if u.get("downsampled"): usage["downsampled"] = True
             thinking, answer = split_thinking(hit["text"])
             return Generation(answer, usage, 0.0, finish_reason=u.get("finish_reason", "stop"), thinking=thinking), None

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..core import Request, as_bool, cache_root, canonical_json, file_sha256, sha256_json
+from ..core import Request, as_bool, cache_root, canonical_json, file_sha256, maybe_bool, sha256_json
 from ..fidelity import record
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg, redact_url,
                                 refuse_secret_options, refused_connection, retry_after_from_headers, retry_delay_from_body,
@@ -28,7 +28,7 @@ from ..prompts import format_timestamp
 log = logging.getLogger("vlmlens")
 
 # %% auto #0
-__all__ = ['log', 'VIDEO_MODES', 'MEDIA_RESOLUTIONS', 'EXPLICIT_CACHE_MIN_TOKENS', 'DEFAULT_CONTEXT_TTL_S',
+__all__ = ['log', 'VIDEO_MODES', 'MEDIA_RESOLUTIONS', 'TILE_TOKENS', 'EXPLICIT_CACHE_MIN_TOKENS', 'DEFAULT_CONTEXT_TTL_S',
            'LIVE_CONTEXT_MARGIN_S', 'REFUSAL_FINISH', 'has_audio', 'strip_audio', 'check_thinking_budget',
            'GeminiBackend', 'explicit_cache_min_tokens', 'parse_gemini_response', 'from_spec']
 
@@ -86,7 +86,7 @@ class GeminiBackend(APIBackend):
         self.key_env = (api_key_env,) if api_key_env else ("GEMINI_API_KEY", "GOOGLE_API_KEY")
         key = api_key_from_env(self.key_env, what=name)          # first: fail before anything else
         if video not in VIDEO_MODES: raise ValueError(f"{name}: video must be one of {VIDEO_MODES}, got {video!r}")
-        audio = None if audio is None else as_bool(audio, f"{name}: audio")
+        audio = maybe_bool(audio, f"{name}: audio")
         if video == "frames" and (audio is True or fps is not None):
             raise ValueError(f"{name}: audio and fps apply to native video; pass video='native' (frames carry no sound, "
                              f"and their rate is set by the run's num_frames/fps)")
@@ -185,11 +185,13 @@ def build_payload(self: GeminiBackend, request: Request, *, max_new_tokens: int,
     if self.media_resolution: cfg["media_resolution"] = f"MEDIA_RESOLUTION_{self.media_resolution.upper()}"
     return {"model": self.model_id, "contents": contents, "config": cfg}
 
+TILE_TOKENS = 258                                           # Gemini bills an image 258 input tokens per 768-px tile
+
 @patch
 def billed_visual_tokens(self: GeminiBackend, width: int, height: int, num_frames: int | None = None) -> int | None:
     "Input tokens Gemini bills for an inline image (or `num_frames` frames with time labels): 258 per 768-px tile, one tile up to 384 px; None for native video."
     if num_frames is not None and self.video == "native": return None
-    per = 258 if max(width, height) <= 384 else 258 * math.ceil(width / 768) * math.ceil(height / 768)
+    per = TILE_TOKENS * (1 if max(width, height) <= 384 else math.ceil(width / 768) * math.ceil(height / 768))
     return per if num_frames is None else (per + (8 if self.frame_timestamps else 0)) * int(num_frames)
 
 @patch
@@ -323,7 +325,7 @@ def _media(p: dict) -> bool: return "inline_data" in p or "_upload" in p
 def _explicit_cache(self: GeminiBackend, n_media: int, native: bool, questions: int | None = None) -> bool:
     "Whether a video request with `n_media` media parts, one of `questions` on its video (None: unknown), gets an explicit cache."
     if self.media_resolution or n_media <= 0 or (questions is not None and int(questions) < 2): return False   # implicit caching
-    return native or 258 * n_media >= explicit_cache_min_tokens(self.model_id)
+    return native or TILE_TOKENS * n_media >= explicit_cache_min_tokens(self.model_id)
 
 @patch
 def cache_controls(self: GeminiBackend, payload: dict, request: Request) -> dict:

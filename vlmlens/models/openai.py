@@ -11,7 +11,7 @@ import json
 import math
 import re
 
-from ..core import Request, as_bool, sha256_json
+from ..core import Request, as_bool, maybe_bool, sha256_json
 from ..fidelity import record
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg,
                                 redact_url, refuse_secret_options, refused_connection, retry_after_from_headers,
@@ -146,7 +146,7 @@ def openai_options(name, model_id, compatible, detail, frame_detail, reasoning, 
     if thinking is not None and not compatible:
         raise ValueError(f"{name}: thinking= switches an open model's thinking on a vLLM/SGLang server "
                          f"(openai-compatible:); OpenAI's reasoning models take reasoning_effort instead")
-    return reasoning, token_param, None if thinking is None else as_bool(thinking, f"{name}: thinking")
+    return reasoning, token_param, maybe_bool(thinking, f"{name}: thinking")
 
 # %% ../../nbs/13_models_openai.ipynb #60ac1713
 class OpenAIBackend(APIBackend):

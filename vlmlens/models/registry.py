@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..core import Generation, Request, RunConfig, VIDEO_MODALITIES, as_bool
+from ..core import Generation, Request, RunConfig, VIDEO_MODALITIES, as_bool, maybe_bool
 from ..fidelity import record
 
 # %% auto #0
@@ -211,7 +211,7 @@ def check(self: ModelSpec, cfg: RunConfig):
                              f"{', '.join(claimed)}); pass --force to run it anyway (the run records it)")
     if cfg.modality not in VIDEO_MODALITIES: return
     kw = dict(cfg.model_kwargs or {})
-    fai = None if kw.get("frames_as_images") is None else as_bool(kw["frames_as_images"], f"{self.name}: frames_as_images")
+    fai = maybe_bool(kw.get("frames_as_images"), f"{self.name}: frames_as_images")
     if self.video == "frames" and fai is False:
         raise ValueError(f"{self.name} has no video input and frames_as_images=False forbids sending frames as images; "
                          f"drop --model-kwarg frames_as_images=false or choose --modality subtitles/metadata/text")

@@ -22,7 +22,7 @@ from pathlib import Path
 from fastcore.basics import patch
 from PIL import Image
 
-from ..core import Generation, Request, as_bool, cache_root
+from ..core import Generation, Request, as_bool, cache_root, maybe_bool
 from ..prompts import format_timestamp
 from .registry import Backend, ModelSpec, QWEN_MODEL_TYPES, count_images, resolve_builder
 from ..scoring import split_thinking
@@ -420,12 +420,12 @@ class TransformersBackend(Backend):
             setattr(self, k, v)
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
         self.tokenizer.padding_side = "left"
-        self.thinking = None if thinking is None else as_bool(thinking, "thinking")
+        self.thinking = maybe_bool(thinking, "thinking")
         if self.thinking is not None: check_thinking_switch(self.name, template_text(self.processor))
         eos = self.model.generation_config.eos_token_id
         self.eos_ids = (set(eos if isinstance(eos, (list, tuple)) else [eos]) | {self.tokenizer.eos_token_id}) - {None}
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else min(self.eos_ids)
-        fai = None if frames_as_images is None else as_bool(frames_as_images, "frames_as_images")   # None: the architecture decides
+        fai = maybe_bool(frames_as_images, "frames_as_images")   # None: the architecture decides
         inputs = arch_inputs(self.model.config.model_type, self.processor)
         self.video_input, self.allow_frames = inputs["video"] and fai is not True, fai is not False
         self.timestamps, self.mixed_batches = inputs["timestamps"], inputs["mixed_batches"]
