@@ -261,3 +261,20 @@ def test_a_report_notebook_refuses_a_parameter_it_does_not_declare(repo_root, tm
     assert out.returncode != 0
     assert f"unknown parameter {wrong!r} (did you mean {right!r}?)" in out.stderr, out.stderr[-3000:]
     assert not (tmp_path / "runs").exists() and not (tmp_path / "outputs").exists()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["data", "get", "curvee"], "no data release known for 'curvee'; known: curve"),
+    (["data", "get", "infinibench", "--split", "final"], "infinibench has splits test, validation, train, not 'final'"),
+    (["data", "prepare", "minerva-ego", "--videos", "NOWHERE"], "run `vlmlens data get minerva-ego` first"),
+    (["data", "verify", "minerva"], "no data.lock.json (fetch it with `vlmlens data get`)"),
+    (["view", "NOWHERE"], "no such folder"),
+    (["report", "NOWHERE"], "no such folder"),
+    (["score", "NOWHERE"], "not a run folder"),
+], ids=["data-get-typo", "data-split-typo", "prepare-before-get", "verify-before-get", "view-nowhere", "report-nowhere", "score-nowhere"])
+def test_every_command_refuses_a_name_or_folder_that_is_not_one(tmp_path, args, needle):
+    "Across commands: one line naming the mistake and its remedy, exit 2, and no data folder or output created."
+    args = [tmp_path / "nowhere" if a == "NOWHERE" else a for a in args]
+    out = _cli(*args, cwd=tmp_path, env={"VLMLENS_DATA": str(tmp_path / "data")})
+    _one_line(out, 2, needle)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
