@@ -615,3 +615,28 @@ def test_a_run_under_the_lmms_eval_protocol_asks_reads_and_counts_as_the_authors
                                          "linking_multiple_events": 6.0, "character_actions": 0.0, "scene_transitions": 100.0,
                                          "chronological_understanding": 100.0, "global_appearance": 100.0}
     assert (bs["acc"], bs["score_0_10"], bs["overall_0_100"]) == (0.75, 6.0, 67.5)              # 0.5·6/10 + 0.5·75/100
+
+
+def test_get_repairs_damaged_files_and_refetches_rows_a_new_commit_changed_at_the_same_size(tmp_path, env):
+    repo = _infinibench_repo(tmp_path / "repo")
+    folder = tmp_path / "data" / "infinibench"
+    with HubServer(repo, REPO, commit=IB_PINNED) as hub:
+        e = {**env, "HF_ENDPOINT": hub.url}
+        assert _cli(["get", "infinibench", "--no-progress"], e).returncode == 0
+        js = folder / "test" / "skills_json" / "character_actions.json"
+        b = bytearray(js.read_bytes()); b[5] ^= 1; js.write_bytes(bytes(b))          # damaged, same size
+        out = _cli(["verify", "infinibench"], env)
+        assert out.returncode == 1 and "repair with `vlmlens data get infinibench`" in out.stderr
+        assert _cli(["get", "infinibench", "--no-progress"], e).returncode == 0       # the repair the message names
+        assert js.read_bytes() == (repo / "test" / "skills_json" / "character_actions.json").read_bytes()
+        assert _cli(["verify", "infinibench"], env).returncode == 0
+
+        import shutil                                                                 # a later commit edits a row, same size
+        later, new = shutil.copytree(repo, tmp_path / "later"), "fedcba9876543210fedcba9876543210fedcba98"
+        csv_path = later / "test" / "test.csv"
+        csv_path.write_text(csv_path.read_text().replace("scene 1", "scene 9"))
+        hub.trees[new] = later
+        out = _cli(["get", "infinibench", "--revision", new, "--no-progress"], e)
+        assert out.returncode == 0, out.stderr[-2000:]
+    assert (folder / "test" / "test.csv").read_bytes() == csv_path.read_bytes() != (repo / "test" / "test.csv").read_bytes()
+    assert json.loads((folder / "data.lock.json").read_text())["revision"] == new

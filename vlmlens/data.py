@@ -293,8 +293,9 @@ def fetch_hub(rel: Release, split: str, videos: bool, folder, progress: bool = T
         raise ValueError(f"{rel.location}@{asked}: no rows of split {split!r} (this revision has {', '.join(have) or 'none'})")
     files = [f for f in tree if match(f, rel.files + (rel.videos if videos else ()))]
     folder, headers, lock = Path(folder), build_hf_headers(), read_lock(folder)
+    moved = lock is not None and lock.get("revision") != sha              # another commit: its rows may differ at the same size
     todo = [f for f in files if not ((folder / f.path).is_file() and (folder / f.path).stat().st_size == f.size)
-            or damage(folder, f.path, lock, strict=False)]               # a file that no longer matches the lock: again
+            or damage(folder, f.path, lock, strict=False) or (moved and match(f, rel.files))]   # a stale or damaged file: again
     url = lambda f: hub.hf_hub_url(rel.location, f.path, repo_type="dataset", revision=sha)
     with ThreadPoolExecutor(max(1, min(workers, len(todo)))) as ex:
         list(ex.map(lambda f: fetch_https(url(f), folder / f.path, headers=headers, progress=progress), todo))
