@@ -38,9 +38,9 @@ log = logging.getLogger("vlmlens")
 __all__ = ['log', 'NOT_SECRET_OPTIONS', 'RETRYABLE', 'ERROR_KINDS', 'PRICES_AS_OF', 'DEFAULT_PRICES', 'USAGE_KEYS',
            'CACHE_COUNTS', 'MissingAPIKey', 'api_key_from_env', 'refuse_secret_options', 'redact_url', 'redact_keylike',
            'CallError', 'status_kind', 'parse_retry_after', 'retry_after_from_headers', 'retry_delay_from_body',
-           'RetryPolicy', 'RateLimiter', 'ResponseCache', 'price_entry', 'load_prices', 'cost_usd', 'make_usage',
-           'cache_counts', 'CallProgress', 'LoopThread', 'encode_jpeg', 'b64', 'Reply', 'normalize_finish_reason',
-           'parse_ttl', 'APIBackend', 'refused_connection', 'payload_bytes', 'scale_request']
+           'RetryPolicy', 'RateLimiter', 'use_wal', 'ResponseCache', 'price_entry', 'load_prices', 'cost_usd',
+           'make_usage', 'cache_counts', 'CallProgress', 'LoopThread', 'encode_jpeg', 'b64', 'Reply',
+           'normalize_finish_reason', 'parse_ttl', 'APIBackend', 'refused_connection', 'payload_bytes', 'scale_request']
 
 # %% ../../nbs/12_models_api.ipynb #ea14274f
 class MissingAPIKey(ValueError):
@@ -197,6 +197,15 @@ class RateLimiter:
             self._next = max(now, self._next) + self.interval
         if wait > 0: await asyncio.sleep(wait)
 
+# %% ../../nbs/12_models_api.ipynb #f1e2d3c4
+def use_wal(con, tries: int = 100, wait_s: float = 0.05):
+    "Switch `con`'s SQLite file to WAL, retrying while another process opening the same new file holds it (a one-time switch)."
+    for i in range(tries):
+        try: return con.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        except sqlite3.OperationalError:
+            if i == tries - 1: raise
+            time.sleep(wait_s)
+
 # %% ../../nbs/12_models_api.ipynb #ba7ee7a8
 class ResponseCache:
     "A SQLite key → response cache, safe for concurrent processes (WAL + busy timeout)."
@@ -206,7 +215,7 @@ class ResponseCache:
         self._lock = threading.Lock()
         self._con = sqlite3.connect(str(self.path), timeout=busy_timeout_s, check_same_thread=False, isolation_level=None)
         self._con.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
-        self._con.execute("PRAGMA journal_mode=WAL")
+        use_wal(self._con)
         self._con.execute("PRAGMA synchronous=NORMAL")
         self._con.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, backend TEXT, model TEXT, "
                           "text TEXT NOT NULL, usage TEXT NOT NULL, created REAL NOT NULL)")
