@@ -68,7 +68,7 @@ def test_an_output_folder_the_os_refuses_is_one_line_naming_it(tmp_path, args):
 def test_a_curate_build_folder_the_os_refuses_is_one_line_and_calls_no_model(tmp_path):
     records = _write(tmp_path / "recs.jsonl", '{"id": "1", "question": "What colour is the car?"}\n')
     out = _cli("curate", "translate", "--out", SYSFS / "x", "--records", records, "--engine", "llm:gpt-4o", "--target", "te",
-               cwd=tmp_path, env={"OPENAI_API_KEY": "sk-test-000000000000000000000", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+               cwd=tmp_path, env={"OPENAI_API_KEY": "test-openai-key.not-real.000000000000", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
     _one_line(out, 2, "/sys/fs/x", "Operation not permitted")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["recs.jsonl"]
 
@@ -77,7 +77,7 @@ def test_curate_translate_to_a_language_name_is_refused_before_any_model_call(tm
     records = _write(tmp_path / "recs.jsonl", '{"id": "1", "question": "What colour is the car?"}\n')
     out = _cli("curate", "translate", "--out", tmp_path / "build", "--records", records, "--engine", "llm:gpt-4o",
                "--target", "telugu", cwd=tmp_path,
-               env={"OPENAI_API_KEY": "sk-test-000000000000000000000", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
+               env={"OPENAI_API_KEY": "test-openai-key.not-real.000000000000", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
     _one_line(out, 2, "--target telugu: not a language code; did you mean te?")
     assert not (tmp_path / "build").exists()
 

@@ -81,7 +81,7 @@ def test_native_video_refused_before_the_run(tmp_path, model, why):
     out = tmp_path / "runs"
     r = subprocess.run([sys.executable, "-m", "vlmlens", "run", "--benchmark", "demo", "--model", model,
                         "--model-kwarg", "video=native", "--output-root", str(out)], capture_output=True, text=True,
-                       env={**__import__("os").environ, "OPENAI_API_KEY": "sk-test-not-real"})
+                       env={**__import__("os").environ, "OPENAI_API_KEY": "test-openai-key.not-real.000000000000"})
     assert r.returncode == 2, r.stderr
     said = [l for l in r.stderr.strip().splitlines() if not l.startswith("building the vlmlens demo data")]   # tqdm of the demo data
     assert len(said) == 1 and why in said[0] and "Traceback" not in r.stderr
