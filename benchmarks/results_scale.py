@@ -10,14 +10,17 @@ answers ~40 characters and questions ~90, as in a CURVE sweep (18 locales x 10 m
 Each measurement runs in a fresh interpreter, which reports its wall time and its peak memory above the interpreter with
 pandas imported (`ru_maxrss` minus the same process's RSS before reading), for
 
-* `RunSet.scores()` — every column, each run's `cfg_*` settings repeated per row (the default);
+* `RunSet.scores(categorical=False)` — every column, each run's `cfg_*` settings repeated per row as plain values
+  (the baseline: what `scores()` gave before its tags were categoricals);
+* `RunSet.scores()` — the call with no arguments: every column, the tags as categoricals (one code per row);
 * `RunSet.scores(columns=[...], categorical=True)` — the ten columns a table needs, the tags as categoricals
   (what `vlmlens.report`-style tables ask for);
 * the viewer's index — `vlmlens view --serve`'s build (`vlmlens.view.build_site(..., pages=False)`): the list of every
   item with each run's outcome, score and judge score, read through `RunSet.scores(columns=view.INDEX_COLUMNS,
   categorical=True)` and written as `data.js` (the pages of details are built when the browser asks for them).
 
-The growth is printed as ratios to the 1-run time and memory (no timed test: DEVELOPERS.md §Tests). Then a view of
+The growth is printed as ratios to the 1-run time and memory, and the no-argument call as ratios to the baseline at
+the same size (no timed test: DEVELOPERS.md §Tests). Then a view of
 one run of 100,000 items (`vlmlens.view.write_site`, no frames) is built and opened in headless Chromium; the time
 from navigation to the first rendered page and the time for a filter to narrow the list are printed.
 Results go to stdout and to ``benchmarks/results/results_scale.md``.
@@ -88,7 +91,7 @@ if mode == "view":
     print(json.dumps({"rows": n, "cols": len(ix["keys"]), "s": dt, "peak_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024,
                       "frame_mb": (page.parent / "data.js").stat().st_size / 2**20}))
     sys.exit(0)
-df = rs.scores() if mode == "all" else rs.scores(columns=cols, categorical=True)
+df = {"all": lambda: rs.scores(categorical=False), "default": lambda: rs.scores()}.get(mode, lambda: rs.scores(columns=cols, categorical=True))()
 dt = time.perf_counter() - t
 print(json.dumps({"rows": len(df), "cols": df.shape[1], "s": dt, "peak_mb": (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024,
                   "frame_mb": df.memory_usage(deep=True).sum() / 2**20}))
@@ -96,7 +99,7 @@ print(json.dumps({"rows": len(df), "cols": df.shape[1], "s": dt, "peak_mb": (res
 
 
 def measure(dirs: list[Path], mode: str, out: Path | None = None) -> dict:
-    "Time and peak memory of one reading in a fresh interpreter (`mode`: all, columns, or view — the viewer's index written to `out`)."
+    "Time and peak memory of one reading in a fresh interpreter (`mode`: all, default, columns, or view — the viewer's index written to `out`)."
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, "-c", MEASURE, json.dumps([str(d) for d in dirs]), mode, json.dumps(COLUMNS), str(out or "")],
                          capture_output=True, text=True, env=env, check=True)
@@ -153,15 +156,24 @@ def main():
              f"{a.rows:,} rows per run\n", "| runs | rows | mode | columns | time (s) | peak memory (MB) | frame (MB) | time ÷ 1 run | memory ÷ 1 run |",
              "|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
     try:
-        dirs = make_runs(root / "runs", max(SIZES), a.rows)
-        for mode in () if a.only_view else ("all", "columns"):
+        dirs, default_vs_base = make_runs(root / "runs", max(SIZES), a.rows), []
+        label = {"all": "every column, tags repeated", "default": "scores() (no arguments)", "columns": "columns + categoricals"}
+        base = {}
+        for mode in () if a.only_view else ("all", "default", "columns"):
             first = None
             for n in SIZES:
                 m = measure(dirs[:n], mode)
                 first = first or m
-                lines.append(f"| {n} | {m['rows']:,} | {'every column' if mode == 'all' else 'columns + categoricals'} | {m['cols']} | {m['s']:.2f} | "
+                if mode == "all": base[n] = m
+                lines.append(f"| {n} | {m['rows']:,} | {label[mode]} | {m['cols']} | {m['s']:.2f} | "
                              f"{m['peak_mb']:.0f} | {m['frame_mb']:.0f} | {m['s'] / first['s']:.1f}× | {m['peak_mb'] / max(first['peak_mb'], 1):.1f}× |")
                 print(lines[-1], flush=True)
+                if mode == "default":
+                    default_vs_base.append(f"| {n} | {m['rows']:,} | {m['s'] / base[n]['s']:.2f}× | {m['peak_mb'] / max(base[n]['peak_mb'], 1):.2f}× |")
+        if default_vs_base:
+            lines += ["", "`RunSet.scores()` with no arguments against every column with repeated tags, same runs:", "",
+                      "| runs | rows | time ÷ baseline | memory ÷ baseline |", "|---:|---:|---:|---:|", *default_vs_base]
+            print("\n".join(lines[-len(default_vs_base) - 2:]), flush=True)
         lines += ["", "The viewer's index (`vlmlens view --serve`: every item's outcome, score and judge score per run, written as data.js):", "",
                   "| runs | score rows listed | items | time (s) | peak memory (MB) | data.js (MB) | time ÷ 1 run | memory ÷ 1 run |",
                   "|---:|---:|---:|---:|---:|---:|---:|---:|"]

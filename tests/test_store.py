@@ -313,3 +313,26 @@ def test_every_file_a_run_writes_reads_back_as_written(tmp_path):
             assert {sid: got.loc[sid, "question"] for sid in texts} == questions
         lines = pd.read_json(r.dir / "predictions.jsonl", lines=True)
         assert dict(zip(lines["sample_id"], lines["raw"])) == texts
+
+
+def test_scores_without_arguments_is_the_categorical_reading(tmp_path):
+    "`RunSet.scores()` gives what `scores(columns=<every column>, categorical=True)` gives: text tags as categoricals."
+    import pandas as pd
+    from vlmlens.store import RunSet
+    for k, (model, frames) in enumerate([("m-a", 8), ("m-b", 8), ("m-a", 16)]):
+        cfg = RunConfig("demo", model, num_frames=frames, output_root=str(tmp_path), run_name=f"r{k}")
+        with RunStore.open(cfg) as st:
+            st.write_run_json({"model_id": model})
+            st.write_scores_csv([{"sample_id": f"s{i}", "subset": f"k{i % 2}", "language": "en", "valid": i % 3 != 0,
+                                  "error": None if i % 4 else "timeout", "raw": f"answer {i}", "score": float(i % 2)} for i in range(5)])
+            st.write_summary({"overall": {"n": 5}})
+    rs = RunSet.discover(tmp_path)
+    df = rs.scores()
+    assert len(df) == 15 and df["cfg_model"].tolist().count("m-a") == 10
+    for tag in ("run", "run_dir", "cfg_model", "cfg_benchmark"):
+        assert isinstance(df[tag].dtype, pd.CategoricalDtype), tag
+    assert df["cfg_num_frames"].tolist() == [8] * 10 + [16] * 5
+    pd.testing.assert_frame_equal(df, rs.scores(columns=list(df.columns), categorical=True))
+    plain = rs.scores(categorical=False)                           # the repeated-value reading holds the same values
+    same = lambda d: d.astype(object).where(d.notna(), None).values.tolist()
+    assert same(df) == same(plain[list(df.columns)])

@@ -705,8 +705,8 @@ def table(self: RunSet):
 
 # %% ../nbs/02_store.ipynb #6e1c9a35
 @patch
-def scores(self: RunSet, columns=None, categorical: bool = False):
-    "All score rows of all runs, each tagged with `run`, `run_dir` and its run's `cfg_*` settings; `columns`: only those (score and tag columns alike)."
+def scores(self: RunSet, columns=None, categorical: bool = True):
+    "All score rows of all runs, tagged with `run`, `run_dir` and the run's `cfg_*` settings (text tags as categoricals); `columns`: only those."
     import numpy as np, pandas as pd
     frames, tags = [], []
     for r in self.runs:
@@ -726,7 +726,7 @@ def scores(self: RunSet, columns=None, categorical: bool = False):
         if all(v is None or isinstance(v, str) for v in vals):
             cats = sorted({v for v in vals if v is not None})
             out[k] = pd.Categorical.from_codes(np.array([cats.index(v) if v is not None else -1 for v in vals])[which], cats)
-        else: out[k] = pd.Series(vals).to_numpy()[which]
+        else: out[k] = pd.Series(vals, dtype=object if None in vals else None).to_numpy()[which]   # 8 stays 8 beside None
     return out
 
 @patch
