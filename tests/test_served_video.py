@@ -60,11 +60,11 @@ def test_served_video_carries_the_local_backends_frames(tmp_path):
     assert [t for _, t in got] == pytest.approx([t - ts[0] for t in local["timestamps"]], abs=0.5 / local["sample_fps"])  # ... at their times
 
 
-def test_frames_mode_is_unchanged_and_schema_is_checked(tmp_path):
+def test_images_mode_is_unchanged_and_schema_is_checked(tmp_path):
     path = coded_video(tmp_path / "v.mp4", seconds=2)
     req = Request("q", materialize([message("user", {"type": "video", "path": str(path)}, "Q?")], num_frames=3))
     with LoopbackServer() as srv:
-        b = load_backend(f"openai-compatible:{QWEN}@{srv.openai_base_url}", cache=False, progress=False)
+        b = load_backend(f"openai-compatible:{QWEN}@{srv.openai_base_url}", video="images", cache=False, progress=False)
         assert b.generate([req], max_new_tokens=4)[0].error is None
         b.close()
         body = srv.requests("openai")[0].json
@@ -107,6 +107,28 @@ def test_a_served_run_sends_each_video_as_one_mp4_via_the_cli(server, tmp_path):
         assert len(decode(url)) == 4
     assert json.loads((tmp_path / "served" / "run.json").read_text())["model"]["video"] == "native"   # recorded with the run
 
+
+
+@pytest.mark.parametrize("option, sent", [(None, "video_url"), ("images", "image_url")])
+def test_a_served_qwen_run_sends_video_by_default_and_images_on_request(server, tmp_path, option, sent):
+    "InfiniBench App. B.7 feeds Qwen-VL video: a served Qwen2.5-VL run does so without options; video=images restores images."
+    from vlmlens.core import RunConfig
+    from vlmlens.runner import run
+    server.default_text = "The answer is B."
+    kw = {"cache": False, **({"video": option} if option else {})}
+    cfg = RunConfig("demo", f"openai-compatible:{QWEN}@{server.openai_base_url}", language="en", num_frames=4, limit=2,
+                    model_kwargs=kw, output_root=str(tmp_path), run_name="served", progress=False)
+    s = run(cfg)
+    assert s["overall"]["n"] == 2 and s["overall"]["n_errors"] == 0
+    bodies = [c.json for c in server.requests("openai")]
+    kinds = [[p["type"] for m in b["messages"] if isinstance(m["content"], list) for p in m["content"]] for b in bodies]
+    assert bodies and all(k.count(sent) == (1 if sent == "video_url" else 4) for k in kinds), kinds
+    assert all(("media_io_kwargs" in b) == (sent == "video_url") for b in bodies)
+    info = json.loads((tmp_path / "served" / "run.json").read_text())
+    assert info["model"]["video"] == ("native" if option is None else "frames")
+    assert info["config"]["model_kwargs"]["video"] == (option or "native")          # the choice is in the config ...
+    assert info["config_hash"] != RunConfig("demo", cfg.model, language="en", num_frames=4, limit=2,
+                                            model_kwargs={"cache": False}).hash()   # ... so in the hash: never an older images run
 
 
 def test_context_fit_counts_video_tokens_the_servers_way(server, tmp_path):

@@ -32,10 +32,10 @@ log = logging.getLogger("vlmlens")
 # %% auto #0
 __all__ = ['log', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_selection', 'frame_fit', 'prepare', 'gold_text',
            'needs_judge', 'finish_prediction', 'prediction_of', 'run_batch', 'latest_judgments', 'make_judge',
-           'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize', 'scored_summary', 'write_summary',
-           'run_notes', 'reopen', 'rescore', 'rejudge', 'score_files', 'launch_env', 'apply_launch', 'launch_barrier',
-           'write_launch_summary', 'encoding_problem', 'nothing_readable', 'load_run_samples', 'video_key',
-           'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams', 'stream_pending',
+           'quiet_judge', 'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize', 'scored_summary',
+           'write_summary', 'run_notes', 'reopen', 'rescore', 'rejudge', 'score_files', 'launch_env', 'apply_launch',
+           'launch_barrier', 'write_launch_summary', 'encoding_problem', 'nothing_readable', 'load_run_samples',
+           'video_key', 'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams', 'stream_pending',
            'generate_claimed', 'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'check_device',
            'check_languages', 'check_output_root', 'check_before_run', 'check_config', 'open_locked', 'discard_unused',
            'check_answered', 'check_rerun', 'run', 'price_estimate', 'estimate_run']
@@ -198,7 +198,12 @@ def latest_judgments(judgments: Iterable[Judgment], judge_id: str | None = None)
 def make_judge(bench: Benchmark, cfg: RunConfig, samples: list[Sample]):
     "The benchmark's judge when some of `samples` may need one and `cfg.judge` is not 'none'."
     if (cfg.judge or "").lower() == "none" or not any(needs_judge(bench, s, None) for s in samples): return None
-    return bench.make_judge(cfg)
+    return bench.make_judge(cfg if cfg.progress else quiet_judge(cfg))
+
+def quiet_judge(cfg: RunConfig) -> RunConfig:
+    "`cfg` whose judge model is built without progress bars (`progress` is a transport option: judge ids and caches keep)."
+    jk = dict(cfg.judge_kwargs or {})
+    return dataclasses.replace(cfg, judge_kwargs={**jk, "model_kwargs": {**dict(jk.get("model_kwargs") or {}), "progress": False}})
 
 # %% ../nbs/40_runner.ipynb #2f3a4b97
 def judge_items(judge, items: list[JudgeItem], store: RunStore | None = None, *, batch_size: int | None = None,
@@ -618,6 +623,7 @@ def check_config(cfg: RunConfig, spec=None) -> tuple[RunConfig, Benchmark, dict 
     bench = get_benchmark(cfg.benchmark)
     if spec is not None:
         if bench.uses_presets(cfg): cfg, preset = registry.apply_preset(cfg, spec)   # the paper's frames for this model when none are given
+        cfg = registry.with_video_default(cfg, spec)      # a served video model's video=native, recorded and hashed
         spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
     check_before_run(bench, cfg)
     return cfg, bench, preset

@@ -50,11 +50,12 @@ def video_parts(part: dict, detail: str = "auto", quality: int = 90, timestamps:
     return out
 
 # %% ../../nbs/13_models_openai.ipynb #a7d0c002
-VIDEO_MODES = ("frames", "native")
+VIDEO_MODES = ("frames", "native", "images")
 
 def served_video_mode(name: str, model_id: str, compatible: bool, video: str) -> str:
-    "`video` checked: `native` needs an OpenAI-compatible server and a model not known to lack video input (one-line ValueError)."
+    "`video` checked (`images` is `frames`): `native` needs an OpenAI-compatible server and a model not known to lack video input."
     if video not in VIDEO_MODES: raise ValueError(f"{name}: video must be one of {VIDEO_MODES}, got {video!r}")
+    if video == "images": return "frames"
     if video == "native" and not compatible:
         raise ValueError(f"{name}: video=native sends a video_url part, which only OpenAI-compatible servers (vLLM, SGLang) "
                          f"take; OpenAI's API reads frames as images (drop --model-kwarg video=native)")
@@ -64,14 +65,16 @@ def served_video_mode(name: str, model_id: str, compatible: bool, video: str) ->
                          f"drop --model-kwarg video=native (its frames go as images)")
     return video
 
-record("infinibench", "served Qwen-VL video input", "default", "InfiniBench App. B.7 (Qwen2.5-VL and Qwen2-VL)", "departure",
+record("infinibench", "served Qwen-VL video input", "default", "InfiniBench App. B.7 (Qwen2.5-VL and Qwen2-VL)", "reading",
        "B.7 gives Qwen2.5-VL/Qwen2-VL up to 768 frames as video (the processor merges frame pairs and keeps their times); "
-       "served through openai-compatible the frames go as images by default, twice the visual tokens and no time positions, "
-       "so 768 frames would not fit", "--model-kwarg video=native (vLLM/SGLang with --limit-mm-per-prompt '{\"video\": 1}')")
+       "served through openai-compatible, a model whose family takes video (Qwen-VL among them) gets the sampled frames "
+       "as one video by default (video=native, recorded in the run's model_kwargs; the server needs "
+       "--limit-mm-per-prompt '{\"video\": 1}'); video=images sends them as images, twice the visual tokens and no "
+       "time positions", "--model-kwarg video=images leaves the paper's form")
 record("curve", "served open-model video input", "default", "MINERVA-Cultural, Frame Count ablation (1→512)", "reading",
        "the paper gives frame counts, not the form; vlmlens samples the same frames either way and feeds Qwen-VL "
-       "its video input locally (hf) and, served, with video=native; frames as images (the default for served "
-       "models) change the model's protocol", "--model-kwarg video=native")
+       "its video input locally (hf) and served (video=native, the default for families whose server takes video); "
+       "frames as images (video=images, and the default for other families) change the model's protocol", "--model-kwarg video=images")
 
 # %% ../../nbs/13_models_openai.ipynb #a7d0c008
 _MP4_CACHE: dict = {}

@@ -19,12 +19,12 @@ from ..fidelity import record
 
 # %% auto #0
 __all__ = ['RUN_HINT_KEYS', 'VIDEO_INPUTS', 'PRESET_KEYS', 'SERVE_HINT', 'LOCAL_BACKENDS', 'BACKEND_MODULES', 'QWEN_MODEL_TYPES',
-           'TRANSFORMERS_MODEL_TYPES', 'HF_MODEL_TYPES', 'EXTRA_OF_BACKEND', 'CURVE_LOCALES', 'QWEN2_VL_LANGUAGES',
-           'EN', 'EN_HI', 'EN_TE', 'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES', 'PROVIDER_LIMITS',
-           'OPENAI_REASONING_PREFIXES', 'CURVE_REASONING_BUDGETS', 'TINY_MODELS', 'Backend', 'count_images',
-           'ModelSpec', 'apply_preset', 'LanguageNotClaimed', 'register_backend', 'register', 'known_models',
-           'parse_api_name', 'get_spec', 'supports_language', 'load_backend', 'resolve_builder', 'preflight', 'roster',
-           'roster_markdown']
+           'TRANSFORMERS_MODEL_TYPES', 'HF_MODEL_TYPES', 'SERVED_VIDEO_FAMILIES', 'EXTRA_OF_BACKEND', 'CURVE_LOCALES',
+           'QWEN2_VL_LANGUAGES', 'EN', 'EN_HI', 'EN_TE', 'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES',
+           'PROVIDER_LIMITS', 'OPENAI_REASONING_PREFIXES', 'CURVE_REASONING_BUDGETS', 'TINY_MODELS', 'Backend',
+           'count_images', 'ModelSpec', 'apply_preset', 'LanguageNotClaimed', 'register_backend', 'register',
+           'known_models', 'parse_api_name', 'get_spec', 'supports_language', 'with_video_default', 'load_backend',
+           'resolve_builder', 'preflight', 'roster', 'roster_markdown']
 
 # %% ../../nbs/10_models_registry.ipynb #ce66540d
 class Backend:
@@ -218,7 +218,7 @@ def check(self: ModelSpec, cfg: RunConfig):
     limit = int(kw.get("max_images") or self.max_images or 0)
     frames = cfg.num_frames or cfg.max_frames
     as_images = (self.video == "frames" and str(kw.get("video")) != "native") or fai is True \
-        or str(kw.get("video", self.defaults.get("video"))) == "frames"     # a video-capable API model asked for frames
+        or str(kw.get("video", self.defaults.get("video"))) in ("frames", "images")     # a video-capable model asked for images
     if limit and as_images and frames and frames > limit:
         raise ValueError(f"{self.name} takes at most {limit} image(s) per request and video frames go as images; "
                          f"--frames {frames} exceeds it: use --frames {limit} (or --model-kwarg max_images={frames})")
@@ -295,6 +295,8 @@ def _raw_spec(ident: str, force: bool = False) -> ModelSpec | None:
 
 # %% ../../nbs/10_models_registry.ipynb #84ce6b57
 _COMPAT = re.compile(r"^openai-compatible:(?P<model>[^@\s]+(?:@(?!https?://)[^@\s]*)*)@(?P<url>https?://\S+)$")
+SERVED_VIDEO_FAMILIES = re.compile(r"qwen2(\.5)?-vl|qvq|qwen(2\.5|3)-omni|qwen3-vl|llava-onevision|llava-next-video|internvl3"
+                                   r"|glm-4\.[15]v|keye-vl|minicpm-[vo]|tarsier2|ovis2\.5", re.I)
 
 def parse_api_name(name: str) -> ModelSpec | None:
     "A spec for `openai-compatible:<model>@<base_url>`, or None for any other name."
@@ -303,9 +305,10 @@ def parse_api_name(name: str) -> ModelSpec | None:
     m = _COMPAT.match(name)
     if not m: raise ValueError(f"model {name!r}: write an OpenAI-compatible server as 'openai-compatible:<model>@<base_url>', "
                                f"e.g. 'openai-compatible:Qwen/Qwen2.5-VL-7B-Instruct@http://localhost:8000/v1'")
+    video = "native" if SERVED_VIDEO_FAMILIES.search(m["model"]) else "frames"
     return ModelSpec(name, "openai", m["model"], (), {"base_url": m["url"].rstrip("/"), "compatible": True,
-                                                      "token_param": "max_tokens", "reasoning": False},
-                     f"served by the OpenAI-compatible server at {m['url']}")
+                                                      "token_param": "max_tokens", "reasoning": False, "video": video},
+                     f"served by the OpenAI-compatible server at {m['url']}", video=video)
 
 # %% ../../nbs/10_models_registry.ipynb #3286894a
 def _looks_like_path(ident: str) -> bool:
@@ -331,6 +334,13 @@ def get_spec(name: str) -> ModelSpec:
 def supports_language(name: str, lang: str, benchmark: str | None = None) -> bool:
     "Whether the model `name` claims language `lang` (BCP-47, primary subtag compared), for `benchmark` if given."
     return get_spec(name).supports_language(lang, benchmark)
+
+# %% ../../nbs/10_models_registry.ipynb #5e7d0a02
+def with_video_default(cfg: RunConfig, spec: ModelSpec) -> RunConfig:
+    "`cfg` with the model's `video=native` default written into `model_kwargs` for a video run (unchanged otherwise)."
+    kw = dict(cfg.model_kwargs or {})
+    if spec.defaults.get("video") != "native" or "video" in kw or cfg.modality not in VIDEO_MODALITIES: return cfg
+    return replace(cfg, model_kwargs={**kw, "video": "native"})
 
 # %% ../../nbs/10_models_registry.ipynb #d23eb79b
 def load_backend(name: str, **kwargs) -> Backend:
