@@ -75,3 +75,21 @@ def test_missing_judge_key_fails_before_any_item_runs(server, faq_file, tmp_path
         run(cfg)
     assert server.count("openai") == 0
     assert not (tmp_path / "nokey" / "predictions.jsonl").exists()
+
+
+def test_progress_false_silences_every_bar_judge_included(server, faq_file, tmp_path, monkeypatch, capfd):
+    "RunConfig(progress=False) (the CLI's --no-progress) leaves stderr without a bar: runner, model, judge loop and judge model."
+    path, rows = faq_file
+    server.reset(); server.responder = _responder
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    def judged(name, progress):
+        cfg = RunConfig(benchmark="demo", data_path=str(path), model=f"openai-compatible:answerer@{server.openai_base_url}",
+                        judge=f"openai-compatible:judge@{server.openai_base_url}", judge_kwargs={"retries": 0, "cache": False},
+                        modality="text", output_root=str(tmp_path), run_name=name, progress=progress, model_kwargs={"cache": False})
+        capfd.readouterr()
+        s = run(cfg)
+        assert s["overall"]["n_judged"] == len(rows)
+        return capfd.readouterr().err
+    shown = judged("bars", True)                         # the control: each of these bars writes to stderr
+    assert "judge open-0-10" in shown and "req" in shown and "demo:openai-compatible" in shown, shown
+    assert judged("quiet", False).strip() == ""

@@ -485,7 +485,7 @@ class DemoBenchmark(Benchmark):
             if p.is_dir(): p = p / "samples.jsonl"
             if not p.is_file(): raise FileNotFoundError(f"demo data_path {cfg.data_path!r}: no such file ({p})")
             return p
-        return ensure_demo_data(self.root) / "samples.jsonl"
+        return ensure_demo_data(self.root, progress=cfg is None or cfg.progress) / "samples.jsonl"
 
     def load(self, cfg: RunConfig) -> tuple[list[Sample], list]:
         "Samples of the demo (or of `cfg.data_path`), filtered by subset and language, and the row errors."
