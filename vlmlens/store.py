@@ -29,7 +29,7 @@ from .secrets import scrub_secrets
 
 # %% auto #0
 __all__ = ['atomic_write', 'remove_stale_temps', 'iter_jsonl', 'RunConflictError', 'RunLockedError', 'RunStore', 'flocked',
-           'open_run', 'shard_filter', 'Run', 'RunSet', 'config_columns']
+           'open_run', 'shard_filter', 'Run', 'read_scores_csv', 'RunSet', 'config_columns']
 
 # %% ../nbs/02_store.ipynb #7725a7a7
 def _write_all(fd: int, data: bytes):
@@ -613,14 +613,22 @@ def judgments(self: Run) -> list[Judgment]: return self.store.load_judgments() i
 # %% ../nbs/02_store.ipynb #4c9e2b71
 _ID_COLS = {"sample_id": str, "align_id": str, "subset": str, "language": str}
 
+def read_scores_csv(p, columns=None):
+    "A `scores.csv` as a DataFrame: ids as text, only empty cells missing; `columns`: only those that exist."
+    import pandas as pd
+    head = list(pd.read_csv(p, nrows=0).columns)
+    use = head if columns is None else [c for c in head if c in columns]
+    kw = dict(keep_default_na=False, na_values=[""], usecols=use, dtype={k: v for k, v in _ID_COLS.items() if k in use})
+    try: return pd.read_csv(p, engine="pyarrow", **kw)
+    except Exception: return pd.read_csv(p, **kw)
+
 @patch
 def scores(self: Run, columns=None):
     "The run's score rows as a DataFrame (empty, with a `sample_id` column, when there are none); `columns`: only those that exist."
     import pandas as pd
     p = self.dir / "scores.csv"
     if not p.exists() or p.stat().st_size == 0: return pd.DataFrame(columns=["sample_id", "score"])
-    use = None if columns is None else (lambda c: c in columns)
-    try: df = pd.read_csv(p, dtype=_ID_COLS, keep_default_na=False, na_values=[""], usecols=use)
+    try: df = read_scores_csv(p, columns)
     except pd.errors.EmptyDataError: return pd.DataFrame(columns=["sample_id", "score"])
     except Exception as e: raise ValueError(f"{p}: cannot read ({type(e).__name__}: {e})") from None
     return df
