@@ -107,6 +107,7 @@ _CITED = {"infinibench": "Vision-CAIR/Infinibench README.md, 'Download The Bench
           "minerva-ego": "google-deepmind/neptune README.md @bdde4b1, Minerva-Ego ('Downloading the Data'); file added in 95ee290",
           "hintel": "HinTel-AlignBench paper, A.5 Licenses"}
 for _r in RELEASES.values():
+    if _r.benchmark not in _CITED: continue        # an uncited release is refused when used (`release`), not at import
     fidelity.record(_r.benchmark, "official data release", "data", f"{_r.location}; {_CITED[_r.benchmark]}",
                     "official" if _r.source != "none" else "reading", f"licence: {_r.licence}; needs: {_r.needs}")
 
@@ -127,6 +128,9 @@ def release_dir(benchmark: str) -> Path:
 def release(benchmark: str) -> Release:
     "The release of `benchmark`; a ValueError naming the known ones otherwise."
     if benchmark not in RELEASES: raise ValueError(f"no data release known for {benchmark!r}; known: {', '.join(sorted(RELEASES))}")
+    if benchmark not in _CITED:
+        raise ValueError(f"the {benchmark} data release cites no source: add data._CITED[{benchmark!r}] (where its address, "
+                         "licence and layout are published) before fetching it")
     return RELEASES[benchmark]
 
 # %% ../nbs/06_data.ipynb #58d8e563

@@ -26,10 +26,11 @@ from .models.registry import Backend
 
 # %% auto #0
 __all__ = ['FENCE_NOTICE', 'KRIPPENDORFF_LEVELS', 'LANG_NAMES', 'OPEN_ENDED_SYSTEM', 'OPEN_ENDED_USER', 'OPEN_ENDED', 'TEMPLATES',
-           'DEFAULT_JUDGE_MODEL', 'neutralise', 'fence', 'JudgeParseError', 'JudgeTemplate', 'lang_name', 'JudgeItem',
-           'render_text', 'render_messages', 'parse_json_score', 'parse_yes_no', 'load_prompt_file',
+           'DEFAULT_JUDGE_MODEL', 'JUDGES', 'neutralise', 'fence', 'JudgeParseError', 'JudgeTemplate', 'lang_name',
+           'JudgeItem', 'render_text', 'render_messages', 'parse_json_score', 'parse_yes_no', 'load_prompt_file',
            'template_from_files', 'judgment_cache', 'model_identity', 'cache_key', 'load_judge_model', 'Judge',
-           'verdict_flags', 'majority_vote', 'Vote', 'open_ended_judge', 'reference_text']
+           'verdict_flags', 'majority_vote', 'Vote', 'open_ended_judge', 'reference_text', 'register_judge',
+           'known_judges', 'registered_judge']
 
 # %% ../nbs/21_judges.ipynb #c6d9d05e
 _LOOKALIKE = str.maketrans({"\uff1c": "<", "\uff1e": ">", "\ufe64": "<", "\ufe65": ">", "\u2039": "<", "\u203a": ">"})
@@ -459,3 +460,21 @@ def reference_text(answer) -> str:
         if not parts: raise ValueError("the sample's reference answer list is empty")
         return " | ".join(parts)
     return str(answer)
+
+# %% ../nbs/21_judges.ipynb #8d2f0b02
+JUDGES: dict = {}
+
+def register_judge(name: str, make):
+    "Register `make` (a function `RunConfig -> judge`, or `'module:function'`) as the judge `--judge name` builds."
+    if not (isinstance(make, str) or callable(make)): raise ValueError(f"judge {name!r}: register a function cfg -> judge, got {make!r}")
+    JUDGES[name] = make
+
+def known_judges() -> list[str]:
+    "Registered judge names and installed packages' `vlmlens.judges` entry points."
+    return sorted({*JUDGES, *registry.plugins("vlmlens.judges")})
+
+def registered_judge(name: str | None) -> Callable | None:
+    "The `make(cfg)` registered (or declared by an entry point) as `name`; None when `name` is not a registered judge."
+    target = JUDGES.get(name) if name else None
+    target = target or (registry.plugins("vlmlens.judges").get(name) if name else None)
+    return None if target is None else registry.load_object(target)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable
 from . import data, media, prompts
 from .benchmarks.base import Benchmark, get_benchmark
 from .core import VIDEO_MODALITIES, Generation, Judgment, NothingAnswered, Prediction, RunConfig, Sample, most_common_error
-from .judges import LANG_NAMES, JudgeItem, reference_text
+from .judges import LANG_NAMES, JudgeItem, reference_text, registered_judge
 from .metrics import aggregate, rates
 from .models import registry
 from .models.api import cost_usd
@@ -198,7 +198,8 @@ def latest_judgments(judgments: Iterable[Judgment], judge_id: str | None = None)
 def make_judge(bench: Benchmark, cfg: RunConfig, samples: list[Sample]):
     "The benchmark's judge when some of `samples` may need one and `cfg.judge` is not 'none'."
     if (cfg.judge or "").lower() == "none" or not any(needs_judge(bench, s, None) for s in samples): return None
-    return bench.make_judge(cfg if cfg.progress else quiet_judge(cfg))
+    make = registered_judge(cfg.judge) or bench.make_judge     # a judge registered under --judge's name, else the benchmark's
+    return make(cfg if cfg.progress else quiet_judge(cfg))
 
 def quiet_judge(cfg: RunConfig) -> RunConfig:
     "`cfg` whose judge model is built without progress bars (`progress` is a transport option: judge ids and caches keep)."

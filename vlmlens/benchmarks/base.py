@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import difflib
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,11 +14,13 @@ from fastcore.basics import patch
 
 from ..core import Judgment, Prediction, Request, RunConfig, Sample, as_bool, cache_root
 from ..judges import DEFAULT_JUDGE_MODEL, JudgeItem, open_ended_judge, reference_text
+from ..models.registry import load_object, plugins
 from ..prompts import build_request
 from ..scoring import parse_answer, score_answer
 
 # %% auto #0
-__all__ = ['OPTION_TYPES', 'BENCHMARKS', 'Benchmark', 'Option', 'check_options', 'register_benchmark', 'get_benchmark']
+__all__ = ['OPTION_TYPES', 'BENCHMARKS', 'Benchmark', 'Option', 'check_options', 'register_benchmark', 'known_benchmarks',
+           'get_benchmark']
 
 # %% ../../nbs/30_benchmarks_base.ipynb #6e5bf65b
 class Benchmark:
@@ -211,13 +212,18 @@ BENCHMARKS: dict[str, str] = {
     "minerva-ego": "vlmlens.benchmarks.minerva:MinervaEgoBenchmark",
 }
 
-def register_benchmark(name: str, target: str):
-    "Register `target` ('module:Class') under `name`."
+def register_benchmark(name: str, target):
+    "Register `target` (a `Benchmark` subclass, or `'module:Class'`) under `name`."
+    if not isinstance(target, str) and not (isinstance(target, type) and issubclass(target, Benchmark)):
+        raise ValueError(f"benchmark {name!r}: register a Benchmark subclass or 'module:Class', got {target!r}")
     BENCHMARKS[name] = target
 
+def known_benchmarks() -> list[str]:
+    "Every benchmark name: vlmlens' own, registered ones and installed packages' `vlmlens.benchmarks` entry points."
+    return sorted({*BENCHMARKS, *plugins("vlmlens.benchmarks")})
+
 def get_benchmark(name: str, **kwargs) -> Benchmark:
-    "Instantiate the benchmark registered as `name`."
-    if name not in BENCHMARKS:
-        raise KeyError(f"unknown benchmark {name!r}; known: {', '.join(sorted(BENCHMARKS))}")
-    mod, cls = BENCHMARKS[name].split(":")
-    return getattr(importlib.import_module(mod), cls)(**kwargs)
+    "Instantiate the benchmark registered (or declared by an entry point) as `name`."
+    target = BENCHMARKS.get(name) or plugins("vlmlens.benchmarks").get(name)
+    if target is None: raise KeyError(f"unknown benchmark {name!r}; known: {', '.join(known_benchmarks())}")
+    return load_object(target)(**kwargs)

@@ -19,12 +19,13 @@ from ..fidelity import record
 
 # %% auto #0
 __all__ = ['RUN_HINT_KEYS', 'VIDEO_INPUTS', 'PRESET_KEYS', 'SERVE_HINT', 'LOCAL_BACKENDS', 'BACKEND_MODULES', 'QWEN_MODEL_TYPES',
-           'TRANSFORMERS_MODEL_TYPES', 'HF_MODEL_TYPES', 'SERVED_VIDEO_FAMILIES', 'EXTRA_OF_BACKEND', 'CURVE_LOCALES',
-           'QWEN2_VL_LANGUAGES', 'EN', 'EN_HI', 'EN_TE', 'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES',
+           'TRANSFORMERS_MODEL_TYPES', 'HF_MODEL_TYPES', 'SERVED_VIDEO_FAMILIES', 'PLUGIN_GROUPS', 'EXTRA_OF_BACKEND',
+           'CURVE_LOCALES', 'QWEN2_VL_LANGUAGES', 'EN', 'EN_HI', 'EN_TE', 'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES',
            'PROVIDER_LIMITS', 'OPENAI_REASONING_PREFIXES', 'CURVE_REASONING_BUDGETS', 'TINY_MODELS', 'Backend',
            'count_images', 'ModelSpec', 'apply_preset', 'LanguageNotClaimed', 'register_backend', 'register',
-           'known_models', 'parse_api_name', 'get_spec', 'supports_language', 'with_video_default', 'load_backend',
-           'resolve_builder', 'preflight', 'roster', 'roster_markdown']
+           'known_models', 'parse_api_name', 'plugins', 'load_object', 'load_model_plugin', 'get_spec',
+           'supports_language', 'with_video_default', 'load_backend', 'resolve_builder', 'preflight', 'roster',
+           'roster_markdown']
 
 # %% ../../nbs/10_models_registry.ipynb #ce66540d
 class Backend:
@@ -231,8 +232,10 @@ BACKEND_MODULES: dict[str, str] = {"hf": "vlmlens.models.hf", "transformers": "v
                                     "openai": "vlmlens.models.openai", "gemini": "vlmlens.models.gemini",
                                     "anthropic": "vlmlens.models.anthropic"}
 
-def register_backend(kind: str, module: str):
-    "Declare that backend `kind` is implemented by `module` (which must define `from_spec(spec, **kw)`)."
+def register_backend(kind: str, module):
+    "Declare that backend `kind` is implemented by `module`: a module name, or any object, with `from_spec(spec, **kw)`."
+    if not isinstance(module, str) and not callable(getattr(module, "from_spec", None)):
+        raise ValueError(f"backend {kind!r}: {module!r} has no from_spec(spec, **kw)")
     BACKEND_MODULES[kind] = module
 
 # %% ../../nbs/10_models_registry.ipynb #489d4ecf
@@ -310,6 +313,32 @@ def parse_api_name(name: str) -> ModelSpec | None:
                                                       "token_param": "max_tokens", "reasoning": False, "video": video},
                      f"served by the OpenAI-compatible server at {m['url']}", video=video)
 
+# %% ../../nbs/10_models_registry.ipynb #7a1c0e02
+PLUGIN_GROUPS = ("vlmlens.benchmarks", "vlmlens.models", "vlmlens.judges")
+
+def plugins(group: str) -> dict[str, str]:
+    "`{name: 'module:attr'}` of the entry points that installed packages declare in `group` (none is imported)."
+    from importlib.metadata import entry_points
+    if group not in PLUGIN_GROUPS: raise ValueError(f"unknown plugin group {group!r} (one of {', '.join(PLUGIN_GROUPS)})")
+    return {ep.name: ep.value for ep in entry_points(group=group)}
+
+def load_object(target):
+    "The object `target` names (`'module:attr'`, attr possibly dotted), or `target` itself when it is not a string."
+    if not isinstance(target, str): return target
+    mod, _, attr = target.partition(":")
+    obj = importlib.import_module(mod.strip())
+    for a in filter(None, attr.strip().split(".")): obj = getattr(obj, a)
+    return obj
+
+def load_model_plugin(name: str) -> ModelSpec:
+    "Register the model that entry point `name` (group `vlmlens.models`) declares, with its backend kind; return its spec."
+    target = plugins("vlmlens.models")[name]
+    obj = load_object(target)
+    spec = obj if isinstance(obj, ModelSpec) else obj()
+    if not isinstance(spec, ModelSpec): raise ValueError(f"model plugin {name!r} ({target}) gives {type(spec).__name__}, not a ModelSpec")
+    if spec.backend not in BACKEND_MODULES: register_backend(spec.backend, target.partition(":")[0].strip())
+    return register(replace(spec, name=name), overwrite=True)
+
 # %% ../../nbs/10_models_registry.ipynb #3286894a
 def _looks_like_path(ident: str) -> bool:
     "Whether `ident` is written as a filesystem path (`./x`, `../x`, `/x`, `~/x`, `a/b/c`) rather than a name or a hub id."
@@ -321,6 +350,7 @@ def get_spec(name: str) -> ModelSpec:
     if name in _REGISTRY: return _REGISTRY[name]
     api = parse_api_name(name)
     if api is not None: return api
+    if name in plugins("vlmlens.models"): return load_model_plugin(name)     # a model another package declares
     for s in _REGISTRY.values():
         if s.model_id == name: return s
     force = name.startswith("hf:")
@@ -354,10 +384,10 @@ def _with_backend_module(spec: ModelSpec, fn):
         raise ValueError(f"model {spec.name!r}: unknown backend kind {spec.backend!r} (known: {sorted(BACKEND_MODULES)})")
     modname = BACKEND_MODULES[spec.backend]
     try:
-        mod = importlib.import_module(modname)
+        mod = importlib.import_module(modname) if isinstance(modname, str) else modname   # a notebook's own backend object
         return fn(mod, spec)
     except ModuleNotFoundError as e:
-        if e.name and modname.startswith(e.name): raise ImportError(f"model {spec.name!r} needs backend {spec.backend!r} ({modname}), which is not available") from e
+        if e.name and str(modname).startswith(e.name): raise ImportError(f"model {spec.name!r} needs backend {spec.backend!r} ({modname}), which is not available") from e
         extra = EXTRA_OF_BACKEND.get(spec.backend)
         if extra: raise ValueError(f"{spec.name} needs {e.name}, which is not installed: pip install \"vlmlens[{extra}]\"") from None
         raise
