@@ -1,4 +1,4 @@
-"""Every registered benchmark through one contract: load, prompt, parse, score, summary, resume.
+"""Every registered benchmark through one contract: load, prompt, parse, score, summary (and its table), resume.
 
 The benchmarks are the registry's (`known_benchmarks()`: vlmlens' own, plus every `vlmlens.benchmarks` entry point),
 never a hand list. The guide's Video-MME-style benchmark (`nbs/guide_own_benchmark.ipynb`) joins them the way a
@@ -125,5 +125,7 @@ def test_every_registered_benchmark_keeps_the_contract(name, tiny, tmp_path):
         scores = pd.read_csv(run_dir / "scores.csv")
         assert len(scores) == 2 and "score" in scores.columns
         assert json.loads((run_dir / "summary.json").read_text())["overall"] == s["overall"]
+        from vlmlens.report import summary_table
+        assert len(summary_table(s).data)                             # the summary reads as a table
         again = run(cfg, backend=tiny)                                # resume: nothing asked twice, the same numbers
         assert len(lines(run_dir / "predictions.jsonl")) == 2 and again["overall"] == s["overall"]
