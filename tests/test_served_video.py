@@ -131,6 +131,17 @@ def test_a_served_qwen_run_sends_video_by_default_and_images_on_request(server, 
                                             model_kwargs={"cache": False}).hash()   # ... so in the hash: never an older images run
 
 
+def test_an_image_run_of_a_served_video_model_keeps_its_hash(server, tmp_path):
+    "Only a run that shows video records video=native: an image-only run's configuration (and hash) is as it was."
+    from vlmlens.core import RunConfig
+    from vlmlens.runner import run
+    cfg = RunConfig("demo", f"openai-compatible:{QWEN}@{server.openai_base_url}", language="en", subset="image_color", limit=1,
+                    model_kwargs={"cache": False}, output_root=str(tmp_path), run_name="img", progress=False)
+    run(cfg)
+    info = json.loads((tmp_path / "img" / "run.json").read_text())
+    assert "video" not in info["config"]["model_kwargs"] and info["config_hash"] == cfg.hash()
+
+
 def test_context_fit_counts_video_tokens_the_servers_way(server, tmp_path):
     "With the server's context (--max-model-len) given, a run asking for more frames than fit sends the most that do."
     server.default_text = "The answer is B."

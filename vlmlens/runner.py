@@ -624,7 +624,6 @@ def check_config(cfg: RunConfig, spec=None) -> tuple[RunConfig, Benchmark, dict 
     bench = get_benchmark(cfg.benchmark)
     if spec is not None:
         if bench.uses_presets(cfg): cfg, preset = registry.apply_preset(cfg, spec)   # the paper's frames for this model when none are given
-        cfg = registry.with_video_default(cfg, spec)      # a served video model's video=native, recorded and hashed
         spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
     check_before_run(bench, cfg)
     return cfg, bench, preset
@@ -678,6 +677,8 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     cfg, bench, preset = check_config(cfg, spec)          # preset, model input, options, device, output root: nothing created
     if samples is None: cfg = data.resolve_data_path(cfg)   # the fetched release when no --data-path; else one line naming `vlmlens data get`
     samples, notes = load_run_samples(bench, cfg, languages_of(backend or spec, cfg.benchmark), samples)
+    if spec is not None:                                  # a served video model's video=native, recorded and hashed
+        cfg = registry.with_video_default(cfg, spec, any(m.kind == "video" for s in samples for m in s.media))
     if cfg.data_path: notes["dataset"] = data.provenance(cfg.data_path)   # source, revision, lock digest: runs on other data never pool
     if preset: notes["preset"] = preset
     if spec is not None: registry.preflight(spec, cfg, **backend_options(cfg, spec))   # keys, model options, checkpoint

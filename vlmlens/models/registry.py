@@ -366,10 +366,10 @@ def supports_language(name: str, lang: str, benchmark: str | None = None) -> boo
     return get_spec(name).supports_language(lang, benchmark)
 
 # %% ../../nbs/10_models_registry.ipynb #5e7d0a02
-def with_video_default(cfg: RunConfig, spec: ModelSpec) -> RunConfig:
-    "`cfg` with the model's `video=native` default written into `model_kwargs` for a video run (unchanged otherwise)."
+def with_video_default(cfg: RunConfig, spec: ModelSpec, has_video: bool = True) -> RunConfig:
+    "`cfg` with the model's `video=native` default in `model_kwargs` when the run shows video (`has_video`: its items have some)."
     kw = dict(cfg.model_kwargs or {})
-    if spec.defaults.get("video") != "native" or "video" in kw or cfg.modality not in VIDEO_MODALITIES: return cfg
+    if not has_video or spec.defaults.get("video") != "native" or "video" in kw or cfg.modality not in VIDEO_MODALITIES: return cfg
     return replace(cfg, model_kwargs={**kw, "video": "native"})
 
 # %% ../../nbs/10_models_registry.ipynb #d23eb79b
