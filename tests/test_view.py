@@ -183,6 +183,13 @@ def test_view_cli_refuses_to_replace_a_folder_that_is_not_a_view(runs, tmp_path)
     assert (tmp_path / "mine.txt").read_text() == "keep me"
 
 
+def _get(url, **headers):
+    "`(status, body, headers)` of a GET with `headers`."
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers)) as r: return r.status, r.read(), r.headers
+    except urllib.error.HTTPError as e: return e.code, b"", e.headers
+
+
 def test_server_binds_loopback_and_serves_nothing_outside_the_view(site, tmp_path):
     (site.parent / "secret.txt").write_text("outside")
     os.symlink(site.parent / "secret.txt", site / "link.txt")
@@ -190,13 +197,40 @@ def test_server_binds_loopback_and_serves_nothing_outside_the_view(site, tmp_pat
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
         assert srv.server_address[0] == "127.0.0.1"
-        base = f"http://127.0.0.1:{srv.server_address[1]}"
-        assert urllib.request.urlopen(base + "/data.js").status == 200
-        for bad in ("/../secret.txt", "/%2e%2e/secret.txt", "/link.txt", "/details/"):
-            with pytest.raises(urllib.error.HTTPError) as e: urllib.request.urlopen(base + bad)
-            assert e.value.code == 404, bad
+        base, tok = f"http://127.0.0.1:{srv.server_address[1]}", f"?token={srv.token}"
+        status, body, h = _get(base + "/data.json" + tok)
+        assert status == 200 and json.loads(body)["keys"] == _index(site)["keys"]
+        assert h["Content-Type"].startswith("application/json") and h["X-Content-Type-Options"] == "nosniff"
+        assert h["Cross-Origin-Resource-Policy"] == "same-origin"
+        for bad in ("/../secret.txt", "/%2e%2e/secret.txt", "/link.txt", "/details/", "/data.js", "/details/00000.js"):
+            assert _get(base + bad + tok)[0] == 404, bad
     finally:
         srv.shutdown(); srv.server_close(); (site / "link.txt").unlink()
+
+
+def test_server_answers_only_its_own_page(site):
+    "A foreign Host (DNS rebinding), another origin or site, and a missing or wrong token are refused; the page's own code is open."
+    import http.client
+    srv = view.server(site, 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        port = srv.server_address[1]
+        base, tok = f"http://127.0.0.1:{port}", f"?token={srv.token}"
+        assert srv.url == base + "/" + tok and len(srv.token) >= 32
+        assert view.server(site, 0).token != srv.token                             # one token per start
+        for path in ("/", "/index.html", "/data.json", "/details/00000.json", "/thumbs/x.jpg", "/data.json?token=" + "x" * 32):
+            assert _get(base + path)[0] == 403, path
+        assert _get(base + "/app.js")[0] == _get(base + "/style.css")[0] == 200
+        for headers in ({"Origin": "http://127.0.0.1:1"}, {"Origin": "null"}, {"Sec-Fetch-Site": "same-site"},
+                        {"Sec-Fetch-Site": "cross-site"}, {"Host": "attacker.example"}, {"Host": f"attacker.example:{port}"}, {"Host": "127.0.0.1:1"}):
+            assert _get(base + "/data.json" + tok, **headers)[0] == 403, headers
+        c = http.client.HTTPConnection("127.0.0.1", port)
+        c.putrequest("GET", "/data.json" + tok, skip_host=True); c.endheaders()               # no Host header at all
+        assert c.getresponse().status == 403; c.close()
+        for host in (f"localhost:{port}", f"127.0.0.1:{port}"):
+            assert _get(base + "/data.json" + tok, Host=host, Origin=f"http://{host}", **{"Sec-Fetch-Site": "same-origin"})[0] == 200
+    finally:
+        srv.shutdown(); srv.server_close()
 
 
 def test_show_renders_the_same_site_inline(runs, tmp_path, monkeypatch):
@@ -344,12 +378,53 @@ def test_served_view_has_no_console_errors(site, browser):
     srv = view.server(site, 0)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
-        _open(browser, f"http://127.0.0.1:{srv.server_address[1]}/index.html#item=demo-image_color-000-te")
+        _open(browser, srv.url + "#item=demo-image_color-000-te")
         from selenium.webdriver.common.by import By
         _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail figure.image img"))
         assert _errors(browser) == []
     finally:
         srv.shutdown(); srv.server_close()
+
+
+ATTACK = """<!doctype html><title>another site</title><script>
+window.got = {};
+const T = "TARGET", tok = "?token=TOKEN";
+function note(k, v) { window.got[k] = v; }
+fetch(T + "/data.json").then(r => r.text()).then(t => note("fetch", t.slice(0, 40)), e => note("fetch", "refused"));
+fetch(T + "/data.json" + tok).then(r => r.text()).then(t => note("fetch-token", t.slice(0, 40)), e => note("fetch-token", "refused"));
+window.VLMLENS_INDEX = null; window.VLMLENS_DETAIL = (i, p) => note("detail", p);
+for (const [k, u] of [["data.js", "/data.js"], ["data.json", "/data.json" + tok], ["details", "/details/00000.js" + tok]]) {
+  const s = document.createElement("script"); s.src = T + u;
+  s.onload = () => note(k, window.VLMLENS_INDEX ? "read" : "loaded, nothing read"); s.onerror = () => note(k, "refused");
+  document.head.append(s);
+}
+const i = new Image(); i.onload = () => note("img", "read"); i.onerror = () => note("img", "refused"); i.src = T + "/THUMB" + tok;
+</script>"""
+
+
+def test_a_page_of_another_origin_reads_nothing_of_a_served_view(site, browser, tmp_path, monkeypatch):
+    "A page served from another loopback port (another origin, same site) fails to read the view, even knowing its token."
+    import http.server, functools
+    seen = []
+    refusal = view.ViewHandler.refusal
+    monkeypatch.setattr(view.ViewHandler, "refusal", lambda self: seen.append((self.path, r := refusal(self))) or r)
+    srv = view.server(site, 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    thumb = next((site / "thumbs").iterdir()).name
+    evil = tmp_path / "evil"; evil.mkdir()
+    (evil / "attack.html").write_text(ATTACK.replace("TARGET", f"http://127.0.0.1:{srv.server_address[1]}").replace("TOKEN", srv.token)
+                                      .replace("THUMB", "thumbs/" + thumb))
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(evil)))
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        browser.get(f"http://127.0.0.1:{other.server_address[1]}/attack.html")
+        got = _wait(browser, lambda d: (g := d.execute_script("return window.got")) and len(g) >= 6 and g)
+        assert got == {"fetch": "refused", "fetch-token": "refused", "data.js": "refused", "data.json": "refused",
+                       "details": "refused", "img": "refused"}, got
+        assert seen and all(why for _, why in seen), seen                 # the server refused every one of them
+        browser.get_log("browser")
+    finally:
+        srv.shutdown(); srv.server_close(); other.shutdown(); other.server_close()
 
 
 def test_serve_builds_each_page_of_details_when_the_browser_asks(runs, browser, tmp_path):
@@ -360,7 +435,7 @@ def test_serve_builds_each_page_of_details_when_the_browser_asks(runs, browser, 
     srv = view.server(page.parent, 0, pages)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
-        _open(browser, f"http://127.0.0.1:{srv.server_address[1]}/index.html#item=demo-video_subtitles-000-hi")
+        _open(browser, srv.url + "#item=demo-video_subtitles-000-hi")
         imgs = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .col[data-run='r0'] figure.frame img"))
         assert len(imgs) == 8
         _wait(browser, lambda d: all(d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", i) for i in imgs))
@@ -368,6 +443,14 @@ def test_serve_builds_each_page_of_details_when_the_browser_asks(runs, browser, 
         assert _errors(browser) == []
     finally:
         srv.shutdown(); srv.server_close()
+
+
+def test_view_cli_port_out_of_range_is_one_line_before_writing(runs, tmp_path):
+    for port in ("99999", "-1"):
+        p = subprocess.run([sys.executable, "-m", "vlmlens", "view", str(runs["runs"] / "gold"), "--serve", "--port", port, "--out",
+                            str(tmp_path / "site")], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "--port" in p.stderr, p.stderr
+        assert not (tmp_path / "site").exists()
 
 
 def _scored_run(root, name, rows, **cfg):

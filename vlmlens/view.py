@@ -16,6 +16,8 @@ import sys
 import threading
 from pathlib import Path
 
+from fastcore.basics import patch
+
 from . import runner
 from .core import Prediction
 from .evidence import GRAPH_DIR, ISOLATION_FILE, safe_name
@@ -26,12 +28,12 @@ from .store import Run, RunSet, iter_jsonl
 from .vs_paper import compare, vs_paper_report, vs_paper_table
 
 # %% auto #0
-__all__ = ['THUMB_SIDE', 'INDEX_COLUMNS', 'ITEM_COLUMNS', 'CHUNK', 'MARKER', 'GROUP_FILTERS', 'ROW_LINKS', 'WANDB_COLUMNS',
-           'Thumbs', 'item_media', 'prediction_offsets', 'read_prediction', 'RunDetails', 'evidence_of',
-           'isolation_records', 'item_fields', 'result_fields', 'index_rows', 'site_index', 'Pages', 'site_data',
-           'check_out', 'write_page', 'build_site', 'write_site', 'ViewHandler', 'server', 'show', 'view_index',
-           'deep_link', 'link_rows', 'report_view', 'vs_paper_links', 'add_parser', 'main', 'strip_of', 'wandb_row',
-           'to_wandb', 'report_to_wandb']
+__all__ = ['THUMB_SIDE', 'INDEX_COLUMNS', 'ITEM_COLUMNS', 'CHUNK', 'MARKER', 'OPEN_FILES', 'GROUP_FILTERS', 'ROW_LINKS',
+           'WANDB_COLUMNS', 'Thumbs', 'item_media', 'prediction_offsets', 'read_prediction', 'RunDetails',
+           'evidence_of', 'isolation_records', 'item_fields', 'result_fields', 'index_rows', 'site_index', 'Pages',
+           'site_data', 'check_out', 'write_page', 'build_site', 'write_site', 'ViewHandler', 'served_json', 'server',
+           'show', 'view_index', 'deep_link', 'link_rows', 'report_view', 'vs_paper_links', 'add_parser', 'main',
+           'strip_of', 'wandb_row', 'to_wandb', 'report_to_wandb']
 
 # %% ../nbs/57_view.ipynb #ce018d62
 THUMB_SIDE = 160
@@ -405,7 +407,7 @@ def _js(path: Path, prefix: str, obj, suffix: str = ";\n"):
     tmp.write_text(prefix + text + suffix, encoding="utf-8"); tmp.replace(path)
 
 def write_page(pages: Pages, folder, i: int) -> Path:
-    "Write page `i` of `pages` to `folder/details/NNNNN.js` (loaded by the page through a `<script>` tag)."
+    "Write page `i` of `pages` to `folder/details/NNNNN.js` (loaded from `file://` through a `<script>` tag; served as JSON)."
     p = Path(folder) / "details" / f"{i:05d}.js"
     p.parent.mkdir(exist_ok=True)
     _js(p, f"VLMLENS_DETAIL({i},", pages.page(i), ");\n")
@@ -443,25 +445,79 @@ def write_site(runs, out="vlmlens-view", frames: bool = True, progress: bool = T
     return build_site(runs, out, frames, progress)[0]
 
 # %% ../nbs/57_view.ipynb #8a95ffaa
+OPEN_FILES = ("/app.js", "/style.css")          # the page's own code: nothing of the runs
+
 class ViewHandler(http.server.SimpleHTTPRequestHandler):
-    "Files of one view folder (pages of details built on request): no directory listings, nothing outside the folder, no request log."
-    pages = None
+    "Files of one view folder to its own page only (see above): no directory listings, nothing outside the folder, no request log."
+    pages, token, locks = None, "", None
     def translate_path(self, path):
         p, root = Path(super().translate_path(path)).resolve(), Path(self.directory).resolve()
-        if not (p == root or root in p.parents): return str(root / ".not-in-this-view")
-        if self.pages is not None and p.parent == root / "details" and not p.exists() and p.suffix == ".js" and p.stem.isdigit() \
-                and int(p.stem) < self.pages.n:
-            write_page(self.pages, root, int(p.stem))
-        return str(p)
+        return str(p) if p == root or root in p.parents else str(root / ".not-in-this-view")
     def list_directory(self, path): self.send_error(404, "no directory listings"); return None
     def log_message(self, *a): pass
+    def end_headers(self):
+        for k, v in (("X-Content-Type-Options", "nosniff"), ("Cross-Origin-Resource-Policy", "same-origin"),
+                     ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store")): self.send_header(k, v)
+        super().end_headers()
 
-def server(out, port: int = 8000, pages: Pages | None = None):
-    "An HTTP server of the view folder `out` on 127.0.0.1:`port` (0: any free port; `pages`: built on request); call `serve_forever()`."
+    def refusal(self) -> str | None:
+        "Why this request is refused (None: it is answered)."
+        from urllib.parse import parse_qs, urlsplit
+        import hmac
+        hosts = {f"127.0.0.1:{self.server.server_address[1]}", f"localhost:{self.server.server_address[1]}"}
+        if self.headers.get("Host") not in hosts: return "this server answers only to its loopback address"
+        if self.headers.get("Origin") not in (None, *(f"http://{h}" for h in hosts)): return "a request from another origin"
+        if self.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"): return "a request from another site"
+        u = urlsplit(self.path)
+        if u.path in OPEN_FILES: return None
+        got = (parse_qs(u.query).get("token") or [""])[0] or self.headers.get("X-Vlmlens-Token", "")
+        return None if hmac.compare_digest(got.encode(), self.token.encode()) else \
+            "no or wrong token: open the address `vlmlens view --serve` printed"
+
+# %% ../nbs/57_view.ipynb #4d1c0a77
+def served_json(handler: ViewHandler, path: str) -> bytes | None:
+    "The JSON a served page fetches at `path` (`/data.json`, `/details/NNNNN.json`; pages built once when missing); None: no such data."
+    import re
+    root, m = Path(handler.directory), re.fullmatch(r"/(?:data|details/(\d{5}))\.json", path)
+    if m is None: return None
+    if m.group(1) is None:
+        p = root / "data.js"
+        return p.read_bytes()[len(b"window.VLMLENS_INDEX="):].rstrip().rstrip(b";") if p.is_file() else None
+    i, P = int(m.group(1)), handler.pages
+    p = root / "details" / f"{i:05d}.js"
+    if not p.is_file() and P is not None and i < P.n:
+        with handler.locks.setdefault(i, threading.Lock()):        # concurrent first requests: one build
+            if not p.is_file(): write_page(P, root, i)
+    if not p.is_file(): return None
+    raw = p.read_bytes()
+    return raw[raw.index(b",") + 1:raw.rindex(b")")]
+
+# %% ../nbs/57_view.ipynb #7e3a4b91
+@patch
+def do_GET(self: ViewHandler, body: bool = True):
+    from urllib.parse import unquote, urlsplit
+    why = self.refusal()
+    if why: return self.send_error(403, why)
+    path = unquote(urlsplit(self.path).path)
+    if path.endswith(".js") and path not in OPEN_FILES: return self.send_error(404, "the data are served as JSON")
+    data = served_json(self, path) if path.endswith(".json") else None
+    if data is None: return super(ViewHandler, self).do_GET() if body else super(ViewHandler, self).do_HEAD()
+    self.send_response(200); self.send_header("Content-Type", "application/json; charset=utf-8")
+    self.send_header("Content-Length", str(len(data))); self.end_headers()
+    if body: self.wfile.write(data)
+
+@patch
+def do_HEAD(self: ViewHandler): self.do_GET(body=False)
+
+def server(out, port: int = 8000, pages: Pages | None = None, token: str | None = None):
+    "An HTTP server of the view folder `out` on 127.0.0.1:`port` (0: any free port; `pages`: built on request); its page is at `.url`."
+    import secrets
     out = Path(out)
     if not (out / MARKER).exists(): raise ValueError(f"{out}: not a vlmlens view folder (make one with `vlmlens view`)")
-    handler = type("Handler", (ViewHandler,), {"pages": pages})
-    return http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), functools.partial(handler, directory=str(out)))
+    handler = type("Handler", (ViewHandler,), {"pages": pages, "token": token or secrets.token_urlsafe(24), "locks": {}})
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), functools.partial(handler, directory=str(out)))
+    srv.token, srv.url = handler.token, f"http://127.0.0.1:{srv.server_address[1]}/?token={handler.token}"
+    return srv
 
 # %% ../nbs/57_view.ipynb #f7e478d3
 def show(runs, out="vlmlens-view", height: int = 720, frames: bool = True, progress: bool = False):
@@ -580,11 +636,12 @@ def add_parser(sub):
 
 def main(a) -> int:
     "Run `vlmlens view`."
+    if not 0 <= a.port <= 65535: raise ValueError(f"--port {a.port}: a port is 1 to 65535 (0: any free port)")
     page, pages = build_site(a.runs, a.out, frames=a.frames, progress=a.progress, pages=not a.serve)
     if not a.serve: print(f"view: {page.as_uri()}  (open it in a browser)")
     else:
         srv = server(page.parent, a.port, pages)
-        print(f"serving {page.parent} on http://127.0.0.1:{srv.server_address[1]}/ (Ctrl-C stops)")
+        print(f"serving {page.parent}: open {srv.url} (only this address reads it; Ctrl-C stops)")
         try: srv.serve_forever()
         except KeyboardInterrupt: pass
         finally: srv.server_close()

@@ -1,9 +1,26 @@
-// vlmlens results viewer: static, opens from file:// (the data arrive through <script> tags, never fetch).
+// vlmlens results viewer. From file:// the data arrive through <script> tags (browsers refuse to fetch local files);
+// served by `vlmlens view --serve` they are fetched as JSON from the same origin with the token of the printed address.
 "use strict";
 (function () {
-  const IX = window.VLMLENS_INDEX;
+  const TOKEN = new URLSearchParams(location.search).get("token");
+  const withToken = (u) => (TOKEN ? u + (u.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(TOKEN) : u);
+  const getJSON = (u) => fetch(withToken(u), { credentials: "same-origin" }).then((r) => {
+    if (!r.ok) throw new Error(`${u}: ${r.status} ${r.statusText}`);
+    return r.json();
+  });
+  const fail = (msg) => { document.querySelector("#detail").textContent = msg; document.body.dataset.ready = "1"; };
+  if (TOKEN) getJSON("data.json").then(start, (e) => fail(String(e.message || e)));
+  else {
+    const s = document.createElement("script");
+    s.src = "data.js";
+    s.onload = () => start(window.VLMLENS_INDEX);
+    s.onerror = () => fail("data.js is missing: write this view again with `vlmlens view`.");
+    document.head.append(s);
+  }
+
+function start(IX) {
   const $ = (s) => document.querySelector(s);
-  if (!IX) { $("#detail").textContent = "data.js is missing: write this view again with `vlmlens view`."; return; }
+  if (!IX) return fail("data.js is missing: write this view again with `vlmlens view`.");
   const OUT = IX.outcomes, N = IX.keys.length, RUNS = IX.runs, PAGE = 50, CATS = ["benchmark", "subset", "language", "locale"];
   const MARK = { missing: "–", correct: "✓", wrong: "✗", invalid: "?", errored: "!", unscored: "·" };
   const keyAt = new Map(IX.keys.map((k, i) => [k, i]));
@@ -30,6 +47,8 @@
     if (pages[i]) return done(pages[i]);
     if (waiting[i]) return waiting[i].push(done);
     waiting[i] = [done];
+    if (TOKEN) return getJSON("details/" + String(i).padStart(5, "0") + ".json").then((p) => window.VLMLENS_DETAIL(i, p),
+      (e) => { delete waiting[i]; fail(String(e.message || e)); });
     const s = h("script", { src: "details/" + String(i).padStart(5, "0") + ".js" });
     s.onerror = () => { delete waiting[i]; fail("details/" + String(i).padStart(5, "0") + ".js could not be loaded"); };
     document.head.append(s);
@@ -177,9 +196,9 @@
     return [
       (m.missing || []).map((x) => h("div", { class: "missing" }, "not shown: " + x)),
       m.frames && m.frames.length ? [h("h3", {}, `${m.frames.length} frames given`), h("div", { class: "frames" }, m.frames.map((f, j) =>
-        h("figure", { class: "frame" }, h("img", { src: f.src, alt: `frame ${j + 1} at ${f.t}s`, loading: "lazy" }),
+        h("figure", { class: "frame" }, h("img", { src: withToken(f.src), alt: `frame ${j + 1} at ${f.t}s`, loading: "lazy" }),
           h("figcaption", {}, `#${j + 1} · ${f.t.toFixed(2)} s`, f.sub ? h("div", { dir: "auto" }, f.sub) : null))))] : null,
-      m.images && m.images.length ? [h("h3", {}, "images given"), h("div", { class: "frames" }, m.images.map((s) => h("figure", { class: "image" }, h("img", { src: s, alt: "image" }))))] : null,
+      m.images && m.images.length ? [h("h3", {}, "images given"), h("div", { class: "frames" }, m.images.map((s) => h("figure", { class: "image" }, h("img", { src: withToken(s), alt: "image" }))))] : null,
       m.text && m.text.length ? h("details", {}, h("summary", {}, "text sent (prompt, subtitles given)"), h("pre", { dir: "auto" }, m.text.join("\n\n"))) : null,
     ];
   }
@@ -277,4 +296,5 @@
   renderRuns();
   readHash();
   render();
+}
 })();
