@@ -165,6 +165,18 @@ def test_a_run_whose_scores_cannot_be_read_is_named_and_the_others_still_show(ru
     assert d["runs"][by["gold"]["key"]]["outcome"] == "errored"          # its predictions still show
 
 
+def test_run_keys_are_the_runs_own_so_links_survive_a_rebuild(runs, tmp_path):
+    "A link to a run opens the same run after the view is rebuilt with other runs beside it."
+    one = view.write_site(runs["runs"] / "gold", tmp_path / "v", frames=False, progress=False).parent
+    link = view.deep_link(one, runs["runs"] / "gold", "wrong")
+    view.write_site([runs["runs"] / "always-a", runs["moved"], runs["runs"] / "gold"], one, frames=False, progress=False)
+    by = {m["key"]: m["name"] for m in view.view_index(one)["runs"]}
+    assert by["gold"] == "gold" and link.endswith("#run=gold&outcome=wrong") and view.deep_link(one, runs["runs"] / "gold", "wrong") == link
+    twin = tmp_path / "elsewhere" / "gold"; shutil.copytree(runs["runs"] / "gold", twin)               # two runs named alike
+    keys = [m["key"] for m in view.view_index(view.write_site([runs["runs"] / "gold", twin], one, frames=False, progress=False).parent)["runs"]]
+    assert len(set(keys)) == 2 and all(k.startswith("gold") for k in keys)
+
+
 def test_view_cli_bad_input_is_one_line_and_creates_nothing(tmp_path):
     empty = tmp_path / "empty"; empty.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -326,7 +338,7 @@ def test_an_item_shows_its_frames_and_a_deep_link_opens_it(site, browser, shots)
     _open(browser, (site / "index.html").as_uri() + "#item=" + key)
     _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail figure.frame img"))
     assert browser.find_element(By.ID, "item-title").text == key
-    imgs = browser.find_elements(By.CSS_SELECTOR, "#detail .col[data-run='r0'] figure.frame img")
+    imgs = browser.find_elements(By.CSS_SELECTOR, "#detail .col[data-run='always-a'] figure.frame img")
     assert len(imgs) == 8
     _wait(browser, lambda d: all(d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", i) for i in imgs))
     assert "gold" in browser.find_element(By.CSS_SELECTOR, ".options li.gold").get_attribute("class")
@@ -436,7 +448,7 @@ def test_serve_builds_each_page_of_details_when_the_browser_asks(runs, browser, 
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
         _open(browser, srv.url + "#item=demo-video_subtitles-000-hi")
-        imgs = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .col[data-run='r0'] figure.frame img"))
+        imgs = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .col[data-run='always-a'] figure.frame img"))
         assert len(imgs) == 8
         _wait(browser, lambda d: all(d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", i) for i in imgs))
         assert [p.name for p in (page.parent / "details").iterdir()] == ["00000.js"]
@@ -470,14 +482,16 @@ def test_report_rows_and_vs_paper_rows_link_to_their_items_in_the_view(tmp_path,
     _scored_run(tmp_path / "runs", "hi", [item(i, "hi", float(i < 680)) for i in range(1000)], language="hi")
     _scored_run(tmp_path / "runs", "te", [item(i, "te", float(i < 200), "timeout" if i >= 950 else None) for i in range(1000)], language="te")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(tmp_path / "runs"), "--format", "md", "--vs-paper", "--view", str(tmp_path / "view")],
-                       capture_output=True, text=True, env=env, timeout=300)
+    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", "runs", "--format", "md", "--vs-paper", "--view", "view"],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    links = re.findall(r"\[(items|wrong|invalid|errored)\]\((file://[^)]+)\)", p.stdout)
+    links = re.findall(r"\[(items|wrong|invalid|errored)\]\((view/index\.html#[^)]+)\)", p.stdout)       # relative: report and view move together
     vs = p.stdout[p.stdout.index("Ours beside the papers"):]
-    vs_links = re.findall(r"\[items\]\((file://[^)]+)\)", vs)
-    assert len(vs_links) == 2 and all("subset=vqav2" in u for u in vs_links), vs        # 'VQAv2 Hi': the view's subset and language
-    assert sum("language=hi" in u for u in vs_links) == 1                                # ('VQAv2 Tel': the run's items, all Telugu)
+    vs_links = re.findall(r"\[items\]\((view/index\.html#[^)]+)\)", vs)
+    assert links and "file://" not in p.stdout
+    moved = tmp_path / "shared"; moved.mkdir(); shutil.move(str(tmp_path / "view"), str(moved / "view"))       # both moved elsewhere
+    at = lambda u: (moved / u.split("#")[0]).as_uri() + "#" + u.split("#", 1)[1]
+    links = [(k, at(u)) for k, u in links]; vs_links = [at(u) for u in vs_links]
     errored = [u for k, u in links if k == "errored" and "language=te" in u]
     assert errored
     _open(browser, errored[0])
@@ -485,11 +499,17 @@ def test_report_rows_and_vs_paper_rows_link_to_their_items_in_the_view(tmp_path,
     assert len(rows) == 50 and all(r.startswith("vqav2-te-") and int(r.rsplit("-", 1)[1]) >= 950 for r in rows)
     _open(browser, next(u for u in vs_links if "language=hi" in u))
     assert browser.execute_script("return document.getElementById('count').textContent").startswith("1000")
+    # a link to one item opens it and shows its row, on whatever page of the list it falls
+    _open(browser, (moved / "view" / "index.html").as_uri() + "#" + view.deep_link(moved / "view", item="vqav2-te-977").split("#")[1])
+    _wait(browser, lambda d: d.execute_script("return document.getElementById('item-title')?.textContent") == "vqav2-te-977")
+    sel = browser.execute_script("const r = document.querySelector('#list tr.sel'), b = r && r.getBoundingClientRect();"
+                                 "return r && [r.dataset.key, b.top >= 0 && b.bottom <= innerHeight, document.getElementById('pager').textContent]")
+    assert sel[0] == "vqav2-te-977" and sel[1] and "page 1 of" not in sel[2], sel
     assert _errors(browser) == []
     # a CSV gets each row's address; a text report is refused with one line, before anything is written
-    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(tmp_path / "runs" / "hi"), "--format", "csv", "--view", str(tmp_path / "view")],
-                       capture_output=True, text=True, env=env, timeout=300)
-    assert p.returncode == 0 and p.stdout.splitlines()[0].endswith("view_url") and "#run=r0" in p.stdout, p.stderr
+    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(tmp_path / "runs" / "hi"), "--format", "csv", "--view", str(moved / "view")],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=moved)
+    assert p.returncode == 0 and p.stdout.splitlines()[0].endswith("view_url") and "view/index.html#run=hi" in p.stdout, p.stderr
     p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(tmp_path / "runs"), "--view", str(tmp_path / "other")],
                        capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 2 and "--format md or csv" in p.stderr and not (tmp_path / "other").exists()

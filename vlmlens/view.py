@@ -30,10 +30,10 @@ from .vs_paper import compare, vs_paper_report, vs_paper_table
 # %% auto #0
 __all__ = ['THUMB_SIDE', 'INDEX_COLUMNS', 'ITEM_COLUMNS', 'CHUNK', 'MARKER', 'OPEN_FILES', 'GROUP_FILTERS', 'ROW_LINKS',
            'WANDB_COLUMNS', 'Thumbs', 'item_media', 'prediction_offsets', 'read_prediction', 'RunDetails',
-           'evidence_of', 'isolation_records', 'item_fields', 'result_fields', 'index_rows', 'site_index', 'Pages',
-           'site_data', 'check_out', 'write_page', 'build_site', 'write_site', 'ViewHandler', 'served_json', 'server',
-           'show', 'view_index', 'deep_link', 'link_rows', 'report_view', 'vs_paper_links', 'add_parser', 'main',
-           'strip_of', 'wandb_row', 'to_wandb', 'report_to_wandb']
+           'evidence_of', 'isolation_records', 'item_fields', 'result_fields', 'index_rows', 'run_keys', 'site_index',
+           'Pages', 'site_data', 'check_out', 'write_page', 'build_site', 'write_site', 'ViewHandler', 'served_json',
+           'server', 'show', 'view_index', 'deep_link', 'link_rows', 'report_view', 'vs_paper_links', 'add_parser',
+           'main', 'strip_of', 'wandb_row', 'to_wandb', 'report_to_wandb']
 
 # %% ../nbs/57_view.ipynb #ce018d62
 THUMB_SIDE = 160
@@ -234,7 +234,7 @@ ITEM_COLUMNS = ("sample_id", "subset", "language", "locale", "align_id", "questi
 
 def _run_meta(key: str, run: Run, label: str, problems: list, n: int) -> dict:
     c = run.config
-    return _clean({"key": key, "name": run.name, "label": label, "dir": str(run.dir), "status": run.status, "problems": problems,
+    return _clean({"key": key, "name": run.name, "label": label, "dir": str(run.dir.resolve()), "status": run.status, "problems": problems,
                    "benchmark": c.benchmark if c else None, "model": model_name(run.info.get("model_id") or (c.model if c else None)),
                    "num_frames": _used_frames(run.info) or (c.num_frames if c else None), "n_items": n,
                    "judge_id": (run.summary or {}).get("judge_id"), "overall": run.overall})
@@ -308,6 +308,14 @@ def _item_columns(rs: RunSet, df, codes, at: dict, one: bool, run_codes, cat: di
             if i is not None: need[i] = False
     return out
 
+# %% ../nbs/57_view.ipynb #9d41b2c6
+def run_keys(runs) -> list[str]:
+    "The key of each of `runs` in the view's addresses: its folder name, with its config hash where names repeat."
+    names = [r.name for r in runs]
+    tag = lambda r: (r.config_hash or hashlib.sha256(str(r.dir.resolve()).encode()).hexdigest())[:10]
+    keys = [n if names.count(n) == 1 else f"{n}@{tag(r)}" for n, r in zip(names, runs)]
+    return [k if keys.count(k) == 1 else f"{k}#{i}" for i, k in enumerate(keys)]
+
 # %% ../nbs/57_view.ipynb #6007bcd4
 def site_index(rs: RunSet, details: list, labels: dict) -> tuple:
     "`(index, ids)`: the columnar index of the runs' items and `(benchmark, sample_id)` of each of its keys."
@@ -322,15 +330,15 @@ def site_index(rs: RunSet, details: list, labels: dict) -> tuple:
     oc = outcome_codes(df["error"], df["valid"], df["score"])
     sc, js = pd.to_numeric(df["score"], errors="coerce").to_numpy(float), pd.to_numeric(df["judge_score"], errors="coerce").to_numpy(float)
     metas, res, cat, at = [], {}, {c: i for i, c in enumerate(runs.categories)}, {k: i for i, k in enumerate(keys)}
-    for i, (r, d) in enumerate(zip(rs, details)):
+    for rk, r, d in zip(run_keys(list(rs)), rs, details):
         m = runs.codes == cat.get(str(r.dir), -2)
         o, s, j = np.zeros(n, np.int8), np.full(n, np.nan), np.full(n, np.nan)
         o[codes[m]], s[codes[m]], j[codes[m]] = oc[m], sc[m], js[m]
         for k, jd in (d.judgments if (r.dir / "judgments.jsonl").is_file() else {}).items():   # a verdict written after scoring
             at_k = at.get(k if one else f"{r.config.benchmark}/{k}")
             if at_k is not None and jd.get("score") is not None: j[at_k] = float(jd["score"])
-        if r.status != "broken": res[f"r{i}"] = {"o": o.tolist(), "s": _floats(s), "j": _floats(j)}
-        metas.append(_run_meta(f"r{i}", r, labels.get(r.name, r.name), d.problems, int(m.sum())))
+        if r.status != "broken": res[rk] = {"o": o.tolist(), "s": _floats(s), "j": _floats(j)}
+        metas.append(_run_meta(rk, r, labels.get(r.name, r.name), d.problems, int(m.sum())))
     it, top = _item_columns(rs, df, codes, at, one, runs.codes, cat), bench.iloc[first].astype(object).tolist()
     text = lambda vals, k: ["" if v is None else str(v)[:k] for v in vals]
     index = {"runs": metas, "outcomes": OUTCOMES, "chunk": CHUNK, "keys": keys,
@@ -543,9 +551,9 @@ def view_index(view_dir) -> dict:
     if not (Path(view_dir) / MARKER).exists() or not p.is_file(): raise ValueError(f"{view_dir}: not a vlmlens view folder (make one with `vlmlens view`)")
     return _view_index(str(p.resolve()), p.stat().st_mtime)
 
-def deep_link(view_dir, run=None, outcome: str | None = None, **where) -> str:
-    "The address of the view's list of the items of `run` (a run folder or name) in the group `where` (`GROUP_FILTERS`), with `outcome`."
-    from urllib.parse import urlencode
+def deep_link(view_dir, run=None, outcome: str | None = None, item: str | None = None, relative_to=None, **where) -> str:
+    "The address of the view's list of the items of `run` (a run folder or name) in the group `where` (`GROUP_FILTERS`), with `outcome`, `item` open; relative to the folder `relative_to` when given."
+    from urllib.parse import quote, urlencode
     ix, params = view_index(view_dir), {}
     if run is not None:
         want = str(Path(run).resolve()) if Path(str(run)).exists() else None
@@ -559,7 +567,12 @@ def deep_link(view_dir, run=None, outcome: str | None = None, **where) -> str:
     if outcome is not None:
         if outcome not in OUTCOMES: raise ValueError(f"outcome {outcome!r}: one of {', '.join(OUTCOMES)}")
         params["outcome"] = outcome
-    return (Path(view_dir).resolve() / "index.html").as_uri() + "#" + urlencode(params)
+    if item is not None: params["item"] = str(item)
+    page = Path(view_dir).resolve() / "index.html"
+    if relative_to is not None:
+        try: return quote(os.path.relpath(page, Path(relative_to).resolve()).replace(os.sep, "/")) + "#" + urlencode(params)
+        except ValueError: pass                                          # another drive (Windows): the absolute address
+    return page.as_uri() + "#" + urlencode(params)
 
 # %% ../nbs/57_view.ipynb #a57d6e3e
 def _group_of(row: dict) -> dict:
@@ -572,16 +585,16 @@ def _group_of(row: dict) -> dict:
         out[k] = v
     return out
 
-def link_rows(table: Table, view_dir, runs, fmt: str = "md", groups: list | None = None) -> Table:
-    "A copy of `table` with links to the items behind each row: `runs` (one per row, or one for all) its run, `groups` its filters (else its group columns)."
+def link_rows(table: Table, view_dir, runs, fmt: str = "md", groups: list | None = None, relative_to=".") -> Table:
+    "A copy of `table` with links to the items behind each row: `runs` (one per row, or one for all) its run, `groups` its filters (else its group columns); links relative to `relative_to` (None: absolute)."
     import copy
     t, df = copy.copy(table), table.data.reset_index(drop=True)
     runs = list(runs) if isinstance(runs, (list, tuple)) else [runs] * len(df)
     groups = groups or [_group_of(r) for r in df.to_dict("records")]
     if fmt == "csv":
-        t.data = df.assign(view_url=[deep_link(view_dir, r, **g) for r, g in zip(runs, groups)])
+        t.data = df.assign(view_url=[deep_link(view_dir, r, relative_to=relative_to, **g) for r, g in zip(runs, groups)])
         return t
-    md = lambda r, g: " · ".join(f"[{name}]({deep_link(view_dir, r, o, **g)})" for name, o in ROW_LINKS)
+    md = lambda r, g: " · ".join(f"[{name}]({deep_link(view_dir, r, o, relative_to=relative_to, **g)})" for name, o in ROW_LINKS)
     t.data = df.assign(**{"items in the view": [md(r, g) for r, g in zip(runs, groups)]})
     return t
 

@@ -57,10 +57,11 @@ function start(IX) {
   // ---- state <-> URL fragment (deep links per item and per filter)
   const DEFAULTS = { q: "", benchmark: "", subset: "", language: "", locale: "", run: "any", outcome: "", jmin: "", jmax: "",
     flipA: "", flipB: "", page: "0", item: "", aligned: "" };
-  let state = { ...DEFAULTS };
+  let state = { ...DEFAULTS }, pageGiven = false;
   function readHash() {
     const p = new URLSearchParams(location.hash.slice(1));
     state = { ...DEFAULTS };
+    pageGiven = p.has("page");
     for (const k of Object.keys(DEFAULTS)) if (p.has(k)) state[k] = p.get(k);
   }
   function hashOf(s) {
@@ -148,9 +149,13 @@ function start(IX) {
   }
 
   function renderList(rows) {
-    const p = Math.max(0, Math.min(Number(state.page) || 0, Math.ceil(rows.length / PAGE) - 1));
+    let p = Math.max(0, Math.min(Number(state.page) || 0, Math.ceil(rows.length / PAGE) - 1));
+    const at = state.item && !pageGiven ? rows.indexOf(keyAt.get(state.item)) : -1;
+    if (at >= 0) p = Math.floor(at / PAGE);                       // a link to an item: the page its row is on
     const shown = rows.slice(p * PAGE, p * PAGE + PAGE);
-    $("#count").textContent = rows.length === N ? `${N} items` : `${rows.length} of ${N} items`;
+    const lost = state.run !== "any" && !RUNS.some((r) => r.key === state.run);
+    if (lost) rows = [];                                          // a link to a run this view does not hold: no other run's items
+    $("#count").textContent = (lost ? `no run ${state.run} in this view · ` : "") + (rows.length === N ? `${N} items` : `${rows.length} of ${N} items`);
     const head = h("tr", {}, h("th", {}, "item"), RUNS.filter((r) => IX.res[r.key]).map((r) => h("th", { title: r.label }, r.key)),
       h("th", {}, "subset"), h("th", {}, "lang"), h("th", {}, "question"));
     const body = shown.map((i) => {
@@ -161,6 +166,8 @@ function start(IX) {
         h("td", { class: "q", dir: "auto", title: IX.q[i] }, IX.q[i]));
     });
     $("#list").replaceChildren(h("thead", {}, head), h("tbody", {}, body));
+    const sel = $("#list tr.sel");
+    if (sel) sel.scrollIntoView({ block: "nearest" });
     const pages = Math.max(1, Math.ceil(rows.length / PAGE));
     $("#pager").replaceChildren(
       h("button", { id: "prev", disabled: p === 0, onclick: () => go({ page: String(p - 1) }) }, "‹ prev"),
