@@ -177,6 +177,44 @@ def test_run_keys_are_the_runs_own_so_links_survive_a_rebuild(runs, tmp_path):
     assert len(set(keys)) == 2 and all(k.startswith("gold") for k in keys)
 
 
+def test_live_and_cut_runs_are_told_apart_and_list_and_detail_agree(runs, tmp_path):
+    "A run being written is 'running' with its items' subsets and languages; a line cut mid-write is named once, with its number."
+    root = tmp_path / "runs"
+    for name in ("killed", "gold"): shutil.copytree(runs["runs"] / name, root / name, ignore=shutil.ignore_patterns(".lock*"))
+    for f in ("summary.json", "scores.csv"): (root / "gold" / f).unlink()
+    p = root / "gold" / "predictions.jsonl"; lines = p.read_bytes().splitlines(keepends=True)
+    p.write_bytes(b"".join(lines[:20]) + lines[20][:30])                                  # killed mid-line at line 21
+    live = RunStore(root / "killed", Run.read(root / "killed").config_hash).lock()         # a process is writing it now
+    try: out = view.write_site(root, tmp_path / "site", frames=False, progress=False).parent
+    finally: live.close()
+    ix = _index(out)
+    by = {r["name"]: r for r in ix["runs"]}
+    assert by["killed"]["status"] == "running" and any(p.startswith("running") for p in by["killed"]["problems"])
+    assert by["gold"]["status"] == "partial"
+    cut = [p for p in by["gold"]["problems"] if "line" in p]
+    assert len(cut) == 1 and "predictions.jsonl line 21" in cut[0], by["gold"]["problems"]
+    assert {"video_color", "image_color"} <= set(ix["cats"]["subset"]["v"]) and {"en", "hi", "te"} <= set(ix["cats"]["language"]["v"])
+    o = ix["outcomes"]
+    for k in ix["keys"]:
+        i = ix["keys"].index(k)
+        for name in ("killed", "gold"):
+            shown = (_details(out, k)["runs"].get(name) or {"outcome": "missing"})["outcome"]
+            assert o[ix["res"][name]["o"][i]] == shown, (k, name)                          # the list and the item agree
+    assert sum(c == o.index("missing") for c in ix["res"]["gold"]["o"]) == len(ix["keys"]) - 20
+
+
+def test_a_run_with_a_relative_data_path_shows_its_frames_from_anywhere(runs, tmp_path, monkeypatch):
+    shutil.copytree(runs["data"].parent, tmp_path / "d")
+    monkeypatch.chdir(tmp_path)
+    run(RunConfig(benchmark="demo", data_path="d/samples.jsonl", model="scripted", output_root="runs", num_frames=2, run_name="rel",
+                  progress=False), backend=Scripted())
+    monkeypatch.chdir(tmp_path / "runs")
+    out = view.write_site("rel", tmp_path / "site", progress=False).parent
+    ix = _index(out)
+    assert not [p for p in ix["runs"][0]["problems"] if "could not be loaded" in p], ix["runs"][0]["problems"]
+    assert len(_details(out, next(k for k in ix["keys"] if "video_color" in k))["runs"]["rel"]["media"]["frames"]) == 2
+
+
 def test_view_cli_bad_input_is_one_line_and_creates_nothing(tmp_path):
     empty = tmp_path / "empty"; empty.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO)}

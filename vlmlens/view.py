@@ -19,6 +19,7 @@ from pathlib import Path
 from fastcore.basics import patch
 
 from . import runner
+from .benchmarks.base import get_benchmark
 from .core import Prediction
 from .evidence import GRAPH_DIR, ISOLATION_FILE, safe_name
 from .media import shared_frame_cache
@@ -29,11 +30,12 @@ from .vs_paper import compare, vs_paper_report, vs_paper_table
 
 # %% auto #0
 __all__ = ['THUMB_SIDE', 'INDEX_COLUMNS', 'ITEM_COLUMNS', 'CHUNK', 'MARKER', 'OPEN_FILES', 'GROUP_FILTERS', 'ROW_LINKS',
-           'WANDB_COLUMNS', 'Thumbs', 'item_media', 'prediction_offsets', 'read_prediction', 'RunDetails',
-           'evidence_of', 'isolation_records', 'item_fields', 'result_fields', 'index_rows', 'run_keys', 'site_index',
-           'Pages', 'site_data', 'check_out', 'write_page', 'build_site', 'write_site', 'ViewHandler', 'served_json',
-           'server', 'show', 'view_index', 'deep_link', 'link_rows', 'report_view', 'vs_paper_links', 'add_parser',
-           'main', 'strip_of', 'wandb_row', 'to_wandb', 'report_to_wandb']
+           'WANDB_COLUMNS', 'Thumbs', 'item_media', 'located_config', 'prediction_offsets', 'read_prediction',
+           'run_is_live', 'RunDetails', 'evidence_of', 'isolation_records', 'item_fields', 'result_fields',
+           'index_rows', 'run_keys', 'site_index', 'Pages', 'site_data', 'check_out', 'write_page', 'build_site',
+           'write_site', 'ViewHandler', 'served_json', 'server', 'show', 'view_index', 'deep_link', 'link_rows',
+           'report_view', 'vs_paper_links', 'add_parser', 'main', 'strip_of', 'wandb_row', 'to_wandb',
+           'report_to_wandb']
 
 # %% ../nbs/57_view.ipynb #ce018d62
 THUMB_SIDE = 160
@@ -75,6 +77,16 @@ def item_media(bench, sample, cfg, info: dict, thumbs: Thumbs, cache=None) -> di
             elif p.get("type") == "text": out["text"].append(f"[{m.get('role', '?')}] {p.get('text', '')}")
     return out
 
+# %% ../nbs/57_view.ipynb #1c2d3e4f
+def located_config(run: Run):
+    "The run's config with a relative `data_path` found again: the absolute path run.json recorded, or relative to the run folder."
+    import dataclasses
+    cfg, dp = run.config, run.config.data_path
+    if dp and not Path(dp).is_absolute() and not Path(dp).exists():
+        for c in ((run.info.get("dataset") or {}).get("path"), run.dir / dp, run.dir.parent / dp):
+            if c and Path(c).exists(): return dataclasses.replace(cfg, data_path=str(Path(c).resolve()))
+    return cfg
+
 # %% ../nbs/57_view.ipynb #c9da5568
 def _clean(x):
     "JSON-safe copy: NaN/inf → None, numpy scalars → Python, other objects → str."
@@ -89,8 +101,9 @@ def _clean(x):
 def _samples_of(run: Run) -> tuple:
     "`(benchmark, {sample_id: Sample}, problem)`; the problem says why the samples could not be loaded."
     try:
-        cfg, bench, samples, _, _ = runner.reopen(run.dir)
-        return bench, {s.id: s for s in samples}, None
+        cfg = located_config(run)
+        bench = get_benchmark(cfg.benchmark)
+        return bench, {s.id: s for s in bench.filter(bench.load(cfg)[0], cfg)}, None
     except Exception as e:                       # the data moved, a benchmark's loader failed: show what the run recorded
         return None, {}, f"the run's data could not be loaded ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); frames and options are not shown"
 
@@ -109,8 +122,8 @@ def _score_rows(run: Run) -> tuple:
     return {str(r["sample_id"]): {k: ok(v) for k, v in r.items()} for r in df.to_dict("records")}, None
 
 # %% ../nbs/57_view.ipynb #04032f94
-def prediction_offsets(run: Run) -> dict:
-    "`{sample_id: (path, byte offset)}` of the prediction the store keeps per item (`RunStore.load_predictions`' rule)."
+def prediction_offsets(run: Run, cut: list | None = None) -> dict:
+    "`{sample_id: (path, byte offset)}` of the prediction the store keeps per item (`RunStore.load_predictions`' rule); `cut` gets `(path, line)` of lines it skips."
     out, ok = {}, {}
     if not run.config_hash: return out
     for path in run.store._files("predictions", True):
@@ -119,7 +132,9 @@ def prediction_offsets(run: Run) -> dict:
             for n, raw in enumerate(f):
                 pos, at = at, at + len(raw)
                 try: d = json.loads(raw[3:] if n == 0 and raw.startswith(b"\xef\xbb\xbf") else raw)
-                except (ValueError, RecursionError): continue            # a line cut short by a killed writer: the store skips it too
+                except (ValueError, RecursionError):                     # a line cut short by a killed writer: the store skips it too
+                    if cut is not None: cut.append((path, n + 1))
+                    continue
                 if not isinstance(d, dict) or d.get("config_hash") != run.config_hash or not isinstance(d.get("sample_id"), str): continue
                 sid = d["sample_id"]
                 if ok.get(sid) and d.get("error") is not None: continue  # a success is never superseded by a later error
@@ -137,40 +152,53 @@ def read_prediction(path, offset: int, handles: dict | None = None) -> dict | No
         return Prediction.from_dict(json.loads(raw.lstrip(b"\xef\xbb\xbf")), strict=False).to_dict()
     except (OSError, ValueError, TypeError): return None
 
+# %% ../nbs/57_view.ipynb #6a2b3c4d
+def run_is_live(run: Run) -> bool:
+    "Whether a process holds the run's lock now (it is being written), read from `/proc/locks` (False where there is none)."
+    try: held = {l.split()[5].rsplit(":", 1)[-1] for l in Path("/proc/locks").read_text().splitlines() if "FLOCK" in l}
+    except (OSError, IndexError): return False
+    for p in run.dir.glob(".lock*"):
+        try:
+            if str(p.stat().st_ino) in held: return True
+        except OSError: continue
+    return False
+
 # %% ../nbs/57_view.ipynb #58056fbf
 class RunDetails:
     "One run's details, each read when first asked for (`preds`, `rows`, `judgments`, `data`, `isolation`, `graphs`)."
     def __init__(self, run: Run):
         self.run, self.problems, self._handles = run, [run.problem] if run.problem else [], {}
+        self.live = run.config is not None and run.summary is None and not run.problem and run_is_live(run)
         if run.config is not None and run.summary is None and not run.problem:
-            self.problems.append("no summary.json: the run stopped before it finished (items show the scores its predictions carry)")
+            self.problems.append("running: items so far, with the scores their predictions carry" if self.live else
+                                 "no summary.json: the run stopped before it finished (items show the scores its predictions carry)")
     def _try(self, what, fn, empty):
         try: return fn()
         except (OSError, ValueError) as e: self.problems.append(f"{what}: {e}"); return empty
     @functools.cached_property
-    def offsets(self) -> dict: return self._try("predictions", lambda: prediction_offsets(self.run), {}) if self.run.config else {}
+    def offsets(self) -> dict:
+        cut = []
+        out = self._try("predictions", lambda: prediction_offsets(self.run, cut), {}) if self.run.config else {}
+        self.problems += [f"{p.name} line {n}: cut short or not JSON (a writer stopped mid-line); skipped, its item is shown as missing"
+                          for p, n in cut]
+        return out
     def pred(self, sid: str) -> dict | None: return read_prediction(*self.offsets[sid], self._handles) if sid in self.offsets else None
-
     @functools.cached_property
     def rows(self) -> dict:
-        if self.run.config is None: return {}
-        rows, prob = _score_rows(self.run)
+        rows, prob = _score_rows(self.run) if self.run.config is not None else ({}, None)
         if prob: self.problems.append(prob)
         return rows
     @functools.cached_property
     def judgments(self) -> dict:
-        if self.run.config is None: return {}
-        js = self._try("judgments", lambda: runner.latest_judgments(self.run.judgments(), (self.run.summary or {}).get("judge_id")), {})
+        js = self._try("judgments", lambda: {} if self.run.config is None else runner.latest_judgments(self.run.judgments(), (self.run.summary or {}).get("judge_id")), {})
         return {k: j.to_dict() for k, j in js.items()}
     @functools.cached_property
     def data(self) -> tuple:
         "`(benchmark, {sample_id: Sample})` (empty when the run's data cannot be loaded: said in `problems`)."
-        if self.run.config is None: return None, {}
-        bench, samples, prob = _samples_of(self.run)
+        bench, samples, prob = _samples_of(self.run) if self.run.config is not None else (None, {}, None)
         if prob: self.problems.append(prob)
         return bench, samples
-    def close(self):
-        "Close the prediction files `pred` keeps open."
+    def close(self):                                 # the prediction files `pred` keeps open
         while self._handles: self._handles.popitem()[1].close()
     @functools.cached_property
     def isolation(self) -> dict: return isolation_records(self.run)
@@ -211,7 +239,7 @@ def item_fields(sid: str, sample, pred: dict | None, row: dict | None, benchmark
 
 def _thinking(pred: dict) -> str | None:
     ex = pred.get("extra") or {}
-    parts = [*(ex.get("stages") or []), *([ex["thinking"]] if ex.get("thinking") else [])]
+    parts = [*(ex.get("stages") or []), *([ex["thinking"]] if ex.get("thinking") else []), *([pred["thinking"]] if pred.get("thinking") else [])]
     return "\n\n---\n\n".join(map(str, parts)) or None
 
 def result_fields(pred: dict | None, row: dict | None, judgment: dict | None) -> dict:
@@ -232,19 +260,21 @@ def result_fields(pred: dict | None, row: dict | None, judgment: dict | None) ->
 INDEX_COLUMNS = ("run_dir", "cfg_benchmark", "sample_id", "error", "valid", "score", "judge_score")    # every run's rows
 ITEM_COLUMNS = ("sample_id", "subset", "language", "locale", "align_id", "question", "gold_text")     # once per item
 
-def _run_meta(key: str, run: Run, label: str, problems: list, n: int) -> dict:
+def _run_meta(key: str, run: Run, label: str, problems: list, n: int, live: bool = False) -> dict:
     c = run.config
-    return _clean({"key": key, "name": run.name, "label": label, "dir": str(run.dir.resolve()), "status": run.status, "problems": problems,
+    return _clean({"key": key, "name": run.name, "label": label, "dir": str(run.dir.resolve()), "status": "running" if live else run.status, "problems": problems,
                    "benchmark": c.benchmark if c else None, "model": model_name(run.info.get("model_id") or (c.model if c else None)),
                    "num_frames": _used_frames(run.info) or (c.num_frames if c else None), "n_items": n,
                    "judge_id": (run.summary or {}).get("judge_id"), "overall": run.overall})
 
 def _pred_rows(run: Run, details: RunDetails):
-    "Index rows of a run that has predictions but no score rows (stopped before its summary)."
+    "Index rows of a run that has predictions but no score rows (running, or stopped before its summary); subset and language from its samples."
     import pandas as pd
-    ps = [p for p in (details.pred(k) for k in details.offsets) if p]
+    ps, samples = [p for p in (details.pred(k) for k in details.offsets) if p], details.data[1]
+    cat = lambda sid, k: getattr(samples.get(sid), k, None)
     return pd.DataFrame([{"run_dir": str(run.dir), "cfg_benchmark": run.config.benchmark, "sample_id": p["sample_id"], "question": p.get("question"),
-                          "gold_text": p.get("gold_text"), "error": p.get("error"), "valid": p.get("valid"), "score": p.get("score")} for p in ps])
+                          "gold_text": p.get("gold_text"), "error": p.get("error"), "valid": p.get("valid"), "score": p.get("score"),
+                          **{k: cat(p["sample_id"], k) for k in ("subset", "language", "locale", "align_id")}} for p in ps])
 
 def index_rows(rs: RunSet, details: list):
     "The score rows the index lists (`INDEX_COLUMNS`, tags as categoricals); a run whose scores.csv cannot be read says so."
@@ -338,7 +368,7 @@ def site_index(rs: RunSet, details: list, labels: dict) -> tuple:
             at_k = at.get(k if one else f"{r.config.benchmark}/{k}")
             if at_k is not None and jd.get("score") is not None: j[at_k] = float(jd["score"])
         if r.status != "broken": res[rk] = {"o": o.tolist(), "s": _floats(s), "j": _floats(j)}
-        metas.append(_run_meta(rk, r, labels.get(r.name, r.name), d.problems, int(m.sum())))
+        metas.append(_run_meta(rk, r, labels.get(r.name, r.name), d.problems, int(m.sum()), d.live))
     it, top = _item_columns(rs, df, codes, at, one, runs.codes, cat), bench.iloc[first].astype(object).tolist()
     text = lambda vals, k: ["" if v is None else str(v)[:k] for v in vals]
     index = {"runs": metas, "outcomes": OUTCOMES, "chunk": CHUNK, "keys": keys,
@@ -362,7 +392,7 @@ class Pages:
         bench, samples = d.data if self.thumbs is not None else (None, {})
         if self.thumbs is not None:
             s = samples.get(sid)
-            res["media"] = item_media(bench, s, run.config, run.info, self.thumbs, self.cache) if s is not None and bench is not None else \
+            res["media"] = item_media(bench, s, located_config(run), run.info, self.thumbs, self.cache) if s is not None and bench is not None else \
                 {"frames": [], "images": [], "text": [], "missing": ["the run's data could not be loaded: the media it was given is unknown"]}
         ev = evidence_of(run, sid, d.isolation, d.graphs)
         if ev: res["evidence"] = ev
