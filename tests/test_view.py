@@ -416,7 +416,7 @@ def test_judge_reply_and_evidence_graph_show_beside_the_answer(runs, site, brows
     _open(browser, (site / "index.html").as_uri() + "#item=" + runs["judged"])
     col = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f".col[data-run='{gold}'] svg.graph"))[0]
     assert len(col.find_elements(By.CSS_SELECTOR, "rect")) == 3 and len(col.find_elements(By.CSS_SELECTOR, "rect.failed")) == 1
-    text = browser.find_element(By.CSS_SELECTOR, f".col[data-run='{gold}']").text
+    text = "\n".join(c.text for c in browser.find_elements(By.CSS_SELECTOR, f".col[data-run='{gold}']"))     # its column of the comparison
     assert "The answer matches the reference. Score: 9" in text and "judge-x" in text and "abababab" in text
     assert "isolation (iterative): resolved" in text and "Look at the first scene." in text
     browser.execute_script("arguments[0].scrollIntoView()", col)
@@ -501,6 +501,46 @@ def test_view_cli_port_out_of_range_is_one_line_before_writing(runs, tmp_path):
                             str(tmp_path / "site")], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
         assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "--port" in p.stderr, p.stderr
         assert not (tmp_path / "site").exists()
+
+
+@pytest.mark.parametrize("n_runs", [4, 32, 128])
+def test_many_runs_keep_the_list_on_the_first_screen_and_answers_side_by_side(runs, browser, tmp_path, n_runs, shots):
+    "At 1400×900: a one-line run header, the first item on the first screen, a readable question column, the compared runs' answers on one row."
+    from selenium.webdriver.common.by import By
+    root = tmp_path / "runs"
+    for j in range(n_runs):
+        shutil.copytree(runs["runs"] / ("gold" if j % 2 else "always-a"), root / f"run-{j:03d}", ignore=shutil.ignore_patterns(".lock*"))
+    site = view.write_site(root, tmp_path / "site", frames=False, progress=False).parent
+    size = browser.get_window_size()
+    browser.set_window_size(1400, 900)
+    try:
+        key = "demo-video_color-000-en"
+        _open(browser, (site / "index.html").as_uri() + "#item=" + key)
+        _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#compare tr[data-field=answer] td"))
+        m = browser.execute_script("""const r = (s) => document.querySelector(s).getBoundingClientRect();
+          const ans = [...document.querySelectorAll('#compare tr[data-field=answer] td')].map((e) => e.getBoundingClientRect());
+          return {header: r('header').height, filters: r('#filters').bottom, row: r('#list tr.item').bottom, q: r('#list td.q').width,
+                  page: document.scrollingElement.scrollHeight, inner: innerHeight, width: innerWidth,
+                  tops: ans.map((b) => Math.round(b.top)), rights: ans.map((b) => b.right), cols: ans.length}""")
+        _screenshot(browser, shots, f"view_{n_runs}_runs.png")
+        assert m["header"] <= 40 and m["filters"] <= 130, m                  # the run header is one line, whatever the number of runs
+        assert m["row"] < 250 and m["page"] <= m["inner"], m                  # the list starts on the first screen; no page scrollbar
+        assert m["q"] >= 150, m                                               # the question column is readable
+        assert m["cols"] == 4 and len(set(m["tops"])) == 1 and max(m["rights"]) <= m["width"], m   # four answers on one row, on screen
+        # the run picker: another run side by side
+        browser.find_element(By.ID, "pick").click()
+        last = f"run-{n_runs - 1:03d}"
+        box = browser.find_element(By.CSS_SELECTOR, f"#picker input.pick-cmp[data-run='{last}']")
+        was = box.is_selected()
+        assert was == (n_runs == 4)                                           # four runs: all side by side; more: the first four
+        box.click()
+        _wait(browser, lambda d: bool(d.find_elements(By.CSS_SELECTOR, f"#compare td.col[data-run='{last}']")) != was)
+        assert "cmp=" in browser.current_url and len(browser.find_elements(By.CSS_SELECTOR, "#compare tr[data-field=answer] td")) == (3 if was else 5)
+        browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")     # Escape closes the picker
+        _wait(browser, lambda d: not d.find_element(By.ID, "picker").is_displayed())
+        assert _errors(browser) == []
+    finally:
+        browser.set_window_size(size["width"], size["height"])
 
 
 def _scored_run(root, name, rows, **cfg):

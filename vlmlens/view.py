@@ -32,13 +32,13 @@ from .vs_paper import compare, vs_paper_report, vs_paper_table
 __all__ = ['THUMB_SIDE', 'INDEX_COLUMNS', 'ITEM_COLUMNS', 'CHUNK', 'MARKER', 'OPEN_FILES', 'GROUP_FILTERS', 'ROW_LINKS',
            'WANDB_COLUMNS', 'Thumbs', 'item_media', 'located_config', 'prediction_offsets', 'read_prediction',
            'run_is_live', 'RunDetails', 'evidence_of', 'isolation_records', 'item_fields', 'result_fields',
-           'index_rows', 'run_keys', 'site_index', 'Pages', 'site_data', 'check_out', 'write_page', 'build_site',
-           'write_site', 'ViewHandler', 'served_json', 'server', 'show', 'view_index', 'deep_link', 'link_rows',
-           'report_view', 'vs_paper_links', 'add_parser', 'main', 'strip_of', 'wandb_row', 'to_wandb',
+           'run_provenance', 'index_rows', 'run_keys', 'site_index', 'Pages', 'site_data', 'check_out', 'write_page',
+           'build_site', 'write_site', 'ViewHandler', 'served_json', 'server', 'show', 'view_index', 'deep_link',
+           'link_rows', 'report_view', 'vs_paper_links', 'add_parser', 'main', 'strip_of', 'wandb_row', 'to_wandb',
            'report_to_wandb']
 
 # %% ../nbs/57_view.ipynb #ce018d62
-THUMB_SIDE = 160
+THUMB_SIDE = 320                   # shown small in a strip, at this size when a frame is opened
 
 class Thumbs:
     "JPEG thumbnails written once each under `folder/thumbs`, named by a hash of their pixels."
@@ -256,6 +256,16 @@ def result_fields(pred: dict | None, row: dict | None, judgment: dict | None) ->
                    "cost_usd": u.get("cost_usd", row.get("cost_usd")), "latency_s": pred.get("latency_s"),
                    "raw_truncated": pred.get("raw_truncated"), "row": extra})
 
+# %% ../nbs/57_view.ipynb #9d0e1f2a
+def run_provenance(run: Run) -> dict:
+    "Where a run's numbers come from, as run.json records it: vlmlens version and commit, model id and revision, the data and its lock."
+    i = run.info or {}
+    g, d = i.get("git") or {}, i.get("dataset") or {}
+    data = " ".join(str(x) for x in (d.get("source"), d.get("location"), d.get("split"), d.get("revision") and f"@{str(d['revision'])[:12]}",
+                                       d.get("digest") and f"lock {str(d['digest'])[:12]}", d.get("source") == "local" and d.get("path")) if x) or None
+    return _clean({"vlmlens": i.get("vlmlens_version"), "commit": g.get("commit") and str(g["commit"])[:12] + (" (uncommitted changes)" if g.get("dirty") else ""),
+                   "model_id": i.get("model_id"), "model_revision": i.get("model_revision"), "data": data})
+
 # %% ../nbs/57_view.ipynb #81e0d78d
 INDEX_COLUMNS = ("run_dir", "cfg_benchmark", "sample_id", "error", "valid", "score", "judge_score")    # every run's rows
 ITEM_COLUMNS = ("sample_id", "subset", "language", "locale", "align_id", "question", "gold_text")     # once per item
@@ -265,7 +275,7 @@ def _run_meta(key: str, run: Run, label: str, problems: list, n: int, live: bool
     return _clean({"key": key, "name": run.name, "label": label, "dir": str(run.dir.resolve()), "status": "running" if live else run.status, "problems": problems,
                    "benchmark": c.benchmark if c else None, "model": model_name(run.info.get("model_id") or (c.model if c else None)),
                    "num_frames": _used_frames(run.info) or (c.num_frames if c else None), "n_items": n,
-                   "judge_id": (run.summary or {}).get("judge_id"), "overall": run.overall})
+                   "judge_id": (run.summary or {}).get("judge_id"), "overall": run.overall, "provenance": run_provenance(run)})
 
 def _pred_rows(run: Run, details: RunDetails):
     "Index rows of a run that has predictions but no score rows (running, or stopped before its summary); subset and language from its samples."
