@@ -543,6 +543,53 @@ def test_many_runs_keep_the_list_on_the_first_screen_and_answers_side_by_side(ru
         browser.set_window_size(size["width"], size["height"])
 
 
+def test_triage_search_answers_sort_keys_provenance_and_a_larger_frame(runs, site, browser):
+    "Search reads judge replies and errors; a column header sorts; j/k move through the list; each run shows its provenance; a frame opens larger."
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    _open(browser, (site / "index.html").as_uri() + "#q=" + "matches%20the%20reference")
+    _wait(browser, lambda d: _rows(d) == [runs["judged"]])                        # the judge's reply
+    _open(browser, (site / "index.html").as_uri() + "#q=servererror")
+    _wait(browser, lambda d: _rows(d) == [runs["err"]])                           # the error
+    _open(browser, (site / "index.html").as_uri())
+    browser.find_element(By.CSS_SELECTOR, "#list th[data-sort=question]").click()
+    _wait(browser, lambda d: "sort=question" in d.current_url)
+    qs = browser.execute_script("return [...document.querySelectorAll('#list td.q')].map(e => e.title)")
+    assert qs == sorted(qs) and len(qs) == 45
+    first = _rows(browser)
+    browser.find_elements(By.CSS_SELECTOR, "#list tr.item")[0].click()
+    _wait(browser, lambda d: d.find_element(By.ID, "item-title").text == first[0])
+    browser.find_element(By.TAG_NAME, "body").send_keys("j")
+    _wait(browser, lambda d: d.find_element(By.ID, "item-title").text == first[1])
+    browser.find_element(By.TAG_NAME, "body").send_keys("k")
+    _wait(browser, lambda d: d.find_element(By.ID, "item-title").text == first[0])
+    browser.find_element(By.ID, "pick").click()
+    row = browser.find_element(By.CSS_SELECTOR, "#run-table tr[data-run='gold']").text
+    assert "vlmlens " in row and "model scripted-model" in row and "commit" in row, row
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+    _open(browser, (site / "index.html").as_uri() + "#item=demo-video_color-000-en")
+    fig = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#compare .strip figure.frame"))[0]
+    fig.click()
+    big = _wait(browser, lambda d: d.find_element(By.ID, "zoom").is_displayed() and d.find_element(By.CSS_SELECTOR, "#zoom img"))
+    assert big.size["height"] > 3 * fig.find_element(By.TAG_NAME, "img").size["height"]
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+    _wait(browser, lambda d: not d.find_element(By.ID, "zoom").is_displayed())
+    assert _errors(browser) == []
+
+
+def test_served_search_reads_answers_too(runs, browser, tmp_path):
+    "Under --serve the texts search reads are built on the first search, from every page of details."
+    page, pages = view.build_site(runs["runs"] / "gold", tmp_path / "lazy", frames=False, progress=False, pages=False)
+    srv = view.server(page.parent, 0, pages)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        _open(browser, srv.url + "#q=servererror")
+        _wait(browser, lambda d: _rows(d) == [runs["err"]])
+        assert _errors(browser) == []
+    finally:
+        srv.shutdown(); srv.server_close()
+
+
 def _scored_run(root, name, rows, **cfg):
     "A HinTel run as its scores.csv and summary (the way tests/test_vs_paper.py makes runs the papers report)."
     from vlmlens.metrics import rates

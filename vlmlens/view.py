@@ -13,6 +13,7 @@ import os
 import math
 import shutil
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -33,9 +34,9 @@ __all__ = ['THUMB_SIDE', 'INDEX_COLUMNS', 'ITEM_COLUMNS', 'CHUNK', 'MARKER', 'OP
            'WANDB_COLUMNS', 'Thumbs', 'item_media', 'located_config', 'prediction_offsets', 'read_prediction',
            'run_is_live', 'RunDetails', 'evidence_of', 'isolation_records', 'item_fields', 'result_fields',
            'run_provenance', 'index_rows', 'run_keys', 'site_index', 'Pages', 'site_data', 'check_out', 'write_page',
-           'build_site', 'write_site', 'ViewHandler', 'served_json', 'server', 'show', 'view_index', 'deep_link',
-           'link_rows', 'report_view', 'vs_paper_links', 'add_parser', 'main', 'strip_of', 'wandb_row', 'to_wandb',
-           'report_to_wandb']
+           'search_texts', 'write_search', 'build_site', 'write_site', 'ViewHandler', 'served_json', 'served_search',
+           'server', 'show', 'view_index', 'deep_link', 'link_rows', 'report_view', 'vs_paper_links', 'add_parser',
+           'main', 'strip_of', 'wandb_row', 'to_wandb', 'report_to_wandb']
 
 # %% ../nbs/57_view.ipynb #ce018d62
 THUMB_SIDE = 320                   # shown small in a strip, at this size when a frame is opened
@@ -454,12 +455,22 @@ def _js(path: Path, prefix: str, obj, suffix: str = ";\n"):
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(prefix + text + suffix, encoding="utf-8"); tmp.replace(path)
 
-def write_page(pages: Pages, folder, i: int) -> Path:
-    "Write page `i` of `pages` to `folder/details/NNNNN.js` (loaded from `file://` through a `<script>` tag; served as JSON)."
-    p = Path(folder) / "details" / f"{i:05d}.js"
+def write_page(pages: Pages, folder, i: int, texts: dict | None = None) -> Path:
+    "Write page `i` of `pages` to `folder/details/NNNNN.js` (loaded from `file://` through a `<script>` tag; served as JSON); `texts` gets its `search_texts`."
+    p, page = Path(folder) / "details" / f"{i:05d}.js", pages.page(i)
     p.parent.mkdir(exist_ok=True)
-    _js(p, f"VLMLENS_DETAIL({i},", pages.page(i), ");\n")
+    _js(p, f"VLMLENS_DETAIL({i},", page, ");\n")
+    if texts is not None: texts.update(search_texts(page))
     return p
+
+def search_texts(page: dict, limit: int = 2000) -> dict:
+    "`{key: text}` of one page of details: what search reads beyond question, id and gold (each run's answer, thinking, judge reply, error), lower case."
+    parts = lambda r: (r.get("raw"), r.get("thinking"), (r.get("judge") or {}).get("raw"), r.get("error"))
+    return {k: "\n".join(str(x)[:limit] for r in d["runs"].values() for x in parts(r) if x).lower() for k, d in page.items()}
+
+def write_search(folder, keys: list, texts: dict):
+    "Write `search.js`: `search_texts` in the order of the index's keys (loaded when the page first searches)."
+    _js(Path(folder) / "search.js", "window.VLMLENS_SEARCH=", [texts.get(k, "") for k in keys])
 
 
 
@@ -469,15 +480,16 @@ def build_site(runs, out="vlmlens-view", frames: bool = True, progress: bool = T
     from tqdm.auto import tqdm
     rs = _runs_of(runs)
     out = check_out(out).resolve()
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))     # ours alone: nothing else is removed
     try:
         details = [RunDetails(r) for r in rs]
         index, ids = site_index(rs, details, run_labels(list(rs)) if len(rs) > 1 else {})
         (tmp / "details").mkdir()
         if pages:
-            P = Pages(rs, details, index, ids, tmp, frames)
-            for i in tqdm(range(P.n), desc="view pages", disable=not progress, unit="page"): write_page(P, tmp, i)
+            P, texts = Pages(rs, details, index, ids, tmp, frames), {}
+            for i in tqdm(range(P.n), desc="view pages", disable=not progress, unit="page"): write_page(P, tmp, i, texts)
+            write_search(tmp, index["keys"], texts)
             for d in details: d.close()
             index["runs"] = [{**m, "problems": d.problems} for m, d in zip(index["runs"], details)]   # met while reading the pages
         _js(tmp / "data.js", "window.VLMLENS_INDEX=", index)
@@ -526,8 +538,9 @@ class ViewHandler(http.server.SimpleHTTPRequestHandler):
 def served_json(handler: ViewHandler, path: str) -> bytes | None:
     "The JSON a served page fetches at `path` (`/data.json`, `/details/NNNNN.json`; pages built once when missing); None: no such data."
     import re
-    root, m = Path(handler.directory), re.fullmatch(r"/(?:data|details/(\d{5}))\.json", path)
+    root, m = Path(handler.directory), re.fullmatch(r"/(?:data|search|details/(\d{5}))\.json", path)
     if m is None: return None
+    if path == "/search.json": return served_search(handler)
     if m.group(1) is None:
         p = root / "data.js"
         return p.read_bytes()[len(b"window.VLMLENS_INDEX="):].rstrip().rstrip(b";") if p.is_file() else None
@@ -539,6 +552,18 @@ def served_json(handler: ViewHandler, path: str) -> bytes | None:
     if not p.is_file(): return None
     raw = p.read_bytes()
     return raw[raw.index(b",") + 1:raw.rindex(b")")]
+
+def served_search(handler: ViewHandler) -> bytes | None:
+    "`search.js` as JSON; under `--serve` written on the first search from every page of details (those not yet built are built)."
+    root, P = Path(handler.directory), handler.pages
+    p = root / "search.js"
+    if not p.is_file() and P is not None:
+        with handler.locks.setdefault("search", threading.Lock()):
+            if not p.is_file():
+                texts = {}
+                for i in range(P.n): texts.update(search_texts(json.loads(served_json(handler, f"/details/{i:05d}.json"))))
+                write_search(root, P.keys, texts)
+    return p.read_bytes()[len(b"window.VLMLENS_SEARCH="):].rstrip().rstrip(b";") if p.is_file() else None
 
 # %% ../nbs/57_view.ipynb #7e3a4b91
 @patch

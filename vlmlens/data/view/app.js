@@ -87,9 +87,17 @@ function start(IX) {
   const runOf = new Map(RUNS.map((r) => [r.key, r]));
 
   // ---- filtering
-  let searchText = null;
+  // search reads the question, id and gold at once, and each run's answer, thinking, judge reply and error once search.js(on) arrives
+  let searchText = null, more = null, asked = false;
+  function loadSearch() {
+    if (asked) return;
+    asked = true;
+    const got = (texts) => { if (Array.isArray(texts) && texts.length === N) { more = texts; searchText = null; render(); } };
+    if (TOKEN) getJSON("search.json").then(got, () => {});
+    else { const s = h("script", { src: "search.js" }); s.onload = () => got(window.VLMLENS_SEARCH); document.head.append(s); }
+  }
   function searchable(i) {
-    if (!searchText) searchText = IX.keys.map((k, j) => (k + "\n" + IX.q[j] + "\n" + IX.gold[j]).toLowerCase());
+    if (!searchText) searchText = IX.keys.map((k, j) => (k + "\n" + IX.q[j] + "\n" + IX.gold[j]).toLowerCase() + (more ? "\n" + more[j] : ""));
     return searchText[i];
   }
   const runsFor = () => (state.run === "any" ? RUNS.map((r) => r.key) : [state.run]).filter((k) => IX.res[k]);
@@ -97,6 +105,7 @@ function start(IX) {
     const want = {};
     for (const c of CATS) if (state[c] !== "") want[c] = IX.cats[c].v.map(token).indexOf(state[c]);
     const terms = state.q.toLowerCase().split(/\s+/).filter(Boolean);
+    if (terms.length) loadSearch();
     const rks = runsFor(), oc = state.outcome ? OUT.indexOf(state.outcome) : -1;
     const jmin = state.jmin === "" ? null : Number(state.jmin), jmax = state.jmax === "" ? null : Number(state.jmax);
     const fa = IX.res[state.flipA], fb = IX.res[state.flipB], flips = fa && fb && state.flipA !== state.flipB;
@@ -182,7 +191,7 @@ function start(IX) {
   function renderFilters() {
     const f = [];
     let timer = null;
-    f.push(h("label", {}, "search", h("input", { id: "f-q", type: "search", value: state.q, placeholder: "question, id, gold",
+    f.push(h("label", {}, "search", h("input", { id: "f-q", type: "search", value: state.q, placeholder: "question, id, gold, answers, judge, errors", title: "searches questions, ids, gold answers, and each run's answer, thinking, judge reply and error",
       oninput: (e) => { clearTimeout(timer); const v = e.target.value; timer = setTimeout(() => go({ q: v }), 200); } })));
     for (const c of CATS) {
       const vocab = [...new Set(IX.cats[c].v.map(token))];
