@@ -676,6 +676,9 @@ def test_report_to_wandb_logs_summary_and_items_with_frames(runs, tmp_path):
     assert run_rec.project == "vlmlens-test" and run_rec.display_name == "gold"
     cfg = {u.key: json.loads(u.value_json) for u in run_rec.config.update}
     assert cfg["num_frames"] == 4 and cfg["run"] == "gold"
+    info = json.loads((runs["runs"] / "gold" / "run.json").read_text())
+    assert cfg["config_hash"] == info["config_hash"] and cfg["vlmlens_version"] == info["vlmlens_version"] and "model_revision" in cfg
+    assert cfg["provenance"]["model_id"] == "scripted-model"
     summary = {u.key: json.loads(u.value_json) for r in recs if r.WhichOneof("record_type") == "summary" for u in r.summary.update if u.key}
     acc = json.loads((runs["runs"] / "gold" / "summary.json").read_text())["overall"]["accuracy"]
     assert summary["accuracy"] == pytest.approx(acc) and summary["n_errors"] == 1
@@ -696,3 +699,29 @@ def test_report_to_wandb_logs_summary_and_items_with_frames(runs, tmp_path):
     # the key came from the environment and was written nowhere
     for f in tmp_path.rglob("*"):
         if f.is_file(): assert b"k" * 40 not in f.read_bytes(), f
+
+
+def test_report_to_wandb_failures_are_one_line_and_quick(runs, tmp_path):
+    "No key: refused before anything is read; a server that cannot be reached: refused after a bounded wait; exit 2, one line each."
+    import time
+    base = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env = {**base, "PYTHONPATH": str(REPO), "HOME": str(tmp_path), "WANDB_DIR": str(tmp_path / "wb")}
+    for extra, says in (({}, "no API key"), ({"WANDB_API_KEY": "test-wandb-key.not-real", "WANDB_BASE_URL": "http://127.0.0.1:1"}, "cannot be reached")):
+        t = time.monotonic()
+        p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(runs["runs"] / "gold"), "--to", "wandb"], capture_output=True,
+                           text=True, env={**env, **extra}, cwd=tmp_path, timeout=120)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and says in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr and time.monotonic() - t < 60
+    assert not (tmp_path / "wb").exists()
+
+
+def test_show_leaves_a_link_in_a_notebook_executed_elsewhere(runs, tmp_path):
+    "A notebook executed by nbconvert/papermill is untrusted when opened: Jupyter strips its iframe, and the link beside it remains."
+    import nbformat
+    from nbclient import NotebookClient
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        f"from vlmlens import view\nview.show({str(runs['runs'] / 'gold')!r}, frames=False)")])
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    out = nb.cells[0].outputs[0]["data"]
+    assert '<a href="vlmlens-view/index.html"' in out["text/html"] and "<iframe" in out["text/html"]
+    assert out["text/plain"] == "vlmlens view: vlmlens-view/index.html" and (tmp_path / "vlmlens-view" / "index.html").is_file()

@@ -36,7 +36,7 @@ __all__ = ['THUMB_SIDE', 'INDEX_COLUMNS', 'ITEM_COLUMNS', 'CHUNK', 'MARKER', 'OP
            'run_provenance', 'index_rows', 'run_keys', 'site_index', 'Pages', 'site_data', 'check_out', 'write_page',
            'search_texts', 'write_search', 'build_site', 'write_site', 'ViewHandler', 'served_json', 'served_search',
            'server', 'show', 'view_index', 'deep_link', 'link_rows', 'report_view', 'vs_paper_links', 'add_parser',
-           'main', 'strip_of', 'wandb_row', 'to_wandb', 'report_to_wandb']
+           'main', 'strip_of', 'wandb_row', 'wandb_ready', 'to_wandb', 'report_to_wandb']
 
 # %% ../nbs/57_view.ipynb #ce018d62
 THUMB_SIDE = 320                   # shown small in a strip, at this size when a frame is opened
@@ -594,12 +594,17 @@ def server(out, port: int = 8000, pages: Pages | None = None, token: str | None 
 
 # %% ../nbs/57_view.ipynb #f7e478d3
 def show(runs, out="vlmlens-view", height: int = 720, frames: bool = True, progress: bool = False):
-    "Write the view of `runs` to `out` and return an inline IFrame of it (displayed when it ends a cell)."
+    "Write the view of `runs` to `out` and return an inline IFrame of it with a link to it (displayed when it ends a cell)."
     from IPython.display import IFrame
+    from html import escape
     page = write_site(runs, out, frames=frames, progress=progress)
-    try: src = os.path.relpath(page)
+    try: src = os.path.relpath(page).replace(os.sep, "/")
     except ValueError: src = page.as_uri()           # another drive (Windows)
-    return IFrame(src.replace(os.sep, "/"), width="100%", height=height)
+    class ViewFrame(IFrame):
+        def _repr_html_(self):
+            return (f'<p><a href="{escape(self.src)}" target="_blank">open the view ({escape(self.src)})</a></p>' + super()._repr_html_())
+        def __repr__(self): return f"vlmlens view: {self.src}"
+    return ViewFrame(src, width="100%", height=height)
 
 # %% ../nbs/57_view.ipynb #2e8a671b
 GROUP_FILTERS = {"benchmark": "benchmark", "subset": "subset", "skill": "subset", "language": "language", "locale": "locale"}
@@ -752,15 +757,34 @@ def wandb_row(item: dict, res: dict, folder, image) -> list:
             res.get("score"), j.get("judge_id"), j.get("prompt_sha256"), j.get("raw"), j.get("score"), res.get("error"),
             t.get("input_tokens"), t.get("output_tokens"), res.get("cost_usd"), res.get("latency_s"), text(m.get("missing")) if m.get("missing") else None]
 
+# %% ../nbs/57_view.ipynb #4b5c6d7e
+def wandb_ready(timeout_s: float = 5.0) -> None:
+    "Refuse at once (one line) what makes W&B fail slowly: no API key, or a server that does not answer within `timeout_s`."
+    import netrc, socket
+    from urllib.parse import urlsplit
+    if os.environ.get("WANDB_MODE", "").strip().lower() in ("offline", "disabled", "dryrun"): return
+    base = os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai"
+    u = urlsplit(base)
+    host, port = u.hostname or "api.wandb.ai", u.port or (80 if u.scheme == "http" else 443)
+    key = os.environ.get("WANDB_API_KEY")
+    if not key:
+        try: key = (netrc.netrc().authenticators(host) or (None, None, None))[2]
+        except (OSError, netrc.NetrcParseError): key = None
+    if not key: raise ValueError(f"W&B has no API key for {host}: set WANDB_API_KEY or run `wandb login` (WANDB_MODE=offline logs locally)")
+    try: socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as e:
+        raise ValueError(f"W&B at {base} cannot be reached ({type(e).__name__}: {e}); check the network (WANDB_MODE=offline logs locally)") from None
+
 # %% ../nbs/57_view.ipynb #36743651
 def _summary(overall: dict) -> dict:
     return {k: v for k, v in overall.items() if isinstance(v, (int, float, str, bool)) or v is None}
 
 def to_wandb(runs, project: str | None = None, frames: bool = True, progress: bool = True) -> list[dict]:
     "Log each of `runs` to W&B (summary + a table of its items with their frames); returns `[{run, wandb_id, items}]`."
-    import tempfile, wandb
     rs = as_runset(runs)
     if not len(rs): raise FileNotFoundError("no runs (folders with a run.json) to log")
+    wandb_ready()
+    import tempfile, wandb
     project, out = project or os.environ.get("WANDB_PROJECT") or "vlmlens", []
     with tempfile.TemporaryDirectory() as tmp:
         data = site_data(rs, frames, progress, tmp)
@@ -770,11 +794,16 @@ def to_wandb(runs, project: str | None = None, frames: bool = True, progress: bo
                 res = data["results"].get(k, {}).get(m["key"])
                 if res is None or res.get("outcome") == "missing": continue
                 table.add_data(*wandb_row(item, res, tmp, wandb.Image)); n += 1
-            cfg = {"run": m["name"], "run_dir": m["dir"], "label": m["label"], "status": m["status"], **_clean(run.settings())}
-            with wandb.init(project=project, name=m["name"], config=cfg, job_type="eval", reinit="create_new") as wr:
-                wr.summary.update(_summary(m["overall"]))
-                wr.log({"items": table})
-                out.append({"run": m["name"], "wandb_id": wr.id, "items": n})
+            cfg = {"run": m["name"], "run_dir": m["dir"], "label": m["label"], "status": m["status"], "config_hash": run.config_hash,
+                   "model_revision": run.info.get("model_revision"), "vlmlens_version": run.info.get("vlmlens_version"),
+                   "provenance": run_provenance(run), **_clean(run.settings())}
+            try:
+                with wandb.init(project=project, name=m["name"], config=cfg, job_type="eval", reinit="create_new",
+                                settings=wandb.Settings(init_timeout=60)) as wr:
+                    wr.summary.update(_summary(m["overall"]))
+                    wr.log({"items": table})
+                    out.append({"run": m["name"], "wandb_id": wr.id, "items": n})
+            except wandb.errors.Error as e: raise ValueError(f"W&B: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
     return out
 
 def report_to_wandb(run_dirs, frames: bool = True) -> int:
