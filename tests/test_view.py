@@ -725,3 +725,25 @@ def test_show_leaves_a_link_in_a_notebook_executed_elsewhere(runs, tmp_path):
     out = nb.cells[0].outputs[0]["data"]
     assert '<a href="vlmlens-view/index.html"' in out["text/html"] and "<iframe" in out["text/html"]
     assert out["text/plain"] == "vlmlens view: vlmlens-view/index.html" and (tmp_path / "vlmlens-view" / "index.html").is_file()
+
+
+def test_view_writes_nothing_to_the_cache(runs, tmp_path):
+    "A demo run whose generated data has gone from the cache is shown with what it recorded; nothing is generated or decoded into the cache."
+    run(RunConfig(benchmark="demo", model="scripted", num_frames=2, output_root=str(tmp_path / "runs"), run_name="demo", progress=False),
+        backend=Scripted())
+    cache = tmp_path / "empty-cache"; cache.mkdir()
+    p = subprocess.run([sys.executable, "-m", "vlmlens", "view", str(tmp_path / "runs"), "--out", str(tmp_path / "site"), "--no-progress"],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO), "VLMLENS_CACHE": str(cache)}, timeout=300)
+    assert p.returncode == 0 and p.stderr == "", p.stderr                    # no progress bar either
+    assert list(cache.iterdir()) == []
+    ix = _index(tmp_path / "site")
+    assert any("demo data is not in" in x for x in ix["runs"][0]["problems"]) and len(ix["keys"]) == 45
+    assert _details(tmp_path / "site", ix["keys"][0])["runs"]["demo"]["raw"] == "A"
+    # with the data there, frames are shown and the frame cache on disk is not written either
+    from vlmlens.core import cache_root
+    before = sorted((cache_root() / "frames").glob("*.npy")) if (cache_root() / "frames").is_dir() else []
+    view.write_site(tmp_path / "runs", tmp_path / "site2", progress=False)
+    after = sorted((cache_root() / "frames").glob("*.npy")) if (cache_root() / "frames").is_dir() else []
+    assert before == after
+    key = next(k for k in _index(tmp_path / "site2")["keys"] if "video_color" in k)
+    assert len(_details(tmp_path / "site2", key)["runs"]["demo"]["media"]["frames"]) == 2

@@ -23,7 +23,7 @@ from . import runner
 from .benchmarks.base import get_benchmark
 from .core import Prediction
 from .evidence import GRAPH_DIR, ISOLATION_FILE, safe_name
-from .media import shared_frame_cache
+from .media import FrameCache
 from .metrics import OUTCOMES, outcome, outcome_codes
 from .report import BLANK, Table, as_runset, language_name, model_name, render_table, run_labels
 from .store import Run, RunSet, iter_jsonl
@@ -104,6 +104,8 @@ def _samples_of(run: Run) -> tuple:
     try:
         cfg = located_config(run)
         bench = get_benchmark(cfg.benchmark)
+        why = bench.data_missing(cfg)                # never fetched or generated again to be shown
+        if why: return None, {}, f"the run's data could not be loaded ({why}); frames and options are not shown"
         return bench, {s.id: s for s in bench.filter(bench.load(cfg)[0], cfg)}, None
     except Exception as e:                       # the data moved, a benchmark's loader failed: show what the run recorded
         return None, {}, f"the run's data could not be loaded ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); frames and options are not shown"
@@ -394,7 +396,7 @@ class Pages:
         self.runs = [(m["key"], r, d) for m, r, d in zip(index["runs"], rs, details) if r.config is not None]
         self.keys, self.ids, self.n = index["keys"], ids, math.ceil(len(index["keys"]) / CHUNK)
         self.thumbs = Thumbs(folder) if frames and folder is not None else None
-        self.cache = shared_frame_cache() if self.thumbs is not None else None
+        self.cache = FrameCache(8) if self.thumbs is not None else None          # in memory: the view writes nothing to the cache
         self.lock = threading.Lock()
 
     def _result(self, rk, run, d, sid, p, row):
