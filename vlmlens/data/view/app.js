@@ -388,7 +388,7 @@ function start(IX) {
           h("button", { class: "more-runs", onclick: () => togglePicker(true) }, `choose among ${WITH.length}`) : null),
         renderCompare(d, keys),
         h("div", {}, keys.filter((k) => d.runs[k] && d.runs[k].evidence).map((k) => h("section", { class: "col evidence-of", "data-run": k },
-          h("h3", {}, runOf.get(k).label), renderEvidence(d.runs[k].evidence)))));
+          h("h3", {}, k), renderEvidence(d.runs[k].evidence)))));
     }, (msg) => $("#detail").replaceChildren(h("div", { class: "missing" }, msg)));
   }
 
