@@ -213,6 +213,12 @@ def test_a_run_with_a_relative_data_path_shows_its_frames_from_anywhere(runs, tm
     ix = _index(out)
     assert not [p for p in ix["runs"][0]["problems"] if "could not be loaded" in p], ix["runs"][0]["problems"]
     assert len(_details(out, next(k for k in ix["keys"] if "video_color" in k))["runs"]["rel"]["media"]["frames"]) == 2
+    info = json.loads((tmp_path / "runs" / "rel" / "run.json").read_text())
+    assert info["cwd"] == str(tmp_path)
+    del info["dataset"]                                                  # found again from the folder the run ran from alone
+    (tmp_path / "runs" / "rel" / "run.json").write_text(json.dumps(info))
+    out = view.write_site("rel", tmp_path / "site", progress=False).parent
+    assert len(_details(out, next(k for k in ix["keys"] if "video_color" in k))["runs"]["rel"]["media"]["frames"]) == 2
 
 
 def test_view_cli_bad_input_is_one_line_and_creates_nothing(tmp_path):

@@ -80,13 +80,17 @@ def item_media(bench, sample, cfg, info: dict, thumbs: Thumbs, cache=None) -> di
 
 # %% ../nbs/57_view.ipynb #1c2d3e4f
 def located_config(run: Run):
-    "The run's config with a relative `data_path` found again: the absolute path run.json recorded, or relative to the run folder."
+    "The run's config with its relative paths (data, `*_root` and `video_map` options) found again: run.json's dataset path, or relative to the folder it ran from or to the run folder."
     import dataclasses
-    cfg, dp = run.config, run.config.data_path
-    if dp and not Path(dp).is_absolute() and not Path(dp).exists():
-        for c in ((run.info.get("dataset") or {}).get("path"), run.dir / dp, run.dir.parent / dp):
-            if c and Path(c).exists(): return dataclasses.replace(cfg, data_path=str(Path(c).resolve()))
-    return cfg
+    cfg, info = run.config, run.info or {}
+    bases = [Path(b) for b in (info.get("cwd"), run.dir, run.dir.parent) if b]
+    def find(v):
+        if not v or Path(v).is_absolute() or Path(v).exists(): return v
+        return next((str((b / v).resolve()) for b in bases if (b / v).exists()), v)
+    dp, rec = cfg.data_path, (info.get("dataset") or {}).get("path")
+    if dp and not Path(dp).is_absolute() and not Path(dp).exists(): dp = rec if rec and Path(rec).exists() else find(dp)
+    kw = {k: find(v) if isinstance(v, str) and (k.endswith("_root") or k == "video_map") else v for k, v in (cfg.benchmark_kwargs or {}).items()}
+    return dataclasses.replace(cfg, data_path=dp, benchmark_kwargs=kw) if (dp, kw) != (cfg.data_path, cfg.benchmark_kwargs or {}) else cfg
 
 # %% ../nbs/57_view.ipynb #c9da5568
 def _clean(x):
