@@ -469,10 +469,10 @@ def write_page(pages: Pages, folder, i: int, texts: dict | None = None) -> Path:
     if texts is not None: texts.update(search_texts(page))
     return p
 
-def search_texts(page: dict, limit: int = 2000) -> dict:
-    "`{key: text}` of one page of details: what search reads beyond question, id and gold (each run's answer, thinking, judge reply, error), lower case."
+def search_texts(page: dict, limit: int = 1000, total: int = 20000) -> dict:
+    "`{key: text}` of one page of details: what search reads beyond question, id and gold (each run's answer, thinking, judge reply, error; `limit` characters of each, `total` per item), lower case."
     parts = lambda r: (r.get("raw"), r.get("thinking"), (r.get("judge") or {}).get("raw"), r.get("error"))
-    return {k: "\n".join(str(x)[:limit] for r in d["runs"].values() for x in parts(r) if x).lower() for k, d in page.items()}
+    return {k: "\n".join(str(x)[:limit] for r in d["runs"].values() for x in parts(r) if x)[:total].lower() for k, d in page.items()}
 
 def write_search(folder, keys: list, texts: dict):
     "Write `search.js`: `search_texts` in the order of the index's keys (loaded when the page first searches)."
