@@ -165,6 +165,62 @@ def test_a_run_whose_scores_cannot_be_read_is_named_and_the_others_still_show(ru
     assert d["runs"][by["gold"]["key"]]["outcome"] == "errored"          # its predictions still show
 
 
+def test_run_keys_are_the_runs_own_so_links_survive_a_rebuild(runs, tmp_path):
+    "A link to a run opens the same run after the view is rebuilt with other runs beside it."
+    one = view.write_site(runs["runs"] / "gold", tmp_path / "v", frames=False, progress=False).parent
+    link = view.deep_link(one, runs["runs"] / "gold", "wrong")
+    view.write_site([runs["runs"] / "always-a", runs["moved"], runs["runs"] / "gold"], one, frames=False, progress=False)
+    by = {m["key"]: m["name"] for m in view.view_index(one)["runs"]}
+    assert by["gold"] == "gold" and link.endswith("#run=gold&outcome=wrong") and view.deep_link(one, runs["runs"] / "gold", "wrong") == link
+    twin = tmp_path / "elsewhere" / "gold"; shutil.copytree(runs["runs"] / "gold", twin)               # two runs named alike
+    keys = [m["key"] for m in view.view_index(view.write_site([runs["runs"] / "gold", twin], one, frames=False, progress=False).parent)["runs"]]
+    assert len(set(keys)) == 2 and all(k.startswith("gold") for k in keys)
+
+
+def test_live_and_cut_runs_are_told_apart_and_list_and_detail_agree(runs, tmp_path):
+    "A run being written is 'running' with its items' subsets and languages; a line cut mid-write is named once, with its number."
+    root = tmp_path / "runs"
+    for name in ("killed", "gold"): shutil.copytree(runs["runs"] / name, root / name, ignore=shutil.ignore_patterns(".lock*"))
+    for f in ("summary.json", "scores.csv"): (root / "gold" / f).unlink()
+    p = root / "gold" / "predictions.jsonl"; lines = p.read_bytes().splitlines(keepends=True)
+    p.write_bytes(b"".join(lines[:20]) + lines[20][:30])                                  # killed mid-line at line 21
+    live = RunStore(root / "killed", Run.read(root / "killed").config_hash).lock()         # a process is writing it now
+    try: out = view.write_site(root, tmp_path / "site", frames=False, progress=False).parent
+    finally: live.close()
+    ix = _index(out)
+    by = {r["name"]: r for r in ix["runs"]}
+    assert by["killed"]["status"] == "running" and any(p.startswith("running") for p in by["killed"]["problems"])
+    assert by["gold"]["status"] == "partial"
+    cut = [p for p in by["gold"]["problems"] if "line" in p]
+    assert len(cut) == 1 and "predictions.jsonl line 21" in cut[0], by["gold"]["problems"]
+    assert {"video_color", "image_color"} <= set(ix["cats"]["subset"]["v"]) and {"en", "hi", "te"} <= set(ix["cats"]["language"]["v"])
+    o = ix["outcomes"]
+    for k in ix["keys"]:
+        i = ix["keys"].index(k)
+        for name in ("killed", "gold"):
+            shown = (_details(out, k)["runs"].get(name) or {"outcome": "missing"})["outcome"]
+            assert o[ix["res"][name]["o"][i]] == shown, (k, name)                          # the list and the item agree
+    assert sum(c == o.index("missing") for c in ix["res"]["gold"]["o"]) == len(ix["keys"]) - 20
+
+
+def test_a_run_with_a_relative_data_path_shows_its_frames_from_anywhere(runs, tmp_path, monkeypatch):
+    shutil.copytree(runs["data"].parent, tmp_path / "d")
+    monkeypatch.chdir(tmp_path)
+    run(RunConfig(benchmark="demo", data_path="d/samples.jsonl", model="scripted", output_root="runs", num_frames=2, run_name="rel",
+                  progress=False), backend=Scripted())
+    monkeypatch.chdir(tmp_path / "runs")
+    out = view.write_site("rel", tmp_path / "site", progress=False).parent
+    ix = _index(out)
+    assert not [p for p in ix["runs"][0]["problems"] if "could not be loaded" in p], ix["runs"][0]["problems"]
+    assert len(_details(out, next(k for k in ix["keys"] if "video_color" in k))["runs"]["rel"]["media"]["frames"]) == 2
+    info = json.loads((tmp_path / "runs" / "rel" / "run.json").read_text())
+    assert info["cwd"] == str(tmp_path)
+    del info["dataset"]                                                  # found again from the folder the run ran from alone
+    (tmp_path / "runs" / "rel" / "run.json").write_text(json.dumps(info))
+    out = view.write_site("rel", tmp_path / "site", progress=False).parent
+    assert len(_details(out, next(k for k in ix["keys"] if "video_color" in k))["runs"]["rel"]["media"]["frames"]) == 2
+
+
 def test_view_cli_bad_input_is_one_line_and_creates_nothing(tmp_path):
     empty = tmp_path / "empty"; empty.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -183,6 +239,13 @@ def test_view_cli_refuses_to_replace_a_folder_that_is_not_a_view(runs, tmp_path)
     assert (tmp_path / "mine.txt").read_text() == "keep me"
 
 
+def _get(url, **headers):
+    "`(status, body, headers)` of a GET with `headers`."
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers)) as r: return r.status, r.read(), r.headers
+    except urllib.error.HTTPError as e: return e.code, b"", e.headers
+
+
 def test_server_binds_loopback_and_serves_nothing_outside_the_view(site, tmp_path):
     (site.parent / "secret.txt").write_text("outside")
     os.symlink(site.parent / "secret.txt", site / "link.txt")
@@ -190,13 +253,40 @@ def test_server_binds_loopback_and_serves_nothing_outside_the_view(site, tmp_pat
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
         assert srv.server_address[0] == "127.0.0.1"
-        base = f"http://127.0.0.1:{srv.server_address[1]}"
-        assert urllib.request.urlopen(base + "/data.js").status == 200
-        for bad in ("/../secret.txt", "/%2e%2e/secret.txt", "/link.txt", "/details/"):
-            with pytest.raises(urllib.error.HTTPError) as e: urllib.request.urlopen(base + bad)
-            assert e.value.code == 404, bad
+        base, tok = f"http://127.0.0.1:{srv.server_address[1]}", f"?token={srv.token}"
+        status, body, h = _get(base + "/data.json" + tok)
+        assert status == 200 and json.loads(body)["keys"] == _index(site)["keys"]
+        assert h["Content-Type"].startswith("application/json") and h["X-Content-Type-Options"] == "nosniff"
+        assert h["Cross-Origin-Resource-Policy"] == "same-origin"
+        for bad in ("/../secret.txt", "/%2e%2e/secret.txt", "/link.txt", "/details/", "/data.js", "/details/00000.js"):
+            assert _get(base + bad + tok)[0] == 404, bad
     finally:
         srv.shutdown(); srv.server_close(); (site / "link.txt").unlink()
+
+
+def test_server_answers_only_its_own_page(site):
+    "A foreign Host (DNS rebinding), another origin or site, and a missing or wrong token are refused; the page's own code is open."
+    import http.client
+    srv = view.server(site, 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        port = srv.server_address[1]
+        base, tok = f"http://127.0.0.1:{port}", f"?token={srv.token}"
+        assert srv.url == base + "/" + tok and len(srv.token) >= 32
+        assert view.server(site, 0).token != srv.token                             # one token per start
+        for path in ("/", "/index.html", "/data.json", "/details/00000.json", "/thumbs/x.jpg", "/data.json?token=" + "x" * 32):
+            assert _get(base + path)[0] == 403, path
+        assert _get(base + "/app.js")[0] == _get(base + "/style.css")[0] == 200
+        for headers in ({"Origin": "http://127.0.0.1:1"}, {"Origin": "null"}, {"Sec-Fetch-Site": "same-site"},
+                        {"Sec-Fetch-Site": "cross-site"}, {"Host": "attacker.example"}, {"Host": f"attacker.example:{port}"}, {"Host": "127.0.0.1:1"}):
+            assert _get(base + "/data.json" + tok, **headers)[0] == 403, headers
+        c = http.client.HTTPConnection("127.0.0.1", port)
+        c.putrequest("GET", "/data.json" + tok, skip_host=True); c.endheaders()               # no Host header at all
+        assert c.getresponse().status == 403; c.close()
+        for host in (f"localhost:{port}", f"127.0.0.1:{port}"):
+            assert _get(base + "/data.json" + tok, Host=host, Origin=f"http://{host}", **{"Sec-Fetch-Site": "same-origin"})[0] == 200
+    finally:
+        srv.shutdown(); srv.server_close()
 
 
 def test_show_renders_the_same_site_inline(runs, tmp_path, monkeypatch):
@@ -292,7 +382,7 @@ def test_an_item_shows_its_frames_and_a_deep_link_opens_it(site, browser, shots)
     _open(browser, (site / "index.html").as_uri() + "#item=" + key)
     _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail figure.frame img"))
     assert browser.find_element(By.ID, "item-title").text == key
-    imgs = browser.find_elements(By.CSS_SELECTOR, "#detail .col[data-run='r0'] figure.frame img")
+    imgs = browser.find_elements(By.CSS_SELECTOR, "#detail .col[data-run='always-a'] figure.frame img")
     assert len(imgs) == 8
     _wait(browser, lambda d: all(d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", i) for i in imgs))
     assert "gold" in browser.find_element(By.CSS_SELECTOR, ".options li.gold").get_attribute("class")
@@ -332,7 +422,7 @@ def test_judge_reply_and_evidence_graph_show_beside_the_answer(runs, site, brows
     _open(browser, (site / "index.html").as_uri() + "#item=" + runs["judged"])
     col = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, f".col[data-run='{gold}'] svg.graph"))[0]
     assert len(col.find_elements(By.CSS_SELECTOR, "rect")) == 3 and len(col.find_elements(By.CSS_SELECTOR, "rect.failed")) == 1
-    text = browser.find_element(By.CSS_SELECTOR, f".col[data-run='{gold}']").text
+    text = "\n".join(c.text for c in browser.find_elements(By.CSS_SELECTOR, f".col[data-run='{gold}']"))     # its column of the comparison
     assert "The answer matches the reference. Score: 9" in text and "judge-x" in text and "abababab" in text
     assert "isolation (iterative): resolved" in text and "Look at the first scene." in text
     browser.execute_script("arguments[0].scrollIntoView()", col)
@@ -344,12 +434,53 @@ def test_served_view_has_no_console_errors(site, browser):
     srv = view.server(site, 0)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
-        _open(browser, f"http://127.0.0.1:{srv.server_address[1]}/index.html#item=demo-image_color-000-te")
+        _open(browser, srv.url + "#item=demo-image_color-000-te")
         from selenium.webdriver.common.by import By
         _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail figure.image img"))
         assert _errors(browser) == []
     finally:
         srv.shutdown(); srv.server_close()
+
+
+ATTACK = """<!doctype html><title>another site</title><script>
+window.got = {};
+const T = "TARGET", tok = "?token=TOKEN";
+function note(k, v) { window.got[k] = v; }
+fetch(T + "/data.json").then(r => r.text()).then(t => note("fetch", t.slice(0, 40)), e => note("fetch", "refused"));
+fetch(T + "/data.json" + tok).then(r => r.text()).then(t => note("fetch-token", t.slice(0, 40)), e => note("fetch-token", "refused"));
+window.VLMLENS_INDEX = null; window.VLMLENS_DETAIL = (i, p) => note("detail", p);
+for (const [k, u] of [["data.js", "/data.js"], ["data.json", "/data.json" + tok], ["details", "/details/00000.js" + tok]]) {
+  const s = document.createElement("script"); s.src = T + u;
+  s.onload = () => note(k, window.VLMLENS_INDEX ? "read" : "loaded, nothing read"); s.onerror = () => note(k, "refused");
+  document.head.append(s);
+}
+const i = new Image(); i.onload = () => note("img", "read"); i.onerror = () => note("img", "refused"); i.src = T + "/THUMB" + tok;
+</script>"""
+
+
+def test_a_page_of_another_origin_reads_nothing_of_a_served_view(site, browser, tmp_path, monkeypatch):
+    "A page served from another loopback port (another origin, same site) fails to read the view, even knowing its token."
+    import http.server, functools
+    seen = []
+    refusal = view.ViewHandler.refusal
+    monkeypatch.setattr(view.ViewHandler, "refusal", lambda self: seen.append((self.path, r := refusal(self))) or r)
+    srv = view.server(site, 0)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    thumb = next((site / "thumbs").iterdir()).name
+    evil = tmp_path / "evil"; evil.mkdir()
+    (evil / "attack.html").write_text(ATTACK.replace("TARGET", f"http://127.0.0.1:{srv.server_address[1]}").replace("TOKEN", srv.token)
+                                      .replace("THUMB", "thumbs/" + thumb))
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(evil)))
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        browser.get(f"http://127.0.0.1:{other.server_address[1]}/attack.html")
+        got = _wait(browser, lambda d: (g := d.execute_script("return window.got")) and len(g) >= 6 and g)
+        assert got == {"fetch": "refused", "fetch-token": "refused", "data.js": "refused", "data.json": "refused",
+                       "details": "refused", "img": "refused"}, got
+        assert seen and all(why for _, why in seen), seen                 # the server refused every one of them
+        browser.get_log("browser")
+    finally:
+        srv.shutdown(); srv.server_close(); other.shutdown(); other.server_close()
 
 
 def test_serve_builds_each_page_of_details_when_the_browser_asks(runs, browser, tmp_path):
@@ -360,11 +491,106 @@ def test_serve_builds_each_page_of_details_when_the_browser_asks(runs, browser, 
     srv = view.server(page.parent, 0, pages)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
-        _open(browser, f"http://127.0.0.1:{srv.server_address[1]}/index.html#item=demo-video_subtitles-000-hi")
-        imgs = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .col[data-run='r0'] figure.frame img"))
+        _open(browser, srv.url + "#item=demo-video_subtitles-000-hi")
+        imgs = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail .col[data-run='always-a'] figure.frame img"))
         assert len(imgs) == 8
         _wait(browser, lambda d: all(d.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", i) for i in imgs))
         assert [p.name for p in (page.parent / "details").iterdir()] == ["00000.js"]
+        assert _errors(browser) == []
+    finally:
+        srv.shutdown(); srv.server_close()
+
+
+def test_view_cli_port_out_of_range_is_one_line_before_writing(runs, tmp_path):
+    for port in ("99999", "-1"):
+        p = subprocess.run([sys.executable, "-m", "vlmlens", "view", str(runs["runs"] / "gold"), "--serve", "--port", port, "--out",
+                            str(tmp_path / "site")], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "--port" in p.stderr, p.stderr
+        assert not (tmp_path / "site").exists()
+
+
+@pytest.mark.parametrize("n_runs", [4, 32, 128])
+def test_many_runs_keep_the_list_on_the_first_screen_and_answers_side_by_side(runs, browser, tmp_path, n_runs, shots):
+    "At 1400×900: a one-line run header, the first item on the first screen, a readable question column, the compared runs' answers on one row."
+    from selenium.webdriver.common.by import By
+    root = tmp_path / "runs"
+    for j in range(n_runs):
+        shutil.copytree(runs["runs"] / ("gold" if j % 2 else "always-a"), root / f"run-{j:03d}", ignore=shutil.ignore_patterns(".lock*"))
+    site = view.write_site(root, tmp_path / "site", frames=False, progress=False).parent
+    size = browser.get_window_size()
+    browser.set_window_size(1400, 900)
+    try:
+        key = "demo-video_color-000-en"
+        _open(browser, (site / "index.html").as_uri() + "#item=" + key)
+        _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#compare tr[data-field=answer] td"))
+        m = browser.execute_script("""const r = (s) => document.querySelector(s).getBoundingClientRect();
+          const ans = [...document.querySelectorAll('#compare tr[data-field=answer] td')].map((e) => e.getBoundingClientRect());
+          return {header: r('header').height, filters: r('#filters').bottom, row: r('#list tr.item').bottom, q: r('#list td.q').width,
+                  page: document.scrollingElement.scrollHeight, inner: innerHeight, width: innerWidth,
+                  tops: ans.map((b) => Math.round(b.top)), rights: ans.map((b) => b.right), cols: ans.length}""")
+        _screenshot(browser, shots, f"view_{n_runs}_runs.png")
+        assert m["header"] <= 40 and m["filters"] <= 130, m                  # the run header is one line, whatever the number of runs
+        assert m["row"] < 250 and m["page"] <= m["inner"], m                  # the list starts on the first screen; no page scrollbar
+        assert m["q"] >= 150, m                                               # the question column is readable
+        assert m["cols"] == 4 and len(set(m["tops"])) == 1 and max(m["rights"]) <= m["width"], m   # four answers on one row, on screen
+        # the run picker: another run side by side
+        browser.find_element(By.ID, "pick").click()
+        last = f"run-{n_runs - 1:03d}"
+        box = browser.find_element(By.CSS_SELECTOR, f"#picker input.pick-cmp[data-run='{last}']")
+        was = box.is_selected()
+        assert was == (n_runs == 4)                                           # four runs: all side by side; more: the first four
+        box.click()
+        _wait(browser, lambda d: bool(d.find_elements(By.CSS_SELECTOR, f"#compare td.col[data-run='{last}']")) != was)
+        assert "cmp=" in browser.current_url and len(browser.find_elements(By.CSS_SELECTOR, "#compare tr[data-field=answer] td")) == (3 if was else 5)
+        browser.find_element(By.TAG_NAME, "body").send_keys("\ue00c")     # Escape closes the picker
+        _wait(browser, lambda d: not d.find_element(By.ID, "picker").is_displayed())
+        assert _errors(browser) == []
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+
+
+def test_triage_search_answers_sort_keys_provenance_and_a_larger_frame(runs, site, browser):
+    "Search reads judge replies and errors; a column header sorts; j/k move through the list; each run shows its provenance; a frame opens larger."
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    _open(browser, (site / "index.html").as_uri() + "#q=" + "matches%20the%20reference")
+    _wait(browser, lambda d: _rows(d) == [runs["judged"]])                        # the judge's reply
+    _open(browser, (site / "index.html").as_uri() + "#q=servererror")
+    _wait(browser, lambda d: _rows(d) == [runs["err"]])                           # the error
+    _open(browser, (site / "index.html").as_uri())
+    browser.find_element(By.CSS_SELECTOR, "#list th[data-sort=question]").click()
+    _wait(browser, lambda d: "sort=question" in d.current_url)
+    qs = browser.execute_script("return [...document.querySelectorAll('#list td.q')].map(e => e.title)")
+    assert qs == sorted(qs) and len(qs) == 45
+    first = _rows(browser)
+    browser.find_elements(By.CSS_SELECTOR, "#list tr.item")[0].click()
+    _wait(browser, lambda d: d.find_element(By.ID, "item-title").text == first[0])
+    browser.find_element(By.TAG_NAME, "body").send_keys("j")
+    _wait(browser, lambda d: d.find_element(By.ID, "item-title").text == first[1])
+    browser.find_element(By.TAG_NAME, "body").send_keys("k")
+    _wait(browser, lambda d: d.find_element(By.ID, "item-title").text == first[0])
+    browser.find_element(By.ID, "pick").click()
+    row = browser.find_element(By.CSS_SELECTOR, "#run-table tr[data-run='gold']").text
+    assert "vlmlens " in row and "model scripted-model" in row and "commit" in row, row
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+    _open(browser, (site / "index.html").as_uri() + "#item=demo-video_color-000-en")
+    fig = _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#compare .strip figure.frame"))[0]
+    fig.click()
+    big = _wait(browser, lambda d: d.find_element(By.ID, "zoom").is_displayed() and d.find_element(By.CSS_SELECTOR, "#zoom img"))
+    assert big.size["height"] > 3 * fig.find_element(By.TAG_NAME, "img").size["height"]
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+    _wait(browser, lambda d: not d.find_element(By.ID, "zoom").is_displayed())
+    assert _errors(browser) == []
+
+
+def test_served_search_reads_answers_too(runs, browser, tmp_path):
+    "Under --serve the texts search reads are built on the first search, from every page of details."
+    page, pages = view.build_site(runs["runs"] / "gold", tmp_path / "lazy", frames=False, progress=False, pages=False)
+    srv = view.server(page.parent, 0, pages)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        _open(browser, srv.url + "#q=servererror")
+        _wait(browser, lambda d: _rows(d) == [runs["err"]])
         assert _errors(browser) == []
     finally:
         srv.shutdown(); srv.server_close()
@@ -387,14 +613,16 @@ def test_report_rows_and_vs_paper_rows_link_to_their_items_in_the_view(tmp_path,
     _scored_run(tmp_path / "runs", "hi", [item(i, "hi", float(i < 680)) for i in range(1000)], language="hi")
     _scored_run(tmp_path / "runs", "te", [item(i, "te", float(i < 200), "timeout" if i >= 950 else None) for i in range(1000)], language="te")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(tmp_path / "runs"), "--format", "md", "--vs-paper", "--view", str(tmp_path / "view")],
-                       capture_output=True, text=True, env=env, timeout=300)
+    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", "runs", "--format", "md", "--vs-paper", "--view", "view"],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    links = re.findall(r"\[(items|wrong|invalid|errored)\]\((file://[^)]+)\)", p.stdout)
+    links = re.findall(r"\[(items|wrong|invalid|errored)\]\((view/index\.html#[^)]+)\)", p.stdout)       # relative: report and view move together
     vs = p.stdout[p.stdout.index("Ours beside the papers"):]
-    vs_links = re.findall(r"\[items\]\((file://[^)]+)\)", vs)
-    assert len(vs_links) == 2 and all("subset=vqav2" in u for u in vs_links), vs        # 'VQAv2 Hi': the view's subset and language
-    assert sum("language=hi" in u for u in vs_links) == 1                                # ('VQAv2 Tel': the run's items, all Telugu)
+    vs_links = re.findall(r"\[items\]\((view/index\.html#[^)]+)\)", vs)
+    assert links and "file://" not in p.stdout
+    moved = tmp_path / "shared"; moved.mkdir(); shutil.move(str(tmp_path / "view"), str(moved / "view"))       # both moved elsewhere
+    at = lambda u: (moved / u.split("#")[0]).as_uri() + "#" + u.split("#", 1)[1]
+    links = [(k, at(u)) for k, u in links]; vs_links = [at(u) for u in vs_links]
     errored = [u for k, u in links if k == "errored" and "language=te" in u]
     assert errored
     _open(browser, errored[0])
@@ -402,11 +630,17 @@ def test_report_rows_and_vs_paper_rows_link_to_their_items_in_the_view(tmp_path,
     assert len(rows) == 50 and all(r.startswith("vqav2-te-") and int(r.rsplit("-", 1)[1]) >= 950 for r in rows)
     _open(browser, next(u for u in vs_links if "language=hi" in u))
     assert browser.execute_script("return document.getElementById('count').textContent").startswith("1000")
+    # a link to one item opens it and shows its row, on whatever page of the list it falls
+    _open(browser, (moved / "view" / "index.html").as_uri() + "#" + view.deep_link(moved / "view", item="vqav2-te-977").split("#")[1])
+    _wait(browser, lambda d: d.execute_script("return document.getElementById('item-title')?.textContent") == "vqav2-te-977")
+    sel = browser.execute_script("const r = document.querySelector('#list tr.sel'), b = r && r.getBoundingClientRect();"
+                                 "return r && [r.dataset.key, b.top >= 0 && b.bottom <= innerHeight, document.getElementById('pager').textContent]")
+    assert sel[0] == "vqav2-te-977" and sel[1] and "page 1 of" not in sel[2], sel
     assert _errors(browser) == []
     # a CSV gets each row's address; a text report is refused with one line, before anything is written
-    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(tmp_path / "runs" / "hi"), "--format", "csv", "--view", str(tmp_path / "view")],
-                       capture_output=True, text=True, env=env, timeout=300)
-    assert p.returncode == 0 and p.stdout.splitlines()[0].endswith("view_url") and "#run=r0" in p.stdout, p.stderr
+    p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(tmp_path / "runs" / "hi"), "--format", "csv", "--view", str(moved / "view")],
+                       capture_output=True, text=True, env=env, timeout=300, cwd=moved)
+    assert p.returncode == 0 and p.stdout.splitlines()[0].endswith("view_url") and "view/index.html#run=hi" in p.stdout, p.stderr
     p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(tmp_path / "runs"), "--view", str(tmp_path / "other")],
                        capture_output=True, text=True, env=env, timeout=300)
     assert p.returncode == 2 and "--format md or csv" in p.stderr and not (tmp_path / "other").exists()
@@ -448,6 +682,9 @@ def test_report_to_wandb_logs_summary_and_items_with_frames(runs, tmp_path):
     assert run_rec.project == "vlmlens-test" and run_rec.display_name == "gold"
     cfg = {u.key: json.loads(u.value_json) for u in run_rec.config.update}
     assert cfg["num_frames"] == 4 and cfg["run"] == "gold"
+    info = json.loads((runs["runs"] / "gold" / "run.json").read_text())
+    assert cfg["config_hash"] == info["config_hash"] and cfg["vlmlens_version"] == info["vlmlens_version"] and "model_revision" in cfg
+    assert cfg["provenance"]["model_id"] == "scripted-model"
     summary = {u.key: json.loads(u.value_json) for r in recs if r.WhichOneof("record_type") == "summary" for u in r.summary.update if u.key}
     acc = json.loads((runs["runs"] / "gold" / "summary.json").read_text())["overall"]["accuracy"]
     assert summary["accuracy"] == pytest.approx(acc) and summary["n_errors"] == 1
@@ -468,3 +705,51 @@ def test_report_to_wandb_logs_summary_and_items_with_frames(runs, tmp_path):
     # the key came from the environment and was written nowhere
     for f in tmp_path.rglob("*"):
         if f.is_file(): assert b"k" * 40 not in f.read_bytes(), f
+
+
+def test_report_to_wandb_failures_are_one_line_and_quick(runs, tmp_path):
+    "No key: refused before anything is read; a server that cannot be reached: refused after a bounded wait; exit 2, one line each."
+    import time
+    base = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env = {**base, "PYTHONPATH": str(REPO), "HOME": str(tmp_path), "WANDB_DIR": str(tmp_path / "wb")}
+    for extra, says in (({}, "no API key"), ({"WANDB_API_KEY": "test-wandb-key.not-real", "WANDB_BASE_URL": "http://127.0.0.1:1"}, "cannot be reached")):
+        t = time.monotonic()
+        p = subprocess.run([sys.executable, "-m", "vlmlens", "report", str(runs["runs"] / "gold"), "--to", "wandb"], capture_output=True,
+                           text=True, env={**env, **extra}, cwd=tmp_path, timeout=120)
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and says in p.stderr, p.stderr
+        assert "Traceback" not in p.stderr and time.monotonic() - t < 60
+    assert not (tmp_path / "wb").exists()
+
+
+def test_show_leaves_a_link_in_a_notebook_executed_elsewhere(runs, tmp_path):
+    "A notebook executed by nbconvert/papermill is untrusted when opened: Jupyter strips its iframe, and the link beside it remains."
+    import nbformat
+    from nbclient import NotebookClient
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        f"from vlmlens import view\nview.show({str(runs['runs'] / 'gold')!r}, frames=False)")])
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    out = nb.cells[0].outputs[0]["data"]
+    assert '<a href="vlmlens-view/index.html"' in out["text/html"] and "<iframe" in out["text/html"]
+    assert out["text/plain"] == "vlmlens view: vlmlens-view/index.html" and (tmp_path / "vlmlens-view" / "index.html").is_file()
+
+
+def test_view_writes_nothing_to_the_cache(runs, tmp_path):
+    "A demo run whose generated data has gone from the cache is shown with what it recorded; nothing is generated or decoded into the cache."
+    run(RunConfig(benchmark="demo", model="scripted", num_frames=2, output_root=str(tmp_path / "runs"), run_name="demo", progress=False),
+        backend=Scripted())
+    cache = tmp_path / "empty-cache"; cache.mkdir()
+    p = subprocess.run([sys.executable, "-m", "vlmlens", "view", str(tmp_path / "runs"), "--out", str(tmp_path / "site"), "--no-progress"],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO), "VLMLENS_CACHE": str(cache)}, timeout=300)
+    assert p.returncode == 0 and p.stderr == "", p.stderr                    # no progress bar either
+    assert list(cache.iterdir()) == []
+    ix = _index(tmp_path / "site")
+    assert any("demo data is not in" in x for x in ix["runs"][0]["problems"]) and len(ix["keys"]) == 45
+    assert _details(tmp_path / "site", ix["keys"][0])["runs"]["demo"]["raw"] == "A"
+    # with the data there, frames are shown and the frame cache on disk is not written either
+    from vlmlens.core import cache_root
+    before = sorted((cache_root() / "frames").glob("*.npy")) if (cache_root() / "frames").is_dir() else []
+    view.write_site(tmp_path / "runs", tmp_path / "site2", progress=False)
+    after = sorted((cache_root() / "frames").glob("*.npy")) if (cache_root() / "frames").is_dir() else []
+    assert before == after
+    key = next(k for k in _index(tmp_path / "site2")["keys"] if "video_color" in k)
+    assert len(_details(tmp_path / "site2", key)["runs"]["demo"]["media"]["frames"]) == 2

@@ -5,6 +5,7 @@
 # %% ../nbs/08_environment.ipynb #8c41d2a5
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import subprocess
@@ -41,4 +42,4 @@ def environment_info() -> dict:
     return {"vlmlens_version": vlmlens.__version__, "git": package_git_info(),
             "python": platform.python_version(), "torch": _version("torch"),
             "transformers": _version("transformers"), "hostname": socket.gethostname(),
-            "platform": platform.platform()}
+            "platform": platform.platform(), "cwd": os.getcwd()}

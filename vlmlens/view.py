@@ -13,28 +13,33 @@ import os
 import math
 import shutil
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
+from fastcore.basics import patch
+
 from . import runner
+from .benchmarks.base import get_benchmark
 from .core import Prediction
 from .evidence import GRAPH_DIR, ISOLATION_FILE, safe_name
-from .media import shared_frame_cache
+from .media import FrameCache
 from .metrics import OUTCOMES, outcome, outcome_codes
 from .report import BLANK, Table, as_runset, language_name, model_name, render_table, run_labels
 from .store import Run, RunSet, iter_jsonl
 from .vs_paper import compare, vs_paper_report, vs_paper_table
 
 # %% auto #0
-__all__ = ['THUMB_SIDE', 'INDEX_COLUMNS', 'ITEM_COLUMNS', 'CHUNK', 'MARKER', 'GROUP_FILTERS', 'ROW_LINKS', 'WANDB_COLUMNS',
-           'Thumbs', 'item_media', 'prediction_offsets', 'read_prediction', 'RunDetails', 'evidence_of',
-           'isolation_records', 'item_fields', 'result_fields', 'index_rows', 'site_index', 'Pages', 'site_data',
-           'check_out', 'write_page', 'build_site', 'write_site', 'ViewHandler', 'server', 'show', 'view_index',
-           'deep_link', 'link_rows', 'report_view', 'vs_paper_links', 'add_parser', 'main', 'strip_of', 'wandb_row',
-           'to_wandb', 'report_to_wandb']
+__all__ = ['THUMB_SIDE', 'INDEX_COLUMNS', 'ITEM_COLUMNS', 'CHUNK', 'MARKER', 'OPEN_FILES', 'GROUP_FILTERS', 'ROW_LINKS',
+           'WANDB_COLUMNS', 'Thumbs', 'item_media', 'located_config', 'prediction_offsets', 'read_prediction',
+           'run_is_live', 'RunDetails', 'evidence_of', 'isolation_records', 'item_fields', 'result_fields',
+           'run_provenance', 'index_rows', 'run_keys', 'site_index', 'Pages', 'site_data', 'check_out', 'write_page',
+           'search_texts', 'write_search', 'build_site', 'write_site', 'ViewHandler', 'served_json', 'served_search',
+           'server', 'show', 'view_index', 'deep_link', 'link_rows', 'report_view', 'vs_paper_links', 'add_parser',
+           'main', 'strip_of', 'wandb_row', 'wandb_ready', 'to_wandb', 'report_to_wandb']
 
 # %% ../nbs/57_view.ipynb #ce018d62
-THUMB_SIDE = 160
+THUMB_SIDE = 320                   # shown small in a strip, at this size when a frame is opened
 
 class Thumbs:
     "JPEG thumbnails written once each under `folder/thumbs`, named by a hash of their pixels."
@@ -73,6 +78,20 @@ def item_media(bench, sample, cfg, info: dict, thumbs: Thumbs, cache=None) -> di
             elif p.get("type") == "text": out["text"].append(f"[{m.get('role', '?')}] {p.get('text', '')}")
     return out
 
+# %% ../nbs/57_view.ipynb #1c2d3e4f
+def located_config(run: Run):
+    "The run's config with its relative paths (data, `*_root` and `video_map` options) found again: run.json's dataset path, or relative to the folder it ran from or to the run folder."
+    import dataclasses
+    cfg, info = run.config, run.info or {}
+    bases = [Path(b) for b in (info.get("cwd"), run.dir, run.dir.parent) if b]
+    def find(v):
+        if not v or Path(v).is_absolute() or Path(v).exists(): return v
+        return next((str((b / v).resolve()) for b in bases if (b / v).exists()), v)
+    dp, rec = cfg.data_path, (info.get("dataset") or {}).get("path")
+    if dp and not Path(dp).is_absolute() and not Path(dp).exists(): dp = rec if rec and Path(rec).exists() else find(dp)
+    kw = {k: find(v) if isinstance(v, str) and (k.endswith("_root") or k == "video_map") else v for k, v in (cfg.benchmark_kwargs or {}).items()}
+    return dataclasses.replace(cfg, data_path=dp, benchmark_kwargs=kw) if (dp, kw) != (cfg.data_path, cfg.benchmark_kwargs or {}) else cfg
+
 # %% ../nbs/57_view.ipynb #c9da5568
 def _clean(x):
     "JSON-safe copy: NaN/inf → None, numpy scalars → Python, other objects → str."
@@ -87,8 +106,11 @@ def _clean(x):
 def _samples_of(run: Run) -> tuple:
     "`(benchmark, {sample_id: Sample}, problem)`; the problem says why the samples could not be loaded."
     try:
-        cfg, bench, samples, _, _ = runner.reopen(run.dir)
-        return bench, {s.id: s for s in samples}, None
+        cfg = located_config(run)
+        bench = get_benchmark(cfg.benchmark)
+        why = bench.data_missing(cfg)                # never fetched or generated again to be shown
+        if why: return None, {}, f"the run's data could not be loaded ({why}); frames and options are not shown"
+        return bench, {s.id: s for s in bench.filter(bench.load(cfg)[0], cfg)}, None
     except Exception as e:                       # the data moved, a benchmark's loader failed: show what the run recorded
         return None, {}, f"the run's data could not be loaded ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); frames and options are not shown"
 
@@ -107,8 +129,8 @@ def _score_rows(run: Run) -> tuple:
     return {str(r["sample_id"]): {k: ok(v) for k, v in r.items()} for r in df.to_dict("records")}, None
 
 # %% ../nbs/57_view.ipynb #04032f94
-def prediction_offsets(run: Run) -> dict:
-    "`{sample_id: (path, byte offset)}` of the prediction the store keeps per item (`RunStore.load_predictions`' rule)."
+def prediction_offsets(run: Run, cut: list | None = None) -> dict:
+    "`{sample_id: (path, byte offset)}` of the prediction the store keeps per item (`RunStore.load_predictions`' rule); `cut` gets `(path, line)` of lines it skips."
     out, ok = {}, {}
     if not run.config_hash: return out
     for path in run.store._files("predictions", True):
@@ -117,7 +139,9 @@ def prediction_offsets(run: Run) -> dict:
             for n, raw in enumerate(f):
                 pos, at = at, at + len(raw)
                 try: d = json.loads(raw[3:] if n == 0 and raw.startswith(b"\xef\xbb\xbf") else raw)
-                except (ValueError, RecursionError): continue            # a line cut short by a killed writer: the store skips it too
+                except (ValueError, RecursionError):                     # a line cut short by a killed writer: the store skips it too
+                    if cut is not None: cut.append((path, n + 1))
+                    continue
                 if not isinstance(d, dict) or d.get("config_hash") != run.config_hash or not isinstance(d.get("sample_id"), str): continue
                 sid = d["sample_id"]
                 if ok.get(sid) and d.get("error") is not None: continue  # a success is never superseded by a later error
@@ -135,40 +159,53 @@ def read_prediction(path, offset: int, handles: dict | None = None) -> dict | No
         return Prediction.from_dict(json.loads(raw.lstrip(b"\xef\xbb\xbf")), strict=False).to_dict()
     except (OSError, ValueError, TypeError): return None
 
+# %% ../nbs/57_view.ipynb #6a2b3c4d
+def run_is_live(run: Run) -> bool:
+    "Whether a process holds the run's lock now (it is being written), read from `/proc/locks` (False where there is none)."
+    try: held = {l.split()[5].rsplit(":", 1)[-1] for l in Path("/proc/locks").read_text().splitlines() if "FLOCK" in l}
+    except (OSError, IndexError): return False
+    for p in run.dir.glob(".lock*"):
+        try:
+            if str(p.stat().st_ino) in held: return True
+        except OSError: continue
+    return False
+
 # %% ../nbs/57_view.ipynb #58056fbf
 class RunDetails:
     "One run's details, each read when first asked for (`preds`, `rows`, `judgments`, `data`, `isolation`, `graphs`)."
     def __init__(self, run: Run):
         self.run, self.problems, self._handles = run, [run.problem] if run.problem else [], {}
+        self.live = run.config is not None and run.summary is None and not run.problem and run_is_live(run)
         if run.config is not None and run.summary is None and not run.problem:
-            self.problems.append("no summary.json: the run stopped before it finished (items show the scores its predictions carry)")
+            self.problems.append("running: items so far, with the scores their predictions carry" if self.live else
+                                 "no summary.json: the run stopped before it finished (items show the scores its predictions carry)")
     def _try(self, what, fn, empty):
         try: return fn()
         except (OSError, ValueError) as e: self.problems.append(f"{what}: {e}"); return empty
     @functools.cached_property
-    def offsets(self) -> dict: return self._try("predictions", lambda: prediction_offsets(self.run), {}) if self.run.config else {}
+    def offsets(self) -> dict:
+        cut = []
+        out = self._try("predictions", lambda: prediction_offsets(self.run, cut), {}) if self.run.config else {}
+        self.problems += [f"{p.name} line {n}: cut short or not JSON (a writer stopped mid-line); skipped, its item is shown as missing"
+                          for p, n in cut]
+        return out
     def pred(self, sid: str) -> dict | None: return read_prediction(*self.offsets[sid], self._handles) if sid in self.offsets else None
-
     @functools.cached_property
     def rows(self) -> dict:
-        if self.run.config is None: return {}
-        rows, prob = _score_rows(self.run)
+        rows, prob = _score_rows(self.run) if self.run.config is not None else ({}, None)
         if prob: self.problems.append(prob)
         return rows
     @functools.cached_property
     def judgments(self) -> dict:
-        if self.run.config is None: return {}
-        js = self._try("judgments", lambda: runner.latest_judgments(self.run.judgments(), (self.run.summary or {}).get("judge_id")), {})
+        js = self._try("judgments", lambda: {} if self.run.config is None else runner.latest_judgments(self.run.judgments(), (self.run.summary or {}).get("judge_id")), {})
         return {k: j.to_dict() for k, j in js.items()}
     @functools.cached_property
     def data(self) -> tuple:
         "`(benchmark, {sample_id: Sample})` (empty when the run's data cannot be loaded: said in `problems`)."
-        if self.run.config is None: return None, {}
-        bench, samples, prob = _samples_of(self.run)
+        bench, samples, prob = _samples_of(self.run) if self.run.config is not None else (None, {}, None)
         if prob: self.problems.append(prob)
         return bench, samples
-    def close(self):
-        "Close the prediction files `pred` keeps open."
+    def close(self):                                 # the prediction files `pred` keeps open
         while self._handles: self._handles.popitem()[1].close()
     @functools.cached_property
     def isolation(self) -> dict: return isolation_records(self.run)
@@ -209,7 +246,7 @@ def item_fields(sid: str, sample, pred: dict | None, row: dict | None, benchmark
 
 def _thinking(pred: dict) -> str | None:
     ex = pred.get("extra") or {}
-    parts = [*(ex.get("stages") or []), *([ex["thinking"]] if ex.get("thinking") else [])]
+    parts = [*(ex.get("stages") or []), *([ex["thinking"]] if ex.get("thinking") else []), *([pred["thinking"]] if pred.get("thinking") else [])]
     return "\n\n---\n\n".join(map(str, parts)) or None
 
 def result_fields(pred: dict | None, row: dict | None, judgment: dict | None) -> dict:
@@ -226,23 +263,35 @@ def result_fields(pred: dict | None, row: dict | None, judgment: dict | None) ->
                    "cost_usd": u.get("cost_usd", row.get("cost_usd")), "latency_s": pred.get("latency_s"),
                    "raw_truncated": pred.get("raw_truncated"), "row": extra})
 
+# %% ../nbs/57_view.ipynb #9d0e1f2a
+def run_provenance(run: Run) -> dict:
+    "Where a run's numbers come from, as run.json records it: vlmlens version and commit, model id and revision, the data and its lock."
+    i = run.info or {}
+    g, d = i.get("git") or {}, i.get("dataset") or {}
+    data = " ".join(str(x) for x in (d.get("source"), d.get("location"), d.get("split"), d.get("revision") and f"@{str(d['revision'])[:12]}",
+                                       d.get("digest") and f"lock {str(d['digest'])[:12]}", d.get("source") == "local" and d.get("path")) if x) or None
+    return _clean({"vlmlens": i.get("vlmlens_version"), "commit": g.get("commit") and str(g["commit"])[:12] + (" (uncommitted changes)" if g.get("dirty") else ""),
+                   "model_id": i.get("model_id"), "model_revision": i.get("model_revision"), "data": data})
+
 # %% ../nbs/57_view.ipynb #81e0d78d
 INDEX_COLUMNS = ("run_dir", "cfg_benchmark", "sample_id", "error", "valid", "score", "judge_score")    # every run's rows
 ITEM_COLUMNS = ("sample_id", "subset", "language", "locale", "align_id", "question", "gold_text")     # once per item
 
-def _run_meta(key: str, run: Run, label: str, problems: list, n: int) -> dict:
+def _run_meta(key: str, run: Run, label: str, problems: list, n: int, live: bool = False) -> dict:
     c = run.config
-    return _clean({"key": key, "name": run.name, "label": label, "dir": str(run.dir), "status": run.status, "problems": problems,
+    return _clean({"key": key, "name": run.name, "label": label, "dir": str(run.dir.resolve()), "status": "running" if live else run.status, "problems": problems,
                    "benchmark": c.benchmark if c else None, "model": model_name(run.info.get("model_id") or (c.model if c else None)),
                    "num_frames": _used_frames(run.info) or (c.num_frames if c else None), "n_items": n,
-                   "judge_id": (run.summary or {}).get("judge_id"), "overall": run.overall})
+                   "judge_id": (run.summary or {}).get("judge_id"), "overall": run.overall, "provenance": run_provenance(run)})
 
 def _pred_rows(run: Run, details: RunDetails):
-    "Index rows of a run that has predictions but no score rows (stopped before its summary)."
+    "Index rows of a run that has predictions but no score rows (running, or stopped before its summary); subset and language from its samples."
     import pandas as pd
-    ps = [p for p in (details.pred(k) for k in details.offsets) if p]
+    ps, samples = [p for p in (details.pred(k) for k in details.offsets) if p], details.data[1]
+    cat = lambda sid, k: getattr(samples.get(sid), k, None)
     return pd.DataFrame([{"run_dir": str(run.dir), "cfg_benchmark": run.config.benchmark, "sample_id": p["sample_id"], "question": p.get("question"),
-                          "gold_text": p.get("gold_text"), "error": p.get("error"), "valid": p.get("valid"), "score": p.get("score")} for p in ps])
+                          "gold_text": p.get("gold_text"), "error": p.get("error"), "valid": p.get("valid"), "score": p.get("score"),
+                          **{k: cat(p["sample_id"], k) for k in ("subset", "language", "locale", "align_id")}} for p in ps])
 
 def index_rows(rs: RunSet, details: list):
     "The score rows the index lists (`INDEX_COLUMNS`, tags as categoricals); a run whose scores.csv cannot be read says so."
@@ -306,6 +355,14 @@ def _item_columns(rs: RunSet, df, codes, at: dict, one: bool, run_codes, cat: di
             if i is not None: need[i] = False
     return out
 
+# %% ../nbs/57_view.ipynb #9d41b2c6
+def run_keys(runs) -> list[str]:
+    "The key of each of `runs` in the view's addresses: its folder name, with its config hash where names repeat."
+    names = [r.name for r in runs]
+    tag = lambda r: (r.config_hash or hashlib.sha256(str(r.dir.resolve()).encode()).hexdigest())[:10]
+    keys = [n if names.count(n) == 1 else f"{n}@{tag(r)}" for n, r in zip(names, runs)]
+    return [k if keys.count(k) == 1 else f"{k}#{i}" for i, k in enumerate(keys)]
+
 # %% ../nbs/57_view.ipynb #6007bcd4
 def site_index(rs: RunSet, details: list, labels: dict) -> tuple:
     "`(index, ids)`: the columnar index of the runs' items and `(benchmark, sample_id)` of each of its keys."
@@ -320,15 +377,15 @@ def site_index(rs: RunSet, details: list, labels: dict) -> tuple:
     oc = outcome_codes(df["error"], df["valid"], df["score"])
     sc, js = pd.to_numeric(df["score"], errors="coerce").to_numpy(float), pd.to_numeric(df["judge_score"], errors="coerce").to_numpy(float)
     metas, res, cat, at = [], {}, {c: i for i, c in enumerate(runs.categories)}, {k: i for i, k in enumerate(keys)}
-    for i, (r, d) in enumerate(zip(rs, details)):
+    for rk, r, d in zip(run_keys(list(rs)), rs, details):
         m = runs.codes == cat.get(str(r.dir), -2)
         o, s, j = np.zeros(n, np.int8), np.full(n, np.nan), np.full(n, np.nan)
         o[codes[m]], s[codes[m]], j[codes[m]] = oc[m], sc[m], js[m]
         for k, jd in (d.judgments if (r.dir / "judgments.jsonl").is_file() else {}).items():   # a verdict written after scoring
             at_k = at.get(k if one else f"{r.config.benchmark}/{k}")
             if at_k is not None and jd.get("score") is not None: j[at_k] = float(jd["score"])
-        if r.status != "broken": res[f"r{i}"] = {"o": o.tolist(), "s": _floats(s), "j": _floats(j)}
-        metas.append(_run_meta(f"r{i}", r, labels.get(r.name, r.name), d.problems, int(m.sum())))
+        if r.status != "broken": res[rk] = {"o": o.tolist(), "s": _floats(s), "j": _floats(j)}
+        metas.append(_run_meta(rk, r, labels.get(r.name, r.name), d.problems, int(m.sum()), d.live))
     it, top = _item_columns(rs, df, codes, at, one, runs.codes, cat), bench.iloc[first].astype(object).tolist()
     text = lambda vals, k: ["" if v is None else str(v)[:k] for v in vals]
     index = {"runs": metas, "outcomes": OUTCOMES, "chunk": CHUNK, "keys": keys,
@@ -343,7 +400,7 @@ class Pages:
         self.runs = [(m["key"], r, d) for m, r, d in zip(index["runs"], rs, details) if r.config is not None]
         self.keys, self.ids, self.n = index["keys"], ids, math.ceil(len(index["keys"]) / CHUNK)
         self.thumbs = Thumbs(folder) if frames and folder is not None else None
-        self.cache = shared_frame_cache() if self.thumbs is not None else None
+        self.cache = FrameCache(8) if self.thumbs is not None else None          # in memory: the view writes nothing to the cache
         self.lock = threading.Lock()
 
     def _result(self, rk, run, d, sid, p, row):
@@ -352,7 +409,7 @@ class Pages:
         bench, samples = d.data if self.thumbs is not None else (None, {})
         if self.thumbs is not None:
             s = samples.get(sid)
-            res["media"] = item_media(bench, s, run.config, run.info, self.thumbs, self.cache) if s is not None and bench is not None else \
+            res["media"] = item_media(bench, s, located_config(run), run.info, self.thumbs, self.cache) if s is not None and bench is not None else \
                 {"frames": [], "images": [], "text": [], "missing": ["the run's data could not be loaded: the media it was given is unknown"]}
         ev = evidence_of(run, sid, d.isolation, d.graphs)
         if ev: res["evidence"] = ev
@@ -404,12 +461,22 @@ def _js(path: Path, prefix: str, obj, suffix: str = ";\n"):
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(prefix + text + suffix, encoding="utf-8"); tmp.replace(path)
 
-def write_page(pages: Pages, folder, i: int) -> Path:
-    "Write page `i` of `pages` to `folder/details/NNNNN.js` (loaded by the page through a `<script>` tag)."
-    p = Path(folder) / "details" / f"{i:05d}.js"
+def write_page(pages: Pages, folder, i: int, texts: dict | None = None) -> Path:
+    "Write page `i` of `pages` to `folder/details/NNNNN.js` (loaded from `file://` through a `<script>` tag; served as JSON); `texts` gets its `search_texts`."
+    p, page = Path(folder) / "details" / f"{i:05d}.js", pages.page(i)
     p.parent.mkdir(exist_ok=True)
-    _js(p, f"VLMLENS_DETAIL({i},", pages.page(i), ");\n")
+    _js(p, f"VLMLENS_DETAIL({i},", page, ");\n")
+    if texts is not None: texts.update(search_texts(page))
     return p
+
+def search_texts(page: dict, limit: int = 1000, total: int = 20000) -> dict:
+    "`{key: text}` of one page of details: what search reads beyond question, id and gold (each run's answer, thinking, judge reply, error; `limit` characters of each, `total` per item), lower case."
+    parts = lambda r: (r.get("raw"), r.get("thinking"), (r.get("judge") or {}).get("raw"), r.get("error"))
+    return {k: "\n".join(str(x)[:limit] for r in d["runs"].values() for x in parts(r) if x)[:total].lower() for k, d in page.items()}
+
+def write_search(folder, keys: list, texts: dict):
+    "Write `search.js`: `search_texts` in the order of the index's keys (loaded when the page first searches)."
+    _js(Path(folder) / "search.js", "window.VLMLENS_SEARCH=", [texts.get(k, "") for k in keys])
 
 
 
@@ -419,15 +486,16 @@ def build_site(runs, out="vlmlens-view", frames: bool = True, progress: bool = T
     from tqdm.auto import tqdm
     rs = _runs_of(runs)
     out = check_out(out).resolve()
-    tmp = out.with_name(f".{out.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))     # ours alone: nothing else is removed
     try:
         details = [RunDetails(r) for r in rs]
         index, ids = site_index(rs, details, run_labels(list(rs)) if len(rs) > 1 else {})
         (tmp / "details").mkdir()
         if pages:
-            P = Pages(rs, details, index, ids, tmp, frames)
-            for i in tqdm(range(P.n), desc="view pages", disable=not progress, unit="page"): write_page(P, tmp, i)
+            P, texts = Pages(rs, details, index, ids, tmp, frames), {}
+            for i in tqdm(range(P.n), desc="view pages", disable=not progress, unit="page"): write_page(P, tmp, i, texts)
+            write_search(tmp, index["keys"], texts)
             for d in details: d.close()
             index["runs"] = [{**m, "problems": d.problems} for m, d in zip(index["runs"], details)]   # met while reading the pages
         _js(tmp / "data.js", "window.VLMLENS_INDEX=", index)
@@ -443,34 +511,106 @@ def write_site(runs, out="vlmlens-view", frames: bool = True, progress: bool = T
     return build_site(runs, out, frames, progress)[0]
 
 # %% ../nbs/57_view.ipynb #8a95ffaa
+OPEN_FILES = ("/app.js", "/style.css")          # the page's own code: nothing of the runs
+
 class ViewHandler(http.server.SimpleHTTPRequestHandler):
-    "Files of one view folder (pages of details built on request): no directory listings, nothing outside the folder, no request log."
-    pages = None
+    "Files of one view folder to its own page only (see above): no directory listings, nothing outside the folder, no request log."
+    pages, token, locks = None, "", None
     def translate_path(self, path):
         p, root = Path(super().translate_path(path)).resolve(), Path(self.directory).resolve()
-        if not (p == root or root in p.parents): return str(root / ".not-in-this-view")
-        if self.pages is not None and p.parent == root / "details" and not p.exists() and p.suffix == ".js" and p.stem.isdigit() \
-                and int(p.stem) < self.pages.n:
-            write_page(self.pages, root, int(p.stem))
-        return str(p)
+        return str(p) if p == root or root in p.parents else str(root / ".not-in-this-view")
     def list_directory(self, path): self.send_error(404, "no directory listings"); return None
     def log_message(self, *a): pass
+    def end_headers(self):
+        for k, v in (("X-Content-Type-Options", "nosniff"), ("Cross-Origin-Resource-Policy", "same-origin"),
+                     ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store")): self.send_header(k, v)
+        super().end_headers()
 
-def server(out, port: int = 8000, pages: Pages | None = None):
-    "An HTTP server of the view folder `out` on 127.0.0.1:`port` (0: any free port; `pages`: built on request); call `serve_forever()`."
+    def refusal(self) -> str | None:
+        "Why this request is refused (None: it is answered)."
+        from urllib.parse import parse_qs, urlsplit
+        import hmac
+        hosts = {f"127.0.0.1:{self.server.server_address[1]}", f"localhost:{self.server.server_address[1]}"}
+        if self.headers.get("Host") not in hosts: return "this server answers only to its loopback address"
+        if self.headers.get("Origin") not in (None, *(f"http://{h}" for h in hosts)): return "a request from another origin"
+        if self.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"): return "a request from another site"
+        u = urlsplit(self.path)
+        if u.path in OPEN_FILES: return None
+        got = (parse_qs(u.query).get("token") or [""])[0] or self.headers.get("X-Vlmlens-Token", "")
+        return None if hmac.compare_digest(got.encode(), self.token.encode()) else \
+            "no or wrong token: open the address `vlmlens view --serve` printed"
+
+# %% ../nbs/57_view.ipynb #4d1c0a77
+def served_json(handler: ViewHandler, path: str) -> bytes | None:
+    "The JSON a served page fetches at `path` (`/data.json`, `/details/NNNNN.json`; pages built once when missing); None: no such data."
+    import re
+    root, m = Path(handler.directory), re.fullmatch(r"/(?:data|search|details/(\d{5}))\.json", path)
+    if m is None: return None
+    if path == "/search.json": return served_search(handler)
+    if m.group(1) is None:
+        p = root / "data.js"
+        return p.read_bytes()[len(b"window.VLMLENS_INDEX="):].rstrip().rstrip(b";") if p.is_file() else None
+    i, P = int(m.group(1)), handler.pages
+    p = root / "details" / f"{i:05d}.js"
+    if not p.is_file() and P is not None and i < P.n:
+        with handler.locks.setdefault(i, threading.Lock()):        # concurrent first requests: one build
+            if not p.is_file(): write_page(P, root, i)
+    if not p.is_file(): return None
+    raw = p.read_bytes()
+    return raw[raw.index(b",") + 1:raw.rindex(b")")]
+
+def served_search(handler: ViewHandler) -> bytes | None:
+    "`search.js` as JSON; under `--serve` written on the first search from every page of details (those not yet built are built)."
+    root, P = Path(handler.directory), handler.pages
+    p = root / "search.js"
+    if not p.is_file() and P is not None:
+        with handler.locks.setdefault("search", threading.Lock()):
+            if not p.is_file():
+                texts = {}
+                for i in range(P.n): texts.update(search_texts(json.loads(served_json(handler, f"/details/{i:05d}.json"))))
+                write_search(root, P.keys, texts)
+    return p.read_bytes()[len(b"window.VLMLENS_SEARCH="):].rstrip().rstrip(b";") if p.is_file() else None
+
+# %% ../nbs/57_view.ipynb #7e3a4b91
+@patch
+def do_GET(self: ViewHandler, body: bool = True):
+    from urllib.parse import unquote, urlsplit
+    why = self.refusal()
+    if why: return self.send_error(403, why)
+    path = unquote(urlsplit(self.path).path)
+    if path.endswith(".js") and path not in OPEN_FILES: return self.send_error(404, "the data are served as JSON")
+    data = served_json(self, path) if path.endswith(".json") else None
+    if data is None: return super(ViewHandler, self).do_GET() if body else super(ViewHandler, self).do_HEAD()
+    self.send_response(200); self.send_header("Content-Type", "application/json; charset=utf-8")
+    self.send_header("Content-Length", str(len(data))); self.end_headers()
+    if body: self.wfile.write(data)
+
+@patch
+def do_HEAD(self: ViewHandler): self.do_GET(body=False)
+
+def server(out, port: int = 8000, pages: Pages | None = None, token: str | None = None):
+    "An HTTP server of the view folder `out` on 127.0.0.1:`port` (0: any free port; `pages`: built on request); its page is at `.url`."
+    import secrets
     out = Path(out)
     if not (out / MARKER).exists(): raise ValueError(f"{out}: not a vlmlens view folder (make one with `vlmlens view`)")
-    handler = type("Handler", (ViewHandler,), {"pages": pages})
-    return http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), functools.partial(handler, directory=str(out)))
+    handler = type("Handler", (ViewHandler,), {"pages": pages, "token": token or secrets.token_urlsafe(24), "locks": {}})
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", int(port)), functools.partial(handler, directory=str(out)))
+    srv.token, srv.url = handler.token, f"http://127.0.0.1:{srv.server_address[1]}/?token={handler.token}"
+    return srv
 
 # %% ../nbs/57_view.ipynb #f7e478d3
 def show(runs, out="vlmlens-view", height: int = 720, frames: bool = True, progress: bool = False):
-    "Write the view of `runs` to `out` and return an inline IFrame of it (displayed when it ends a cell)."
+    "Write the view of `runs` to `out` and return an inline IFrame of it with a link to it (displayed when it ends a cell)."
     from IPython.display import IFrame
+    from html import escape
     page = write_site(runs, out, frames=frames, progress=progress)
-    try: src = os.path.relpath(page)
+    try: src = os.path.relpath(page).replace(os.sep, "/")
     except ValueError: src = page.as_uri()           # another drive (Windows)
-    return IFrame(src.replace(os.sep, "/"), width="100%", height=height)
+    class ViewFrame(IFrame):
+        def _repr_html_(self):
+            return (f'<p><a href="{escape(self.src)}" target="_blank">open the view ({escape(self.src)})</a></p>' + super()._repr_html_())
+        def __repr__(self): return f"vlmlens view: {self.src}"
+    return ViewFrame(src, width="100%", height=height)
 
 # %% ../nbs/57_view.ipynb #2e8a671b
 GROUP_FILTERS = {"benchmark": "benchmark", "subset": "subset", "skill": "subset", "language": "language", "locale": "locale"}
@@ -487,9 +627,9 @@ def view_index(view_dir) -> dict:
     if not (Path(view_dir) / MARKER).exists() or not p.is_file(): raise ValueError(f"{view_dir}: not a vlmlens view folder (make one with `vlmlens view`)")
     return _view_index(str(p.resolve()), p.stat().st_mtime)
 
-def deep_link(view_dir, run=None, outcome: str | None = None, **where) -> str:
-    "The address of the view's list of the items of `run` (a run folder or name) in the group `where` (`GROUP_FILTERS`), with `outcome`."
-    from urllib.parse import urlencode
+def deep_link(view_dir, run=None, outcome: str | None = None, item: str | None = None, relative_to=None, **where) -> str:
+    "The address of the view's list of the items of `run` (a run folder or name) in the group `where` (`GROUP_FILTERS`), with `outcome`, `item` open; relative to the folder `relative_to` when given."
+    from urllib.parse import quote, urlencode
     ix, params = view_index(view_dir), {}
     if run is not None:
         want = str(Path(run).resolve()) if Path(str(run)).exists() else None
@@ -503,7 +643,12 @@ def deep_link(view_dir, run=None, outcome: str | None = None, **where) -> str:
     if outcome is not None:
         if outcome not in OUTCOMES: raise ValueError(f"outcome {outcome!r}: one of {', '.join(OUTCOMES)}")
         params["outcome"] = outcome
-    return (Path(view_dir).resolve() / "index.html").as_uri() + "#" + urlencode(params)
+    if item is not None: params["item"] = str(item)
+    page = Path(view_dir).resolve() / "index.html"
+    if relative_to is not None:
+        try: return quote(os.path.relpath(page, Path(relative_to).resolve()).replace(os.sep, "/")) + "#" + urlencode(params)
+        except ValueError: pass                                          # another drive (Windows): the absolute address
+    return page.as_uri() + "#" + urlencode(params)
 
 # %% ../nbs/57_view.ipynb #a57d6e3e
 def _group_of(row: dict) -> dict:
@@ -516,16 +661,16 @@ def _group_of(row: dict) -> dict:
         out[k] = v
     return out
 
-def link_rows(table: Table, view_dir, runs, fmt: str = "md", groups: list | None = None) -> Table:
-    "A copy of `table` with links to the items behind each row: `runs` (one per row, or one for all) its run, `groups` its filters (else its group columns)."
+def link_rows(table: Table, view_dir, runs, fmt: str = "md", groups: list | None = None, relative_to=".") -> Table:
+    "A copy of `table` with links to the items behind each row: `runs` (one per row, or one for all) its run, `groups` its filters (else its group columns); links relative to `relative_to` (None: absolute)."
     import copy
     t, df = copy.copy(table), table.data.reset_index(drop=True)
     runs = list(runs) if isinstance(runs, (list, tuple)) else [runs] * len(df)
     groups = groups or [_group_of(r) for r in df.to_dict("records")]
     if fmt == "csv":
-        t.data = df.assign(view_url=[deep_link(view_dir, r, **g) for r, g in zip(runs, groups)])
+        t.data = df.assign(view_url=[deep_link(view_dir, r, relative_to=relative_to, **g) for r, g in zip(runs, groups)])
         return t
-    md = lambda r, g: " · ".join(f"[{name}]({deep_link(view_dir, r, o, **g)})" for name, o in ROW_LINKS)
+    md = lambda r, g: " · ".join(f"[{name}]({deep_link(view_dir, r, o, relative_to=relative_to, **g)})" for name, o in ROW_LINKS)
     t.data = df.assign(**{"items in the view": [md(r, g) for r, g in zip(runs, groups)]})
     return t
 
@@ -580,11 +725,12 @@ def add_parser(sub):
 
 def main(a) -> int:
     "Run `vlmlens view`."
+    if not 0 <= a.port <= 65535: raise ValueError(f"--port {a.port}: a port is 1 to 65535 (0: any free port)")
     page, pages = build_site(a.runs, a.out, frames=a.frames, progress=a.progress, pages=not a.serve)
     if not a.serve: print(f"view: {page.as_uri()}  (open it in a browser)")
     else:
         srv = server(page.parent, a.port, pages)
-        print(f"serving {page.parent} on http://127.0.0.1:{srv.server_address[1]}/ (Ctrl-C stops)")
+        print(f"serving {page.parent}: open {srv.url} (only this address reads it; Ctrl-C stops)")
         try: srv.serve_forever()
         except KeyboardInterrupt: pass
         finally: srv.server_close()
@@ -617,15 +763,34 @@ def wandb_row(item: dict, res: dict, folder, image) -> list:
             res.get("score"), j.get("judge_id"), j.get("prompt_sha256"), j.get("raw"), j.get("score"), res.get("error"),
             t.get("input_tokens"), t.get("output_tokens"), res.get("cost_usd"), res.get("latency_s"), text(m.get("missing")) if m.get("missing") else None]
 
+# %% ../nbs/57_view.ipynb #4b5c6d7e
+def wandb_ready(timeout_s: float = 5.0) -> None:
+    "Refuse at once (one line) what makes W&B fail slowly: no API key, or a server that does not answer within `timeout_s`."
+    import netrc, socket
+    from urllib.parse import urlsplit
+    if os.environ.get("WANDB_MODE", "").strip().lower() in ("offline", "disabled", "dryrun"): return
+    base = os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai"
+    u = urlsplit(base)
+    host, port = u.hostname or "api.wandb.ai", u.port or (80 if u.scheme == "http" else 443)
+    key = os.environ.get("WANDB_API_KEY")
+    if not key:
+        try: key = (netrc.netrc().authenticators(host) or (None, None, None))[2]
+        except (OSError, netrc.NetrcParseError): key = None
+    if not key: raise ValueError(f"W&B has no API key for {host}: set WANDB_API_KEY or run `wandb login` (WANDB_MODE=offline logs locally)")
+    try: socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as e:
+        raise ValueError(f"W&B at {base} cannot be reached ({type(e).__name__}: {e}); check the network (WANDB_MODE=offline logs locally)") from None
+
 # %% ../nbs/57_view.ipynb #36743651
 def _summary(overall: dict) -> dict:
     return {k: v for k, v in overall.items() if isinstance(v, (int, float, str, bool)) or v is None}
 
 def to_wandb(runs, project: str | None = None, frames: bool = True, progress: bool = True) -> list[dict]:
     "Log each of `runs` to W&B (summary + a table of its items with their frames); returns `[{run, wandb_id, items}]`."
-    import tempfile, wandb
     rs = as_runset(runs)
     if not len(rs): raise FileNotFoundError("no runs (folders with a run.json) to log")
+    wandb_ready()
+    import tempfile, wandb
     project, out = project or os.environ.get("WANDB_PROJECT") or "vlmlens", []
     with tempfile.TemporaryDirectory() as tmp:
         data = site_data(rs, frames, progress, tmp)
@@ -635,11 +800,16 @@ def to_wandb(runs, project: str | None = None, frames: bool = True, progress: bo
                 res = data["results"].get(k, {}).get(m["key"])
                 if res is None or res.get("outcome") == "missing": continue
                 table.add_data(*wandb_row(item, res, tmp, wandb.Image)); n += 1
-            cfg = {"run": m["name"], "run_dir": m["dir"], "label": m["label"], "status": m["status"], **_clean(run.settings())}
-            with wandb.init(project=project, name=m["name"], config=cfg, job_type="eval", reinit="create_new") as wr:
-                wr.summary.update(_summary(m["overall"]))
-                wr.log({"items": table})
-                out.append({"run": m["name"], "wandb_id": wr.id, "items": n})
+            cfg = {"run": m["name"], "run_dir": m["dir"], "label": m["label"], "status": m["status"], "config_hash": run.config_hash,
+                   "model_revision": run.info.get("model_revision"), "vlmlens_version": run.info.get("vlmlens_version"),
+                   "provenance": run_provenance(run), **_clean(run.settings())}
+            try:
+                with wandb.init(project=project, name=m["name"], config=cfg, job_type="eval", reinit="create_new",
+                                settings=wandb.Settings(init_timeout=60)) as wr:
+                    wr.summary.update(_summary(m["overall"]))
+                    wr.log({"items": table})
+                    out.append({"run": m["name"], "wandb_id": wr.id, "items": n})
+            except wandb.errors.Error as e: raise ValueError(f"W&B: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
     return out
 
 def report_to_wandb(run_dirs, frames: bool = True) -> int:

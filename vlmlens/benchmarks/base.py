@@ -77,6 +77,12 @@ def uses_presets(self: Benchmark, cfg: RunConfig) -> bool:
     "Whether a model's preset frames apply to `cfg` (False when this benchmark's protocol fixes the frames)."
     return True
 
+# %% ../../nbs/30_benchmarks_base.ipynb #c4d5e6f2
+@patch
+def data_missing(self: Benchmark, cfg: RunConfig) -> str | None:
+    "Why `cfg`'s data cannot be read without fetching or generating it (None: it can, or loading will say what is wrong)."
+    return None
+
 # %% ../../nbs/30_benchmarks_base.ipynb #741afd6f
 @patch
 def media_roots(self: Benchmark, cfg: RunConfig) -> list[Path]:

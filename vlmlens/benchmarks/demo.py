@@ -487,6 +487,11 @@ class DemoBenchmark(Benchmark):
             return p
         return ensure_demo_data(self.root, progress=cfg is None or cfg.progress) / "samples.jsonl"
 
+    def data_missing(self, cfg: RunConfig) -> str | None:
+        "Why the demo data cannot be read as it is: the generated demo is not there (`vlmlens demo` makes it again)."
+        if cfg.data_path or (demo_dir(self.root) / "samples.jsonl").is_file(): return None
+        return f"the demo data is not in {demo_dir(self.root)} (`vlmlens demo` makes it again)"
+
     def load(self, cfg: RunConfig) -> tuple[list[Sample], list]:
         "Samples of the demo (or of `cfg.data_path`), filtered by subset and language, and the row errors."
         path = self.data_file(cfg)
