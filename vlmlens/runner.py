@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterable
 
 from . import data, media, prompts
 from .benchmarks.base import Benchmark, get_benchmark
-from .core import VIDEO_MODALITIES, Generation, Judgment, NothingAnswered, Prediction, RunConfig, Sample, most_common_error
+from .core import (VIDEO_MODALITIES, Generation, Judgment, NothingAnswered, Prediction, RunConfig, Sample, as_config,
+                          check_environment, most_common_error)
 from .judges import LANG_NAMES, JudgeItem, reference_text
 from .metrics import aggregate, rates
 from .models import registry
@@ -32,10 +33,10 @@ log = logging.getLogger("vlmlens")
 # %% auto #0
 __all__ = ['log', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_selection', 'frame_fit', 'prepare', 'gold_text',
            'needs_judge', 'finish_prediction', 'prediction_of', 'run_batch', 'latest_judgments', 'make_judge',
-           'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize', 'scored_summary', 'write_summary',
-           'run_notes', 'reopen', 'rescore', 'rejudge', 'score_files', 'launch_env', 'apply_launch', 'launch_barrier',
-           'write_launch_summary', 'encoding_problem', 'nothing_readable', 'load_run_samples', 'video_key',
-           'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams', 'stream_pending',
+           'check_judge_used', 'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize', 'scored_summary',
+           'write_summary', 'run_notes', 'reopen', 'rescore', 'rejudge', 'score_files', 'launch_env', 'apply_launch',
+           'launch_barrier', 'write_launch_summary', 'encoding_problem', 'nothing_readable', 'load_run_samples',
+           'video_key', 'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams', 'stream_pending',
            'generate_claimed', 'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'check_device',
            'check_languages', 'check_output_root', 'check_before_run', 'check_config', 'open_locked', 'discard_unused',
            'check_answered', 'check_rerun', 'run', 'price_estimate', 'estimate_run']
@@ -199,6 +200,14 @@ def make_judge(bench: Benchmark, cfg: RunConfig, samples: list[Sample]):
     "The benchmark's judge when some of `samples` may need one and `cfg.judge` is not 'none'."
     if (cfg.judge or "").lower() == "none" or not any(needs_judge(bench, s, None) for s in samples): return None
     return bench.make_judge(cfg)
+
+# %% ../nbs/40_runner.ipynb #1e2f3a88
+def check_judge_used(bench: Benchmark, cfg: RunConfig, judge):
+    "Refuse (one-line ValueError) `--judge`/`--judge-kwarg` on a run whose items no judge scores (`judge`: `make_judge`'s answer)."
+    if judge is not None or (cfg.judge or "").lower() == "none" or not (cfg.judge or cfg.judge_kwargs): return
+    flag = "--judge " + cfg.judge if cfg.judge else "--judge-kwarg"
+    raise ValueError(f"{flag}: no item of this {bench.name} run goes to a judge (its answers are scored by rule); "
+                     "leave --judge and --judge-kwarg out")
 
 # %% ../nbs/40_runner.ipynb #2f3a4b97
 def judge_items(judge, items: list[JudgeItem], store: RunStore | None = None, *, batch_size: int | None = None,
@@ -605,11 +614,18 @@ def check_output_root(path) -> Path:
     except OSError as e: raise ValueError(f"--output-root {path}: cannot create folders in {probe} ({e.strerror})") from None
     return p
 
-def check_before_run(bench: Benchmark, cfg: RunConfig):
-    "The checks that need neither the items nor the model: the benchmark's options, the run folder's place (one line each)."
-    bench.check_kwargs(cfg.benchmark_kwargs)
+def check_before_run(bench: Benchmark, cfg: RunConfig) -> RunConfig:
+    "The checks that need neither the items nor the model (environment, the benchmark's options, splits and strategies, device, the run folder's place; one line each): `cfg` with its options coerced."
+    check_environment()
+    kw = bench.check_kwargs(cfg.benchmark_kwargs)            # the checked value is the one the run uses and records
+    if cfg.strategy not in bench.strategies:
+        raise ValueError(f"--strategy {cfg.strategy}: {bench.name} prompts implement {', '.join(bench.strategies)}")
+    if cfg.split not in (None, "all") and bench.splits is not None and not set(cfg.split.split(",")) <= set(bench.splits):
+        raise ValueError(f"--split {cfg.split}: " + (f"{bench.name} has no splits; leave --split out" if not bench.splits
+                         else f"{bench.name}'s splits are {', '.join(bench.splits)}"))
     check_device(cfg.device)
     check_output_root(cfg.output_root)
+    return dataclasses.replace(cfg, benchmark_kwargs={k: kw[k] for k in cfg.benchmark_kwargs})
 
 def check_config(cfg: RunConfig, spec=None) -> tuple[RunConfig, Benchmark, dict | None]:
     "What `run` (and a sweep, for each of its runs) checks before creating anything: `(cfg with the model's preset, benchmark, preset)`."
@@ -619,8 +635,7 @@ def check_config(cfg: RunConfig, spec=None) -> tuple[RunConfig, Benchmark, dict 
     if spec is not None:
         if bench.uses_presets(cfg): cfg, preset = registry.apply_preset(cfg, spec)   # the paper's frames for this model when none are given
         spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
-    check_before_run(bench, cfg)
-    return cfg, bench, preset
+    return check_before_run(bench, cfg), bench, preset
 
 # %% ../nbs/40_runner.ipynb #e1de52d3
 def open_locked(cfg: RunConfig, judge=None) -> tuple[RunStore, Path | None]:
@@ -665,7 +680,7 @@ def check_rerun(cfg: RunConfig, judge, n_items: int):
 # %% ../nbs/40_runner.ipynb #db0975e2
 def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     "Run one configuration end to end; return its summary (also written to `summary.json`); NothingAnswered after it if no item was answered."
-    cfg = (config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))).validate()
+    cfg = as_config(config)
     spec, preset = None if backend is not None else registry.get_spec(cfg.model), None
     launch, cfg = launch_env(), apply_launch(cfg, spec is not None and spec.backend in registry.LOCAL_BACKENDS)
     cfg, bench, preset = check_config(cfg, spec)          # preset, model input, options, device, output root: nothing created
@@ -675,6 +690,7 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     if preset: notes["preset"] = preset
     if spec is not None: registry.preflight(spec, cfg, **backend_options(cfg, spec))   # keys, model options, checkpoint
     judge = make_judge(bench, cfg, shard_filter(samples, cfg))   # before anything exists: a missing judge key fails here
+    check_judge_used(bench, cfg, judge)
     check_rerun(cfg, judge, len(samples))                 # a finished run's numbers are never silently rewritten
     store, made = open_locked(cfg, judge)
     try:
@@ -736,7 +752,7 @@ def _item_tokens(bench: Benchmark, backend, s: Sample, cfg: RunConfig, sizes: di
 
 def estimate_run(config) -> dict:
     "What a run would send and cost, before any call and creating nothing (API models only): `price_estimate` plus the run's identity."
-    cfg = (config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))).validate()
+    cfg = as_config(config)
     cfg, spec = data.resolve_data_path(cfg), registry.get_spec(cfg.model)
     if spec.backend in registry.LOCAL_BACKENDS: raise ValueError(f"--dry-run estimates what an API run is billed; {cfg.model} runs locally")
     cfg, bench, _ = check_config(cfg, spec)

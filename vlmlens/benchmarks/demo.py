@@ -474,6 +474,7 @@ class DemoBenchmark(Benchmark):
     "The shipped synthetic demo benchmark (videos, images, subtitles; en/hi/te)."
     name = "demo"
     kwargs_schema = ()        # the demo takes no --benchmark-kwarg: any key is a typo
+    splits = ()               # one set of items: --split is refused
 
     def __init__(self, root=None):
         self.root = root

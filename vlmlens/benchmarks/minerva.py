@@ -494,7 +494,7 @@ def accuracy_metric(cfg: RunConfig) -> str:
 CURVE_KWARGS = MINERVA_KWARGS + (
     Option("accuracy", "str", "share_of_2s", "the headline accuracy", ACCURACY_METRICS),
     Option("resource_sets", "dict", None, 'the low/high locale comparison sets, {"low": [...], "high": [...]} (default: the paper\'s)'),
-    Option("human_baseline", "float", None, "a human accuracy to print beside the run's (a fraction)"))
+    Option("human_baseline", "float", None, "a human accuracy to print beside the run's (a fraction)", range=(0, 1)))
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #b1d2f3a4
 class CurveBenchmark(MinervaBenchmark):

@@ -1,0 +1,268 @@
+"""The mistakes matrix generated from the input schema: every `RunConfig` field's declaration (type, least value,
+allowed values), every cross-field rule, every declared environment variable and the sweep file's keys give wrong
+values, and each is tried through the command line, a sweep file, a papermill notebook's parameters and the Python
+API. Each case asserts one line, exit 2 (or one ValueError from Python), and that the working folder, the output root
+and the cache are as they were. In-process: `vlmlens.cli.main([...])`, no subprocess."""
+import contextlib
+import io
+import math
+import os
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vlmlens.benchmarks.demo import ensure_demo_data
+from vlmlens.cli import main
+from vlmlens.core import ENVIRONMENT, RunConfig, field_kind
+from vlmlens.runner import check_config, run
+from vlmlens.sweep import SWEEP_KEYS, parameters_cell
+
+MODEL = "tiny-qwen2.5-vl"
+FIELDS = {f.name: f for f in fields(RunConfig)}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def demo_data():
+    ensure_demo_data(progress=False)
+
+
+def _flag(f) -> str:
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+def wrong_values(f) -> list[tuple[str, object]]:
+    "(label, value) pairs the declaration of field `f` refuses, as a user would type or write them."
+    kind, lo, ch = field_kind(f), f.metadata.get("lo"), f.metadata.get("choices")
+    out = []
+    if kind in ("int", "float"):
+        out += [("text", "abc"), ("empty", ""), ("nan", "nan"), ("inf", "inf"), ("list", [1, 2])]
+        if lo is not None: out.append(("below", lo if f.metadata.get("above") else lo - 1))
+        if kind == "int": out.append(("fraction", 2.5))
+    elif kind == "str":
+        out += [("empty", ""), ("list", ["a", "b"])]
+        if ch: out.append(("not-a-choice", ch[0] + "x"))
+    elif kind == "dict": out += [("text", "notjson"), ("list", ["k=v"])]
+    elif kind == "bool": out += [("word", "maybe"), ("number", 2)]
+    return out
+
+
+CASES = [(name, label, value) for name, f in FIELDS.items() for label, value in wrong_values(f)]
+IDS = [f"{n}-{label}" for n, label, _ in CASES]
+CLI_CASES = [c for c in CASES if not isinstance(c[2], list)]        # one argument holds no list
+
+
+def _listing(*folders) -> dict:
+    return {str(d): sorted(str(p.relative_to(d)) for p in Path(d).rglob("*")) if Path(d).exists() else None for d in folders}
+
+
+@pytest.fixture
+def where(tmp_path, monkeypatch):
+    "The working folder (tmp_path/work), the output root (tmp_path/out), and the listing of both and the cache."
+    work = tmp_path / "work"; work.mkdir()
+    monkeypatch.chdir(work)
+    folders = (work, tmp_path / "out", os.environ["VLMLENS_CACHE"])
+    before = _listing(*folders)
+    yield work, tmp_path / "out"
+    assert _listing(*folders) == before, "something was left on disk"
+
+
+def _cli(*args) -> tuple[int, list[str]]:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try: rc = main([str(a) for a in args])
+        except SystemExit as e: rc = e.code
+    lines = [l for l in err.getvalue().splitlines() if l.strip()]
+    return rc, lines
+
+
+def _one_line(rc, lines, *needles):
+    assert rc == 2, (rc, lines)
+    assert len(lines) == 1 and "Traceback" not in lines[0], lines
+    for n in needles: assert n in lines[0], lines[0]
+
+
+def _python_line(fn, *needles):
+    with pytest.raises(ValueError) as e: fn()
+    msg = str(e.value)
+    assert "\n" not in msg.strip(), msg
+    for n in needles: assert n in msg, msg
+
+
+RUN = ["run", "--benchmark", "demo", "--model", MODEL, "--limit", "1", "--no-progress"]
+
+
+def _cli_args(name, value, out):
+    "The command line that gives field `name` the wrong `value`."
+    kind = field_kind(FIELDS[name])
+    base = [a for a in RUN if not (name == "limit" and a in ("--limit", "1"))]
+    if name in ("benchmark", "model"): base = ["run", "--benchmark", "demo", "--model", MODEL, "--no-progress"]
+    if kind == "dict": value = value if "=" in str(value) else str(value)   # KEY=VALUE form refused
+    args = [*base, "--output-root", out] if name != "output_root" else base
+    if name in ("benchmark", "model"):
+        i = args.index("--" + name); args[i + 1] = value
+        return args
+    return [*args, _flag(FIELDS[name]), value]
+
+
+# -- every declared field, every wrong value: the command line ------------------------------------------------------
+
+@pytest.mark.parametrize("name, label, value", CLI_CASES, ids=[f"{n}-{label}" for n, label, _ in CLI_CASES])
+def test_cli_refuses_each_wrong_value_in_one_line(where, name, label, value):
+    "A switch given a value is refused by the parser (`--no-progress maybe`: an argument it does not take)."
+    _, out = where
+    rc, lines = _cli(*_cli_args(name, value, out))
+    _one_line(rc, lines)
+    if name not in ("benchmark", "model", "modality", "strategy") and field_kind(FIELDS[name]) not in ("dict", "bool"):
+        assert _flag(FIELDS[name]) in lines[0], lines[0]
+
+
+# -- the same values through a sweep file ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, label, value", CASES, ids=IDS)
+def test_sweep_file_refuses_each_wrong_value_in_one_line(where, name, label, value):
+    work, out = where
+    value = float(value) if value in ("nan", "inf") else value
+    grid = work / "g.yaml"
+    grid.write_text(yaml.safe_dump({"name": "s", "base": {"benchmark": "demo", "model": MODEL, name: value}}), encoding="utf-8")
+    rc, lines = _cli("sweep", grid, "--output-root", out)
+    grid.unlink()
+    _one_line(rc, lines)
+    if name not in ("benchmark", "model"): assert name in lines[0], lines[0]
+
+
+# -- the same values as a papermill notebook's parameters, and from Python -------------------------------------------
+
+def _notebook_namespace(name, value) -> dict:
+    "The evaluation notebook's globals after its parameters cell and papermill's injected `name = value`."
+    ns = {}
+    exec(parameters_cell(), ns)
+    ns[name] = value
+    return {k: ns[k] for k in FIELDS}
+
+
+@pytest.mark.parametrize("name, label, value", CASES, ids=IDS)
+def test_papermill_parameter_refuses_each_wrong_value_in_one_line(where, name, label, value):
+    _, out = where
+    ns = _notebook_namespace(name, value)
+    if name != "output_root": ns["output_root"] = str(out)
+    _python_line(lambda: run(RunConfig(**ns)), name if name not in ("benchmark", "model") else "")
+
+
+@pytest.mark.parametrize("name, label, value", CASES, ids=IDS)
+def test_python_run_refuses_each_wrong_value_in_one_line(where, name, label, value):
+    _, out = where
+    cfg = {"benchmark": "demo", "model": MODEL, "limit": 1, "progress": False, "output_root": str(out), name: value}
+    _python_line(lambda: run(cfg), name if name not in ("benchmark", "model") else "")
+
+
+# -- the rules that tie fields together --------------------------------------------------------------------------------
+
+RULES = [
+    (["--frames", "8", "--fps", "1"], "give --frames or --fps, not both"),
+    (["--run-name", ".."], "--run-name ..: a run's folder must stay inside --output-root"),
+    (["--run-name", "../escaped"], "must stay inside"),
+    (["--run-name", "/tmp/elsewhere"], "must stay inside"),
+    (["--judge", "none", "--judge-kwarg", "votes=3"], "--judge-kwarg needs a judge"),
+    (["--judge", "nosuch-judge"], "--judge nosuch-judge: no item of this demo run goes to a judge"),
+    (["--judge-kwarg", "votes=3"], "--judge-kwarg: no item of this demo run goes to a judge"),
+    (["--split", "test"], "--split test: demo has no splits"),
+    (["--strategy", "caption"], "--strategy caption: demo prompts implement standard, cot"),
+    (["--benchmark-kwarg", "x=1"], "unknown benchmark_kwargs 'x'"),
+    (["--model-kwarg", "novalue"], "--model-kwarg expects KEY=VALUE"),
+]
+
+
+@pytest.mark.parametrize("extra, needle", RULES, ids=[" ".join(a) for a, _ in RULES])
+def test_cli_refuses_each_cross_field_mistake(where, extra, needle):
+    _, out = where
+    _one_line(*_cli(*RUN, "--output-root", out, *extra), needle)
+
+
+@pytest.mark.parametrize("kw, needle", [
+    ({"num_frames": 8, "fps": 1}, "give num_frames or fps, not both"),
+    ({"run_name": ".."}, "run_name ..: a run's folder must stay inside output_root"),
+    ({"judge": "none", "judge_kwargs": {"votes": 3}}, "judge_kwargs needs a judge"),
+    ({"num_frame": 8}, "unknown RunConfig field 'num_frame' (did you mean 'num_frames'?)"),
+], ids=["frames-and-fps", "run-name-escapes", "judge-kwargs-without-judge", "misspelled-field"])
+def test_python_run_refuses_each_cross_field_mistake(where, kw, needle):
+    _, out = where
+    _python_line(lambda: run({"benchmark": "demo", "model": MODEL, "progress": False, "output_root": str(out), **kw}), needle)
+
+
+def test_python_run_refuses_what_is_not_a_configuration(where):
+    _python_line(lambda: run("demo"), "must be a RunConfig or a mapping of its fields")
+
+
+def test_the_checked_benchmark_option_is_the_value_the_run_uses():
+    "`idk_option=no` (a word the checker reads as false) reaches InfiniBench as False, as `false` does."
+    for word in ("no", "off", "NO", "false"):
+        cfg, _, _ = check_config(RunConfig("infinibench", "m", benchmark_kwargs={"idk_option": word}))
+        assert cfg.benchmark_kwargs == {"idk_option": False}, word
+
+
+@pytest.mark.parametrize("bench, kv, needle", [
+    ("curve", "human_baseline=95", "human_baseline must be between 0 and 1, got 95"),
+    ("curve", "human_baseline=nan", "human_baseline must be a number"),
+    ("infinibench", "idk_option=maybe", "idk_option must be true or false"),
+])
+def test_a_benchmark_option_out_of_its_range_is_refused(where, bench, kv, needle):
+    _, out = where
+    _one_line(*_cli("run", "--benchmark", bench, "--model", MODEL, "--no-progress", "--output-root", out,
+                    "--benchmark-kwarg", kv), needle)
+
+
+# -- the environment ---------------------------------------------------------------------------------------------------
+
+def _env_wrong(name, kind, tmp) -> list[str]:
+    a_file = tmp / "a-file"; a_file.write_text("x", encoding="utf-8")
+    return {"bool": ["maybe", "2"], "gb": ["abc", "nan", "-1"], "folder": [str(a_file)],
+            "file": [str(tmp / "no-such.json")]}[kind]
+
+
+ENV_CASES = [(n, k) for n, (k, _) in ENVIRONMENT.items()]
+
+
+@pytest.mark.parametrize("name, kind", ENV_CASES, ids=[n for n, _ in ENV_CASES])
+def test_a_wrong_environment_variable_is_one_line_naming_it(tmp_path_factory, where, monkeypatch, name, kind):
+    _, out = where
+    for bad in _env_wrong(name, kind, tmp_path_factory.mktemp("env")):
+        monkeypatch.setenv(name, bad)
+        _one_line(*_cli(*RUN, "--output-root", out), f"{name}={bad}")
+        _python_line(lambda: run({"benchmark": "demo", "model": MODEL, "progress": False, "output_root": str(out)}), name)
+        monkeypatch.delenv(name)
+
+
+# -- the sweep file itself ---------------------------------------------------------------------------------------------
+
+def _misspelled(key: str) -> str:
+    return key[1] + key[0] + key[2:]
+
+
+@pytest.mark.parametrize("key", list(SWEEP_KEYS))
+def test_a_misspelled_sweep_key_is_refused(where, key):
+    work, out = where
+    spec = {"name": "s", "base": {"benchmark": "demo", "model": MODEL}, "grid": {"limit": [1, 2]}}
+    spec[_misspelled(key)] = spec.pop(key, "x")
+    grid = work / "g.yaml"; grid.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    rc, lines = _cli("sweep", grid, "--output-root", out)
+    grid.unlink()
+    _one_line(rc, lines, f"unknown key {_misspelled(key)!r}", f"did you mean {key!r}")
+
+
+@pytest.mark.parametrize("content, needle", [
+    (lambda p: p.write_text(yaml.safe_dump({"name": "s", "base": {"benchmark": "demo", "model": MODEL}}), encoding="utf-16"),
+     "not UTF-8 text"),
+    (lambda p: p.write_text(yaml.safe_dump({"name": "s", "grid": {"limit": [1]}}), encoding="utf-8"),
+     "need a benchmark and a model"),
+    (lambda p: p.write_text('{"overall": {"n": 3}, "run_dir": "outputs/x"}', encoding="utf-8"), "unknown key 'overall'"),
+    (lambda p: p.mkdir(), "a folder; give the sweep's YAML file"),
+], ids=["utf-16", "no-base", "a-summary-json", "a-folder"])
+def test_a_sweep_file_that_is_not_one_is_refused(where, content, needle):
+    work, out = where
+    grid = work / "g.yaml"
+    content(grid)
+    rc, lines = _cli("sweep", grid, "--output-root", out)
+    grid.rmdir() if grid.is_dir() else grid.unlink()
+    _one_line(rc, lines, needle)
