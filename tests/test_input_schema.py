@@ -266,3 +266,28 @@ def test_a_sweep_file_that_is_not_one_is_refused(where, content, needle):
     rc, lines = _cli("sweep", grid, "--output-root", out)
     grid.rmdir() if grid.is_dir() else grid.unlink()
     _one_line(rc, lines, needle)
+
+
+# -- a served model or judge nobody serves ----------------------------------------------------------------------------
+
+def _closed_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("who", ["--model", "--judge"])
+def test_a_served_model_or_judge_at_a_closed_port_is_one_line_before_anything_exists(where, tmp_path_factory, monkeypatch,
+                                                                                       server, who):
+    from test_minerva import make_data
+    _, out = where
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    closed = f"openai-compatible:m@http://127.0.0.1:{_closed_port()}/v1"
+    model = closed if who == "--model" else f"openai-compatible:answerer@{server.openai_base_url}"
+    args = ["run", "--benchmark", "curve", "--data-path", make_data(tmp_path_factory.mktemp("curve"), "curve"), "--model", model,
+            "--modality", "text", "--no-progress", "--output-root", out, "--model-kwarg", "cache=false"]
+    args += ["--judge", closed] if who == "--judge" else ["--judge", "none"]
+    rc, lines = _cli(*args)
+    _one_line(rc, lines, f"{who} {closed}: no server answers at http://127.0.0.1:")
+    assert server.count() == 0

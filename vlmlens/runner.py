@@ -38,8 +38,8 @@ __all__ = ['log', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_
            'launch_barrier', 'write_launch_summary', 'encoding_problem', 'nothing_readable', 'load_run_samples',
            'video_key', 'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams', 'stream_pending',
            'generate_claimed', 'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'check_device',
-           'check_languages', 'check_output_root', 'check_before_run', 'check_config', 'open_locked', 'discard_unused',
-           'check_answered', 'check_rerun', 'run', 'price_estimate', 'estimate_run']
+           'check_languages', 'check_served', 'check_output_root', 'check_before_run', 'check_config', 'open_locked',
+           'discard_unused', 'check_answered', 'check_rerun', 'run', 'price_estimate', 'estimate_run']
 
 # %% ../nbs/40_runner.ipynb #66ec6bad
 def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | None = None) -> tuple[list[Sample], dict]:
@@ -197,8 +197,9 @@ def latest_judgments(judgments: Iterable[Judgment], judge_id: str | None = None)
     return out
 
 def make_judge(bench: Benchmark, cfg: RunConfig, samples: list[Sample]):
-    "The benchmark's judge when some of `samples` may need one and `cfg.judge` is not 'none'."
+    "The benchmark's judge when some of `samples` may need one and `cfg.judge` is not 'none' (a served judge asked once first: `check_served`)."
     if (cfg.judge or "").lower() == "none" or not any(needs_judge(bench, s, None) for s in samples): return None
+    check_served(cfg.judge, "--judge")
     return bench.make_judge(cfg)
 
 # %% ../nbs/40_runner.ipynb #1e2f3a88
@@ -602,6 +603,22 @@ def check_languages(language: str | None, flag: str = "--language"):
         raise ValueError(f"{flag} {lang}: not a language code" + (f"; did you mean {near}?" if near else
                          " (use ISO codes such as hi, te or ta-IN)"))
 
+# %% ../nbs/40_runner.ipynb #e1de52e1
+def check_served(name, flag: str = "--model", timeout_s: float = 5.0):
+    "Refuse (one-line ValueError) `openai-compatible:<model>@<url>` when no server answers one request to `<url>/models` within `timeout_s`; other names pass."
+    import urllib.error, urllib.parse, urllib.request
+    spec = registry.parse_api_name(name) if isinstance(name, str) else None
+    if spec is None: return
+    url = spec.defaults["base_url"]
+    local = urllib.parse.urlsplit(url).hostname in ("127.0.0.1", "localhost", "::1")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({})) if local else urllib.request.build_opener()
+    try: opener.open(urllib.request.Request(url + "/models", method="GET"), timeout=timeout_s).close()
+    except urllib.error.HTTPError: return                                 # a server answered
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        why = getattr(e, "reason", None) or e
+        why = getattr(why, "strerror", None) or str(why)
+        raise ValueError(f"{flag} {name}: no server answers at {url} ({why}); start the server, or fix the address") from None
+
 # %% ../nbs/40_runner.ipynb #e1de52d2
 def check_output_root(path) -> Path:
     "`path` made absolute; a one-line ValueError when it cannot be created or written (nothing is created)."
@@ -691,6 +708,7 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     if spec is not None: registry.preflight(spec, cfg, **backend_options(cfg, spec))   # keys, model options, checkpoint
     judge = make_judge(bench, cfg, shard_filter(samples, cfg))   # before anything exists: a missing judge key fails here
     check_judge_used(bench, cfg, judge)
+    if spec is not None: check_served(cfg.model)          # one bounded request to a served model before anything exists
     check_rerun(cfg, judge, len(samples))                 # a finished run's numbers are never silently rewritten
     store, made = open_locked(cfg, judge)
     try:
