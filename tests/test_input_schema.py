@@ -25,7 +25,9 @@ FIELDS = {f.name: f for f in fields(RunConfig)}
 
 @pytest.fixture(scope="module", autouse=True)
 def demo_data():
+    from vlmlens.models.registry import get_spec, resolve_builder
     ensure_demo_data(progress=False)
+    resolve_builder(get_spec(MODEL))           # the tiny model built once, so that no case below writes to the cache
 
 
 def _flag(f) -> str:
@@ -171,6 +173,8 @@ RULES = [
     (["--strategy", "caption"], "--strategy caption: demo prompts implement standard, cot"),
     (["--benchmark-kwarg", "x=1"], "unknown benchmark_kwargs 'x'"),
     (["--model-kwarg", "novalue"], "--model-kwarg expects KEY=VALUE"),
+    (["--model-kwarg", "max_pixels=abc"], "--model-kwarg max_pixels=abc: a value this model cannot read"),
+    (["--model-kwarg", "generation_kwargs=notjson"], "--model-kwarg generation_kwargs=notjson: a value this model cannot read"),
 ]
 
 
@@ -291,3 +295,18 @@ def test_a_served_model_or_judge_at_a_closed_port_is_one_line_before_anything_ex
     rc, lines = _cli(*args)
     _one_line(rc, lines, f"{who} {closed}: no server answers at http://127.0.0.1:")
     assert server.count() == 0
+
+
+# -- other commands' counts -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, needle", [
+    (["isolate", "RUN", "--compiler", "a", "--labeller", "b", "--limit", "0"], "--limit must be a positive integer; got 0"),
+    (["isolate", "RUN", "--compiler", "a", "--labeller", "b", "--max-rounds", "0"], "--max-rounds must be a positive integer"),
+    (["demo", "--frames", "abc", "--no-progress"], "--frames must be a positive integer; got abc"),
+    (["demo", "--run-name", "..", "--no-progress"], "--run-name ..: a run's folder must stay inside"),
+], ids=["isolate-limit-0", "isolate-max-rounds-0", "demo-frames-text", "demo-run-name-escapes"])
+def test_other_commands_refuse_by_the_same_rules(where, args, needle):
+    work, out = where
+    args = [str(work) if a == "RUN" else a for a in args]
+    if args[0] == "demo": args += ["--output-root", str(out)]
+    _one_line(*_cli(*args), needle)

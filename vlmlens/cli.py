@@ -17,7 +17,7 @@ from pathlib import Path
 import vlmlens
 from . import data
 from .benchmarks.base import get_benchmark
-from .core import NothingAnswered, RunConfig, as_config, check_environment, field_kind, parse_kv
+from .core import NothingAnswered, RunConfig, as_config, check_environment, check_field, field_kind, parse_kv
 from .curation import aligned_cli
 from .curation import cli as curation_cli
 from .evidence import isolate_run
@@ -80,7 +80,7 @@ def _add_subcommands(sub):
     s.add_argument("run_dir"); s.add_argument("--compiler", required=True, help="model that compiles reasoning chains into graphs")
     s.add_argument("--labeller", required=True, help="model that aligns answers with graphs and labels errors")
     s.add_argument("--model", help="model under test to re-ask with hints (default: the run's model)")
-    s.add_argument("--modes", default="iterative,one_shot"); s.add_argument("--max-rounds", type=int, default=5); s.add_argument("--limit", type=int)
+    s.add_argument("--modes", default="iterative,one_shot"); s.add_argument("--max-rounds", type=int, default=5); s.add_argument("--limit")
     s.add_argument("--graphs", default="failed", choices=("failed", "all"),
                    help="compile evidence graphs for failed items only, or for all (graph statistics over all, as the paper)")
     curation_cli.add_parser(sub, extensions=CURATE_EXTENSIONS)
@@ -223,6 +223,8 @@ def _dispatch(a) -> int:
     elif a.command == "score":
         _printed(lambda: check_answered(rescore(a.run_dir)), lambda s: print_summary(s, RunSet.discover(a.run_dir)[0].info.get("config")))
     elif a.command == "isolate":
+        a.limit = check_field("limit", a.limit)                  # the run's --limit rule: a positive integer
+        if a.max_rounds < 1: raise ValueError(f"--max-rounds must be a positive integer; got {a.max_rounds}")
         check_isolatable(a.run_dir)                               # before any compiler or labeller model is loaded
         _printed(lambda: isolate_run(a.run_dir, compiler=a.compiler, labeller=a.labeller, model=a.model, max_rounds=a.max_rounds,
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),

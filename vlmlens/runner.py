@@ -37,9 +37,9 @@ __all__ = ['log', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_
            'write_summary', 'run_notes', 'reopen', 'rescore', 'rejudge', 'score_files', 'launch_env', 'apply_launch',
            'launch_barrier', 'write_launch_summary', 'encoding_problem', 'nothing_readable', 'load_run_samples',
            'video_key', 'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams', 'stream_pending',
-           'generate_claimed', 'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'check_device',
-           'check_languages', 'check_served', 'check_output_root', 'check_before_run', 'check_config', 'open_locked',
-           'discard_unused', 'check_answered', 'check_rerun', 'run', 'price_estimate', 'estimate_run']
+           'generate_claimed', 'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'in_words',
+           'check_device', 'check_languages', 'check_served', 'check_output_root', 'check_before_run', 'check_config',
+           'open_locked', 'discard_unused', 'check_answered', 'check_rerun', 'run', 'price_estimate', 'estimate_run']
 
 # %% ../nbs/40_runner.ipynb #66ec6bad
 def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | None = None) -> tuple[list[Sample], dict]:
@@ -579,6 +579,20 @@ def backend_options(cfg: RunConfig, spec) -> dict:
     if spec is not None and spec.backend in registry.LOCAL_BACKENDS and cfg.batch_size > 1: opts["batch_size"] = cfg.batch_size
     return {**opts, **cfg.model_kwargs}
 
+# %% ../nbs/40_runner.ipynb #2ff0e12c
+_PYTHON_WORDS = ("invalid literal for", "could not convert", "dictionary update sequence", "must be real number",
+                 "not supported between", "unsupported operand", "object is not", "argument must be", "is not iterable")
+
+def in_words(fn, options: dict, flag: str = "--model-kwarg"):
+    "`fn()`; a ValueError/TypeError in Python's words (a backend converting one of `options`) becomes one line naming the options that are text."
+    try: return fn()
+    except (ValueError, TypeError) as e:
+        if not any(w in str(e) for w in _PYTHON_WORDS): raise
+        texts = [f"{k}={v}" for k, v in (options or {}).items() if isinstance(v, str)] or [f"{k}=…" for k in (options or {})]
+        if not texts: raise
+        raise ValueError(f"{flag} {', '.join(texts)}: a value this model cannot read; give numbers as numbers and "
+                         'mappings as JSON (e.g. generation_kwargs={"top_p": 0.9})') from None
+
 # %% ../nbs/40_runner.ipynb #e1de52c0
 def check_device(device: str | None):
     "Refuse (one-line ValueError) a `--device` torch cannot parse or this machine lacks; nothing else is checked for `cpu`/`auto`/none."
@@ -705,8 +719,8 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     samples, notes = load_run_samples(bench, cfg, languages_of(backend or spec, cfg.benchmark), samples)
     if cfg.data_path: notes["dataset"] = data.provenance(cfg.data_path)   # source, revision, lock digest: runs on other data never pool
     if preset: notes["preset"] = preset
-    if spec is not None: registry.preflight(spec, cfg, **backend_options(cfg, spec))   # keys, model options, checkpoint
-    judge = make_judge(bench, cfg, shard_filter(samples, cfg))   # before anything exists: a missing judge key fails here
+    if spec is not None: in_words(lambda: registry.preflight(spec, cfg, **backend_options(cfg, spec)), cfg.model_kwargs)   # keys, model options, checkpoint
+    judge = in_words(lambda: make_judge(bench, cfg, shard_filter(samples, cfg)), cfg.judge_kwargs, "--judge-kwarg")   # a missing judge key fails here
     check_judge_used(bench, cfg, judge)
     if spec is not None: check_served(cfg.model)          # one bounded request to a served model before anything exists
     check_rerun(cfg, judge, len(samples))                 # a finished run's numbers are never silently rewritten
@@ -717,7 +731,7 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
         pending = [s for s in mine if s.id not in done]
         if pending:
             own = backend is None
-            if own: backend = registry.load_backend(cfg.model, **backend_options(cfg, spec))
+            if own: backend = in_words(lambda: registry.load_backend(cfg.model, **backend_options(cfg, spec)), cfg.model_kwargs)
             try:
                 frames, fit = fit_context(bench, backend, pending, cfg)
                 if fit: notes["frames_fit"] = fit
