@@ -304,9 +304,29 @@ def test_a_served_model_or_judge_at_a_closed_port_is_one_line_before_anything_ex
     (["isolate", "RUN", "--compiler", "a", "--labeller", "b", "--max-rounds", "0"], "--max-rounds must be a positive integer"),
     (["demo", "--frames", "abc", "--no-progress"], "--frames must be a positive integer; got abc"),
     (["demo", "--run-name", "..", "--no-progress"], "--run-name ..: a run's folder must stay inside"),
-], ids=["isolate-limit-0", "isolate-max-rounds-0", "demo-frames-text", "demo-run-name-escapes"])
+    (["data", "verify", "hintel"], "hintel has no fetchable release, so there is nothing"),
+    (["data", "get", "minerva", "--split", "test"], "--split test: minerva's release is one file with no splits"),
+    (["curate", "dedup", "--from", "x", "--out", "OUT", "--threshold", "1.5"], "--threshold must be a cosine similarity between 0 and 1"),
+    (["curate", "dedup", "--from", "x", "--out", "OUT", "--threshold", "nan"], "--threshold must be a cosine similarity"),
+    (["curate", "dedup", "--from", "x", "--out", "OUT", "--embedding-model", "/nonexistent"], "--embedding-model /nonexistent: no such"),
+], ids=["isolate-limit-0", "isolate-max-rounds-0", "demo-frames-text", "demo-run-name-escapes", "data-verify-hintel",
+        "data-get-split-of-a-one-file-release", "dedup-threshold-above-1", "dedup-threshold-nan", "dedup-missing-embedding-model"])
 def test_other_commands_refuse_by_the_same_rules(where, args, needle):
     work, out = where
-    args = [str(work) if a == "RUN" else a for a in args]
+    args = [str(work) if a == "RUN" else str(out) if a == "OUT" else a for a in args]
     if args[0] == "demo": args += ["--output-root", str(out)]
+    _one_line(*_cli(*args), needle)
+
+
+@pytest.mark.parametrize("command, needle", [
+    (["mcq-report"], "a demo_notes step whose items are not multiple-choice questions"),
+    (["back-translate", "--out", "OUT"], "a demo_notes step; this command reads a translate step"),
+])
+def test_a_curation_step_of_another_kind_is_refused(where, tmp_path_factory, command, needle):
+    from vlmlens.curation.store import Step
+    _, out = where
+    st = Step(tmp_path_factory.mktemp("steps"), "demo_notes", {})
+    st.process([("u", None)], lambda p, w: [w.accept("en/0", {"question": "q", "language": "en"})])
+    st.close()
+    args = ["curate", command[0], "--from", st.dir, *[str(out) if a == "OUT" else a for a in command[1:]]]
     _one_line(*_cli(*args), needle)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -21,7 +22,8 @@ from .review import VerdictLog
 from .store import Step, check_decisions, combine, decisions, decisions_line, find_step, list_steps, open_step, step_folder
 
 # %% auto #0
-__all__ = ['command', 'add_parser', 'resolve_steps', 'report_step', 'judge_kwargs', 'model_kwargs', 'check_device', 'main']
+__all__ = ['command', 'add_parser', 'resolve_steps', 'report_step', 'judge_kwargs', 'model_kwargs', 'check_device',
+           'check_dedup_options', 'distinct_steps', 'main']
 
 # %% ../../nbs/68_curation_cli.ipynb #00ab04c6
 def _list(s: str | None) -> list[str]: return [x.strip() for x in (s or "").split(",") if x.strip()]
@@ -209,14 +211,28 @@ def check_device(name: str | None) -> str | None:
     if d.type == "cuda" and not torch.cuda.is_available(): raise ValueError(f"--device {name}: no CUDA GPU is visible here")
     return name
 
+# %% ../../nbs/68_curation_cli.ipynb #8e41e551
+def check_dedup_options(threshold: float, embedding_model: str | None):
+    "Refuse (one-line ValueError) a `--threshold` outside [0, 1] (NaN included) and an `--embedding-model` path that does not exist."
+    if not (math.isfinite(threshold) and 0 <= threshold <= 1):
+        raise ValueError(f"--threshold must be a cosine similarity between 0 and 1; got {threshold:g}")
+    em = embedding_model
+    if em and em.startswith(("/", ".", "~")) and not Path(em).expanduser().exists():
+        raise ValueError(f"--embedding-model {em}: no such folder; give a sentence-transformers model name or a folder that holds one")
+
+def distinct_steps(steps: list, src: str) -> list:
+    "`steps`, refused (one-line ValueError) when `--from` names one step twice."
+    if len({st.dir.resolve() for st in steps}) < len(steps): raise ValueError(f"--from {src}: names one step twice; combine different steps")
+    return steps
+
 # %% ../../nbs/68_curation_cli.ipynb #8e41e557
 def _dispatch(a) -> int:
     c = a.curate_command
     if c == "generate": return _generate(a)
     if c == "appearance": return _appearance(a)
-    if c == "combine": return report_step(combine(a.out, resolve_steps(a.out, a.src)))
+    if c == "combine": return report_step(combine(a.out, distinct_steps(resolve_steps(a.out, a.src), a.src)))
     if c == "dedup":
-        check_device(a.device)
+        check_device(a.device); check_dedup_options(a.threshold, a.embedding_model)
         (up,) = resolve_steps(a.out, a.src)
         if a.verdicts and not Path(a.verdicts).is_file(): raise FileNotFoundError(f"pair verdict file not found: {a.verdicts}")
         log = VerdictLog(a.verdicts, dedup.PAIR_LABELS) if a.verdicts else None
