@@ -330,3 +330,13 @@ def test_a_curation_step_of_another_kind_is_refused(where, tmp_path_factory, com
     st.close()
     args = ["curate", command[0], "--from", st.dir, *[str(out) if a == "OUT" else a for a in command[1:]]]
     _one_line(*_cli(*args), needle)
+
+
+def test_a_prompt_file_without_the_prompts_placeholders_is_refused_before_any_item(where, tmp_path_factory):
+    from test_minerva import make_data
+    _, out = where
+    tmp = tmp_path_factory.mktemp("prompt")
+    prompt = tmp / "p.txt"; prompt.write_text("Answer briefly.\n", encoding="utf-8")
+    _one_line(*_cli("run", "--benchmark", "curve", "--data-path", make_data(tmp, "curve"), "--model", MODEL, "--modality", "text",
+                    "--judge", "none", "--no-progress", "--output-root", out, "--benchmark-kwarg", f"prompt_file={prompt}"),
+              f"{prompt}: prompt override for curve/answer prompt (direct) drops placeholder(s) {{language}}, {{question}}")

@@ -410,7 +410,9 @@ class MinervaBenchmark(Benchmark):
     kwargs_schema = MINERVA_KWARGS
 
     def load(self, cfg: RunConfig):
-        return load_benchmark_file(cfg.data_path, self.mapper, cfg, self.name)
+        samples, errors = load_benchmark_file(cfg.data_path, self.mapper, cfg, self.name)
+        for s in {s.answer_type: s for s in samples}.values(): answer_prompt(s, cfg)   # a prompt_file without a placeholder: refused before any item
+        return samples, errors
 
     def build_request(self, sample, cfg, stage: int = 0, previous=None):
         return minerva_request(sample, cfg)
