@@ -340,3 +340,35 @@ def test_a_prompt_file_without_the_prompts_placeholders_is_refused_before_any_it
     _one_line(*_cli("run", "--benchmark", "curve", "--data-path", make_data(tmp, "curve"), "--model", MODEL, "--modality", "text",
                     "--judge", "none", "--no-progress", "--output-root", out, "--benchmark-kwarg", f"prompt_file={prompt}"),
               f"{prompt}: prompt override for curve/answer prompt (direct) drops placeholder(s) {{language}}, {{question}}")
+
+
+def test_a_rows_file_of_questions_without_options_is_refused_before_the_run(where, tmp_path_factory):
+    _, out = where
+    rows = tmp_path_factory.mktemp("rows") / "q.csv"
+    rows.write_text("id,question\n1,What is this?\n2,How many?\n", encoding="utf-8")
+    _one_line(*_cli(*RUN, "--data-path", rows, "--output-root", out), "no readable demo row", "options: a mcq row needs its options")
+
+
+def test_curate_verify_with_no_readable_verdict_is_refused(where, tmp_path_factory):
+    from vlmlens.curation.store import Step
+    _, out = where
+    tmp = tmp_path_factory.mktemp("verify")
+    st = Step(tmp, "demo_notes", {})
+    st.process([("u", None)], lambda p, w: [w.accept("en/0", {"question": "q", "language": "en"})])
+    st.close()
+    verdicts = tmp / "verdicts.jsonl"; verdicts.write_text("not a verdict\n", encoding="utf-8")
+    _one_line(*_cli("curate", "verify", "--from", st.dir, "--verdicts", verdicts, "--out", out), f"--verdicts {verdicts}: no readable verdict")
+
+
+@pytest.mark.parametrize("command, needle", [
+    (["filter", "--from", "STEP", "--models", "nosuch-model", "--out", "OUT"], "--models nosuch-model: unknown model 'nosuch-model'"),
+    (["ocr", "--pages", "STEP", "--language", "english", "--out", "OUT"], "--language english: not a language code; did you mean en?"),
+])
+def test_curation_names_are_checked_before_any_step_file(where, tmp_path_factory, command, needle):
+    from vlmlens.curation.store import Step
+    _, out = where
+    st = Step(tmp_path_factory.mktemp("steps"), "demo_notes", {})
+    st.process([("u", None)], lambda p, w: [w.accept("en/0", {"question": "q", "language": "en"})])
+    st.close()
+    args = ["curate", *[str(st.dir) if a == "STEP" else str(out) if a == "OUT" else a for a in command]]
+    _one_line(*_cli(*args), needle)

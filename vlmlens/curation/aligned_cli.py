@@ -14,7 +14,7 @@ from ..readers import read_records
 from . import align, calibration, captions, ocr, translate
 from ..core import NothingAnswered, installed, most_common_error, parse_kv
 from ..runner import check_languages
-from .cli import command, judge_kwargs, model_kwargs, report_step
+from .cli import command, judge_kwargs, model_kwargs, readable_verdicts, report_step
 from .review import VerdictLog
 from .store import Step, decisions_line, list_steps, open_step, step_folder, undecided
 
@@ -192,6 +192,7 @@ def _mcq_report(a) -> int:
     return 0
 
 def _ocr(a) -> int:
+    check_languages(a.language)                                   # `english` → did you mean en?, before any step folder
     p = Path(a.pages)
     pages = sorted(x for x in p.iterdir() if x.suffix.lower() in (".png", ".jpg", ".jpeg")) if p.is_dir() else [Path(x) for x in _list(a.pages)]
     if not pages: raise ValueError(f"--pages {a.pages}: no page images")
@@ -233,7 +234,7 @@ def _calibrate(a) -> int:
         except NothingAnswered as e: _difficulty_lines(e.result); raise
         _difficulty_lines(rep)
         return 0
-    rep = calibration.correctness_calibration(rows, VerdictLog(a.verdicts, calibration.AUDIT_LABELS), a.out, judge=a.judge,
+    rep = calibration.correctness_calibration(rows, readable_verdicts(VerdictLog(a.verdicts, calibration.AUDIT_LABELS)), a.out, judge=a.judge,
                                               judge_kwargs=jkw, min_auditors=a.min_auditors)
     hb = rep["human_baseline"]
     print(f"status: {rep['status']}; human baseline {hb['overall']} over {hb['n_answers']} answers (paper {hb['paper_overall']})")
