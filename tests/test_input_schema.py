@@ -372,3 +372,21 @@ def test_curation_names_are_checked_before_any_step_file(where, tmp_path_factory
     st.close()
     args = ["curate", *[str(st.dir) if a == "STEP" else str(out) if a == "OUT" else a for a in command]]
     _one_line(*_cli(*args), needle)
+
+
+def test_curate_combine_of_one_step_twice_is_refused(where, tmp_path_factory):
+    from vlmlens.curation.store import Step
+    _, out = where
+    st = Step(tmp_path_factory.mktemp("steps"), "demo_notes", {})
+    st.process([("u", None)], lambda p, w: [w.accept("en/0", {"question": "q", "language": "en"})])
+    st.close()
+    _one_line(*_cli("curate", "combine", "--from", f"{st.dir},{st.dir}", "--out", out), "names one step twice")
+
+
+def test_a_demo_refusal_prints_nothing_but_its_one_line(where):
+    "No banner on stdout above the refusal: the whole answer is the one line."
+    _, out = where
+    so, se = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(so), contextlib.redirect_stderr(se):
+        rc = main(["demo", "--frames", "0", "--no-progress", "--output-root", str(out)])
+    assert rc == 2 and so.getvalue() == "" and se.getvalue().count("\n") == 1, (so.getvalue(), se.getvalue())
