@@ -390,3 +390,17 @@ def test_a_demo_refusal_prints_nothing_but_its_one_line(where):
     with contextlib.redirect_stdout(so), contextlib.redirect_stderr(se):
         rc = main(["demo", "--frames", "0", "--no-progress", "--output-root", str(out)])
     assert rc == 2 and so.getvalue() == "" and se.getvalue().count("\n") == 1, (so.getvalue(), se.getvalue())
+
+
+def test_papermill_names_a_wrong_parameter_in_the_schemas_words(repo_root, where):
+    "One real papermill run (the matrix above runs the same parameters cell in-process): the option and its rule, not Python's words."
+    import subprocess
+    import sys
+    work, out = where
+    proc = subprocess.run([sys.executable, "-m", "papermill", str(repo_root / "evalnb" / "evaluate.ipynb"), str(out.parent / "o.ipynb"),
+                           "-p", "num_frames", "abc", "-p", "output_root", str(out), "--cwd", str(work)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert "num_frames must be a positive integer; got abc" in proc.stderr, proc.stderr[-3000:]
+    assert "invalid literal" not in proc.stderr
+    (out.parent / "o.ipynb").unlink()
