@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import json
 import logging
@@ -256,6 +257,9 @@ def mistake_line(e: BaseException) -> str | None:
     "The one line a user's mistake prints (a path the OS refused: the path and the reason), or None when `e` is not one."
     if isinstance(e, KeyError): msg = str(e.args[0]) if e.args else ""
     elif isinstance(e, OSError) and e.filename is not None: msg = f"{e.filename}: {e.strerror or type(e).__name__}"
+    elif isinstance(e, OSError) and e.errno in (errno.EFBIG, errno.ENOSPC, errno.EDQUOT):     # the OS names no file: say what to do
+        msg = (f"{e.strerror} while writing; free disk space (or raise the file size limit, ulimit -f) and rerun the same command: "
+               "finished items are kept")
     elif isinstance(e, (ValueError, OSError, data.Offline)): msg = str(e)
     else: return None
     return (msg.strip().splitlines() or [type(e).__name__])[0]
