@@ -404,3 +404,19 @@ def test_papermill_names_a_wrong_parameter_in_the_schemas_words(repo_root, where
     assert "num_frames must be a positive integer; got abc" in proc.stderr, proc.stderr[-3000:]
     assert "invalid literal" not in proc.stderr
     (out.parent / "o.ipynb").unlink()
+
+
+@pytest.mark.parametrize("flag, kind, needle", [
+    ("--output-root", "file", "is a file, not a folder"),
+    ("--data-path", "missing", "no-such-rows.jsonl"),
+    ("--data-path", "folder", "samples.jsonl"),           # the demo reads a folder's samples.jsonl
+    ("--data-path", "utf-16", "UTF-16"),
+], ids=["output-root-a-file", "data-path-missing", "data-path-a-folder", "data-path-utf-16"])
+def test_a_path_of_the_wrong_kind_is_one_line(where, tmp_path_factory, flag, kind, needle):
+    _, out = where
+    tmp = tmp_path_factory.mktemp("paths")
+    path = {"file": tmp / "a-file", "missing": tmp / "no-such-rows.jsonl", "folder": tmp, "utf-16": tmp / "rows.jsonl"}[kind]
+    if kind == "file": path.write_text("x", encoding="utf-8")
+    if kind == "utf-16": path.write_text('{"id": "1", "question": "q", "options": ["a", "b"], "answer": "a"}\n', encoding="utf-16")
+    args = [*RUN, "--output-root", out, flag, path] if flag != "--output-root" else [*RUN, flag, path]
+    _one_line(*_cli(*args), needle)
