@@ -355,7 +355,7 @@ def check_field(name: str, value, how: str = "flag"):
     label, k, lo, ch = _flag(f) if how == "flag" else name, field_kind(f), f.metadata.get("lo"), f.metadata.get("choices")
     if value is None and (f.default is None and name not in ("benchmark", "model")): return None
     got = value if isinstance(value, str) and value.strip() else repr(value)           # as typed: --fps nan, not 'nan'
-    bad = ValueError(f"{label} must be {_kind_words(f)}" + (f" (one of {', '.join(ch)})" if ch else "") + f"; got {got:.80}")
+    bad = ValueError(f"{label} must be " + (f"one of {', '.join(ch)}" if ch else _kind_words(f)) + f"; got {got:.80}")
     if k == "bool": return as_bool(value, label)
     if k == "dict":
         if isinstance(value, str):
