@@ -440,6 +440,8 @@ class LoopbackServer:
             if path == "/_loopback/reset" and request.method == "POST":
                 self.reset(); return web.json_response({})
             if path == "/_loopback/stats": return web.json_response(self.stats())
+        if request.method == "GET" and path.endswith("/models"):   # the reachability check a run makes first: not a call
+            return web.json_response({"object": "list", "data": []})
         raw = await request.read()
         api = _api_of(path)
         body = None

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import json
 import logging
@@ -17,7 +18,7 @@ from pathlib import Path
 import vlmlens
 from . import data
 from .benchmarks.base import get_benchmark
-from .core import NothingAnswered, RunConfig, parse_kv
+from .core import NothingAnswered, RunConfig, as_config, check_environment, check_field, field_kind, parse_kv
 from .curation import aligned_cli
 from .curation import cli as curation_cli
 from .evidence import isolate_run
@@ -29,34 +30,29 @@ from . import view
 from .vs_paper import vs_paper_report
 
 # %% auto #0
-__all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'partial_note', 'print_summary',
-           'report', 'print_estimate', 'check_isolatable', 'mistake_line', 'main']
+__all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'shown_path', 'partial_note',
+           'print_summary', 'report', 'print_estimate', 'check_isolatable', 'mistake_line', 'main']
 
 # %% ../nbs/42_cli.ipynb #6d2e3f40
-def _kind(f) -> str:
-    t = str(f.type)
-    return "dict" if t.startswith("dict") else "bool" if t == "bool" else "int" if t.startswith("int") else \
-           "float" if t.startswith("float") else "str"
-
 def add_config_args(p: argparse.ArgumentParser):
     "Add one flag per `RunConfig` field (help, choices and defaults from the field)."
     for f in fields(RunConfig):
-        flag, kind, m = f.metadata.get("flag") or "--" + f.name.replace("_", "-"), _kind(f), f.metadata
+        flag, kind, m = f.metadata.get("flag") or "--" + f.name.replace("_", "-"), field_kind(f), f.metadata
         default = f.default if f.default is not MISSING else None
         if kind == "dict": p.add_argument(flag, dest=f.name, action="append", metavar="KEY=VALUE", help=m["help"])
         elif kind == "bool":
             p.add_argument(flag, dest=f.name, action="store_false" if default else "store_true", help=m["help"])
         else:
-            p.add_argument(flag, dest=f.name, type={"int": int, "float": float}.get(kind, str), default=default,
+            p.add_argument(flag, dest=f.name, default=default,             # typed and range-checked by `core.check_field`
                            choices=m.get("choices"), required=f.name in ("benchmark", "model"),
                            help=m["help"] + ("" if default is None else f" (default: {default})"))
 
 def config_from_args(a: argparse.Namespace) -> RunConfig:
-    "The `RunConfig` a parsed `run` command describes."
+    "The checked `RunConfig` a parsed `run` command describes (`core.as_config`: each value in its field's type; one line naming the flag otherwise)."
     kw = {f.name: getattr(a, f.name) for f in fields(RunConfig)}
     for f in fields(RunConfig):
-        if _kind(f) == "dict": kw[f.name] = parse_kv(kw[f.name], f.metadata.get("flag") or f.name)
-    return RunConfig(**kw)
+        if field_kind(f) == "dict": kw[f.name] = parse_kv(kw[f.name], f.metadata.get("flag") or f.name)
+    return as_config(kw, how="flag")
 
 # %% ../nbs/42_cli.ipynb #8f405162
 #: modules that add `vlmlens curate` commands (`add_parsers(sub)`, `dispatch(args)`): the aligned-set and CURVE tools
@@ -85,14 +81,14 @@ def _add_subcommands(sub):
     s.add_argument("run_dir"); s.add_argument("--compiler", required=True, help="model that compiles reasoning chains into graphs")
     s.add_argument("--labeller", required=True, help="model that aligns answers with graphs and labels errors")
     s.add_argument("--model", help="model under test to re-ask with hints (default: the run's model)")
-    s.add_argument("--modes", default="iterative,one_shot"); s.add_argument("--max-rounds", type=int, default=5); s.add_argument("--limit", type=int)
+    s.add_argument("--modes", default="iterative,one_shot"); s.add_argument("--max-rounds", type=int, default=5); s.add_argument("--limit")
     s.add_argument("--graphs", default="failed", choices=("failed", "all"),
                    help="compile evidence graphs for failed items only, or for all (graph statistics over all, as the paper)")
     curation_cli.add_parser(sub, extensions=CURATE_EXTENSIONS)
     data.add_parser(sub); view.add_parser(sub)             # `vlmlens view`, and `report --to wandb`
     s = sub.add_parser("demo", help="run the shipped demo benchmark on the tiny offline model")
     s.add_argument("--model", default="tiny-qwen2.5-vl"); s.add_argument("--output-root", default="outputs")
-    s.add_argument("--frames", dest="num_frames", type=int, default=8); s.add_argument("--limit", type=int)
+    s.add_argument("--frames", dest="num_frames", default=8); s.add_argument("--limit")       # typed by core.check_field
     s.add_argument("--run-name", default="demo"); s.add_argument("--overwrite", action="store_true", help="start the demo run afresh")
     s.add_argument("--no-progress", dest="progress", action="store_false")
     for name in ("run", "sweep", "score", "isolate", "demo"):
@@ -119,6 +115,11 @@ def _run_table(summary: dict, config: dict | None = None, run_dir=None):
     t.context = {**run_context(summary, config), "run_dir": str(run_dir or summary.get("run_dir") or "")}
     return t
 
+def shown_path(path) -> str:
+    "`path` as the user can use it from where they stand: relative below the current folder, absolute elsewhere."
+    p = Path(path).expanduser().absolute()
+    return os.path.relpath(p) if Path.cwd() in p.parents or p == Path.cwd() else str(p)
+
 def partial_note(n: int, missing: int) -> str | None:
     "'2 of 6 items (4 not run: rerun to finish)' for a run with items not run yet, else None."
     return f"{n} of {n + missing} items ({missing} not run: rerun to finish)" if missing and missing > 0 else None
@@ -129,7 +130,7 @@ def print_summary(summary: dict, config: dict | None = None, fmt: str = "text", 
     o = summary.get("overall") or {}
     note = partial_note(int(o.get("n") or 0), int(o.get("n_missing") or 0))
     if note: print(f"{Path(summary.get('run_dir') or 'run').name}: {note}", file=sys.stdout if fmt == "text" else sys.stderr)
-    if summary.get("run_dir") and fmt == "text": print(f"results in {summary['run_dir']}")
+    if summary.get("run_dir") and fmt == "text": print(f"results in {shown_path(summary['run_dir'])}")
 
 # %% ../nbs/42_cli.ipynb #ba03c69a
 def _unsummarised(r) -> str:
@@ -154,7 +155,7 @@ def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: b
             continue
         cfg = r.config.to_dict() if r.config else None
         if fmt == "csv": frames.append(machine_frame(link(_run_table(r.summary, cfg, r.dir), r)))
-        else: print_summary(r.summary, cfg, fmt, (lambda t, r=r: link(t, r)) if view_dir else None); print()
+        else: print_summary({**r.summary, "run_dir": str(r.dir)}, cfg, fmt, (lambda t, r=r: link(t, r)) if view_dir else None); print()
     if frames and not vs_paper: print(pd.concat(frames, ignore_index=True).to_csv(index=False).rstrip("\n"))
     if vs_paper:
         text, unmatched = (view.vs_paper_links(runs, fmt, view_dir, judge_reading, include_departures) if view_dir else
@@ -215,13 +216,16 @@ def _dispatch(a) -> int:
         rank0 = (launch_env() or {"rank": 0})["rank"] == 0                   # one table under torchrun
         _printed(lambda: run(cfg), lambda s: print_summary(s, cfg.to_dict()) if rank0 else None)
     elif a.command == "demo":
-        print(f"vlmlens demo: {a.model} on the shipped demo benchmark (videos, images, subtitles; en/hi/te)")
-        _printed(lambda: run(RunConfig(benchmark="demo", model=a.model, num_frames=a.num_frames, limit=a.limit, run_name=a.run_name,
-                                       output_root=a.output_root, overwrite=a.overwrite, progress=a.progress)), print_summary)
+        banner = f"vlmlens demo: {a.model} on the shipped demo benchmark (videos, images, subtitles; en/hi/te)"   # above the table: a refusal stays one line
+        cfg = as_config(dict(benchmark="demo", model=a.model, num_frames=a.num_frames, limit=a.limit, run_name=a.run_name,
+                             output_root=a.output_root, overwrite=a.overwrite, progress=a.progress), how="flag")
+        _printed(lambda: run(cfg), lambda s: (print(banner), print_summary(s)))
     elif a.command == "sweep": return _sweep(a)
     elif a.command == "score":
         _printed(lambda: check_answered(rescore(a.run_dir)), lambda s: print_summary(s, RunSet.discover(a.run_dir)[0].info.get("config")))
     elif a.command == "isolate":
+        a.limit = check_field("limit", a.limit)                  # the run's --limit rule: a positive integer
+        if a.max_rounds < 1: raise ValueError(f"--max-rounds must be a positive integer; got {a.max_rounds}")
         check_isolatable(a.run_dir)                               # before any compiler or labeller model is loaded
         _printed(lambda: isolate_run(a.run_dir, compiler=a.compiler, labeller=a.labeller, model=a.model, max_rounds=a.max_rounds,
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),
@@ -253,6 +257,9 @@ def mistake_line(e: BaseException) -> str | None:
     "The one line a user's mistake prints (a path the OS refused: the path and the reason), or None when `e` is not one."
     if isinstance(e, KeyError): msg = str(e.args[0]) if e.args else ""
     elif isinstance(e, OSError) and e.filename is not None: msg = f"{e.filename}: {e.strerror or type(e).__name__}"
+    elif isinstance(e, OSError) and e.errno in (errno.EFBIG, errno.ENOSPC, errno.EDQUOT):     # the OS names no file: say what to do
+        msg = (f"{e.strerror} while writing; free disk space (or raise the file size limit, ulimit -f) and rerun the same command: "
+               "finished items are kept")
     elif isinstance(e, (ValueError, OSError, data.Offline)): msg = str(e)
     else: return None
     return (msg.strip().splitlines() or [type(e).__name__])[0]
@@ -268,6 +275,7 @@ def main(argv=None) -> int:
     a = _parse(argv)
     logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
+        check_environment()                           # VLMLENS_* variables: a wrong value refused before any command acts
         rc = _dispatch(a)
         sys.stdout.flush()                            # a reader gone (`| head -1`) shows here, inside the boundary
         return rc

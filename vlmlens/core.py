@@ -23,10 +23,11 @@ from .secrets import looks_secret
 
 # %% auto #0
 __all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'MODALITIES', 'VIDEO_MODALITIES', 'STRATEGIES', 'TRANSPORT_KWARGS', 'TRUE_WORDS',
-           'FALSE_WORDS', 'canonical_json', 'sha256_json', 'file_sha256', 'Record', 'Media', 'Sample', 'Request',
-           'Generation', 'text_part', 'message', 'Prediction', 'Judgment', 'RunConfig', 'slug', 'model_slug',
-           'cache_root', 'shard_of', 'NothingAnswered', 'most_common_error', 'nothing_answered', 'parse_kv', 'as_bool',
-           'maybe_bool', 'installed', 'utc_now']
+           'FALSE_WORDS', 'ENVIRONMENT', 'canonical_json', 'sha256_json', 'file_sha256', 'Record', 'Media', 'Sample',
+           'Request', 'Generation', 'text_part', 'message', 'Prediction', 'Judgment', 'RunConfig', 'as_bool',
+           'maybe_bool', 'installed', 'field_kind', 'check_field', 'as_config', 'slug', 'model_slug', 'cache_root',
+           'env_problem', 'check_environment', 'shard_of', 'NothingAnswered', 'most_common_error', 'nothing_answered',
+           'parse_kv', 'utc_now']
 
 # %% ../nbs/00_core.ipynb #9be27329
 def _canon(x: Any) -> Any:
@@ -244,9 +245,9 @@ TRANSPORT_KWARGS = ("cache", "concurrency", "rpm", "progress", "timeout_s", "max
                     "jitter_seed", "prompt_cache", "cache_ttl")
 
 def _f(default=None, help: str = "", *, flag: str | None = None, choices=None, hashed: bool = True, factory=None,
-       elide_default: bool = False):
-    "A RunConfig field with its documentation in `metadata` (`elide_default`: hashed only when not at its default)."
-    meta = {"help": help, "flag": flag, "choices": choices, "hashed": hashed, "elide_default": elide_default}
+       elide_default: bool = False, lo=None, above: bool = False):
+    "A RunConfig field with its documentation in `metadata` (`elide_default`: hashed only when not at its default; `lo`: its least value, excluded with `above`)."
+    meta = {"help": help, "flag": flag, "choices": choices, "hashed": hashed, "elide_default": elide_default, "lo": lo, "above": above}
     return field(default_factory=factory, metadata=meta) if factory else field(default=default, metadata=meta)
 
 # %% ../nbs/00_core.ipynb #a7d2c9e4
@@ -259,30 +260,30 @@ class RunConfig(Record):
     language: str | None = _f(None, "language or locale to run, e.g. hi or ta-IN (comma-separated list allowed)")
     split: str | None = _f(None, "dataset split, where the benchmark has splits")
     data_path: str | None = _f(None, "the benchmark's data file or folder")
-    num_frames: int | None = _f(None, "frames sampled uniformly per video (default: the model's preset)", flag="--frames")
-    fps: float | None = _f(None, "sample frames at this rate instead of a fixed number")
-    max_frames: int | None = _f(None, "upper bound on frames when sampling by fps")
-    max_side: int | None = _f(None, "resize frames and images so that their longer side is at most this many pixels")
+    num_frames: int | None = _f(None, "frames sampled uniformly per video (default: the model's preset)", flag="--frames", lo=1)
+    fps: float | None = _f(None, "sample frames at this rate instead of a fixed number", lo=0, above=True)
+    max_frames: int | None = _f(None, "upper bound on frames when sampling by fps", lo=1)
+    max_side: int | None = _f(None, "resize frames and images so that their longer side is at most this many pixels", lo=1)
     modality: str = _f("video", "what the model sees besides the question", choices=MODALITIES)
     strategy: str = _f("standard", "prompting strategy", choices=STRATEGIES)
-    max_new_tokens: int = _f(64, "token budget of each answer")
-    temperature: float = _f(0.0, "sampling temperature (0 = greedy)")
-    seed: int = _f(0, "random seed passed to the backend")
+    max_new_tokens: int = _f(64, "token budget of each answer", lo=1)
+    temperature: float = _f(0.0, "sampling temperature (0 = greedy)", lo=0)
+    seed: int = _f(0, "random seed passed to the backend", lo=0)
     model_kwargs: dict = _f(help="backend option KEY=VALUE (repeatable)", flag="--model-kwarg", factory=dict)
     benchmark_kwargs: dict = _f(help="benchmark option KEY=VALUE (repeatable)", flag="--benchmark-kwarg", factory=dict)
     force: bool = _f(False, "also run languages the model does not claim (recorded in the run)", hashed=False)
     judge: str | None = _f(None, "judge model for open-ended answers ('none' skips judging)", hashed=False)
     judge_kwargs: dict = _f(help="judge option KEY=VALUE (repeatable)", flag="--judge-kwarg", factory=dict, hashed=False)
-    limit: int | None = _f(None, "run only the first N items", hashed=False)
+    limit: int | None = _f(None, "run only the first N items", hashed=False, lo=1)
     shard: str | None = _f(None, "i/n: run the i-th of n deterministic shards (also from RANK/WORLD_SIZE)", hashed=False)
-    batch_size: int = _f(1, "items per generate call for local models", hashed=False)
+    batch_size: int = _f(1, "items per generate call for local models", hashed=False, lo=1)
     device: str | None = _f(None, "device for local models, e.g. cuda:0 or cpu", hashed=False)
     run_name: str | None = _f(None, "folder name of the run (default: derived from the configuration)", hashed=False)
     output_root: str = _f("outputs", "folder that holds run folders", hashed=False)
     progress: bool = _f(True, "show progress bars", flag="--no-progress", hashed=False)
     overwrite: bool = _f(False, "move an existing run of another configuration aside", hashed=False)
     allow_outside_media: bool = _f(False, "read media outside the data folder (recorded in the run)", hashed=False)
-    max_raw_chars: int = _f(65536, "cap on the stored text of each answer (the cut is recorded)", hashed=False)
+    max_raw_chars: int = _f(65536, "cap on the stored text of each answer (the cut is recorded)", hashed=False, lo=1)
     exact_frames: bool = _f(True, "the exact frame shown at each sample time (--approximate-frames: nearest keyframes, faster)",
                             flag="--approximate-frames", elide_default=True)
 
@@ -312,23 +313,106 @@ def shard_index(self: RunConfig) -> tuple[int, int] | None:
     if not (n >= 1 and 0 <= i < n): raise ValueError(f"shard {self.shard!r}: need 0 <= i < n")
     return i, n
 
+# %% ../nbs/00_core.ipynb #b0a1c2d4
+TRUE_WORDS, FALSE_WORDS = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+def as_bool(value, name: str | None = None) -> bool:
+    "`value` (a bool, or one of true/false, 1/0, yes/no, on/off in any case) as a bool; a one-line ValueError naming `name` otherwise."
+    if isinstance(value, bool): return value
+    if isinstance(value, (str, int)):
+        s = str(value).strip().lower()
+        if s in TRUE_WORDS: return True
+        if s in FALSE_WORDS: return False
+    accepted = ", ".join(f"{t}/{f}" for t, f in zip(TRUE_WORDS, FALSE_WORDS))
+    raise ValueError(f"{name + ' ' if name else ''}must be true or false ({accepted}), got {value!r}")
+
+def maybe_bool(value, name: str | None = None) -> bool | None:
+    "`as_bool(value, name)`, but None stays None (an option left unset: the default decides)."
+    return None if value is None else as_bool(value, name)
+
+def installed(module: str) -> bool:
+    "Whether `module` can be imported here (found, not imported: an optional library's presence, checked before any work)."
+    import importlib.util
+    try: return importlib.util.find_spec(module) is not None
+    except (ModuleNotFoundError, ValueError): return False
+
+# %% ../nbs/00_core.ipynb #5b1e77c1
+def field_kind(f) -> str:
+    "The kind of a `RunConfig` field: dict, bool, int, float or str (from its annotation)."
+    t = str(f.type)
+    return "dict" if t.startswith("dict") else "bool" if t == "bool" else "int" if t.startswith("int") else \
+           "float" if t.startswith("float") else "str"
+
+def _kind_words(f) -> str:
+    k, lo, above = field_kind(f), f.metadata.get("lo"), f.metadata.get("above")
+    if k == "int": return "a positive integer" if lo == 1 else "an integer" + ("" if lo is None else f" >= {lo}")
+    if k == "float": return "a positive number" if lo == 0 and above else "a number" + ("" if lo is None else f" >= {lo:g}")
+    return {"dict": "a mapping of KEY: value (a JSON object)", "bool": "true or false", "str": "a non-empty text"}[k]
+
+def check_field(name: str, value, how: str = "flag"):
+    "`value` of RunConfig field `name` in the field's type, checked against its declaration; a one-line ValueError naming the option otherwise."
+    f = _FIELDS[name]
+    label, k, lo, ch = _flag(f) if how == "flag" else name, field_kind(f), f.metadata.get("lo"), f.metadata.get("choices")
+    if value is None and (f.default is None and name not in ("benchmark", "model")): return None
+    got = value if isinstance(value, str) and value.strip() else repr(value)           # as typed: --fps nan, not 'nan'
+    bad = ValueError(f"{label} must be " + (f"one of {', '.join(ch)}" if ch else _kind_words(f)) + f"; got {got:.80}")
+    if k == "bool": return as_bool(value, label)
+    if k == "dict":
+        if isinstance(value, str):
+            try: value = json.loads(value) if value.strip() else {}
+            except ValueError: raise bad from None
+        if value is None: return {}
+        if not isinstance(value, dict): raise bad
+        return value
+    if isinstance(value, bool) or value is None or isinstance(value, (list, dict, tuple)): raise bad
+    if k == "str":
+        v = str(value).strip() if isinstance(value, (str, int, float)) else None
+        if not v: raise bad
+        if ch and v not in ch: raise bad
+        return v
+    try: v = float(str(value).strip()) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError): raise bad from None
+    if not math.isfinite(v) or (k == "int" and not v.is_integer()): raise bad
+    v = int(v) if k == "int" else v
+    if lo is not None and (v < lo or (f.metadata.get("above") and v == lo)): raise bad
+    return v
+
 # %% ../nbs/00_core.ipynb #5b1e77c2
 @patch
-def validate(self: RunConfig) -> RunConfig:
-    "Check values a user types; raise one ValueError naming the option. Returns self."
-    if not self.benchmark or not self.model: raise ValueError("a run needs --benchmark and --model")
-    for f in fields(self):
-        v, ch = getattr(self, f.name), f.metadata.get("choices")
-        if ch and v not in ch: raise ValueError(f"{_flag(f)} must be one of {', '.join(ch)}; got {v!r}")
-    for name in ("num_frames", "max_frames", "max_side", "max_new_tokens", "batch_size", "limit", "max_raw_chars"):
-        v = getattr(self, name)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-            raise ValueError(f"{_flag(_FIELDS[name])} must be a positive integer; got {v!r}")
-    if self.fps is not None and (isinstance(self.fps, bool) or not isinstance(self.fps, (int, float)) or self.fps <= 0):
-        raise ValueError(f"--fps must be a positive number; got {self.fps!r}")
-    if self.temperature < 0: raise ValueError(f"--temperature must be >= 0; got {self.temperature!r}")
-    self.shard_index()
-    return self
+def validate(self: RunConfig, how: str = "flag") -> RunConfig:
+    "This configuration with every field checked and coerced (`check_field`) and the cross-field rules held; one ValueError naming the option."
+    name = (lambda n: _flag(_FIELDS[n])) if how == "flag" else (lambda n: n)
+    if not self.benchmark or not self.model: raise ValueError(f"a run needs {name('benchmark')} and {name('model')}")
+    cfg = dataclasses.replace(self, **{f.name: check_field(f.name, getattr(self, f.name), how) for f in fields(self)})
+    if cfg.num_frames is not None and cfg.fps is not None:
+        raise ValueError(f"give {name('num_frames')} or {name('fps')}, not both (frames by count, or by rate)")
+    if cfg.judge_kwargs and (cfg.judge or "").lower() == "none":
+        raise ValueError(f"{name('judge_kwargs')} needs a judge, and {name('judge')} is none; drop one of them")
+    cfg.output_root = os.path.expanduser(cfg.output_root)
+    if cfg.run_name is not None:
+        root = Path(cfg.output_root).absolute()
+        inside = Path(os.path.normpath(root / os.path.expanduser(cfg.run_name)))
+        if root == inside or root not in inside.parents:
+            raise ValueError(f"{name('run_name')} {cfg.run_name}: a run's folder must stay inside {name('output_root')} "
+                             f"({cfg.output_root}); give a plain name such as my-run")
+    cfg.shard_index()
+    return cfg
+
+# %% ../nbs/00_core.ipynb #5b1e77c6
+def as_config(config, how: str = "key") -> RunConfig:
+    "`config` (a RunConfig or a mapping of its fields) as a checked RunConfig (`validate`); one-line ValueError otherwise."
+    import difflib
+    from collections.abc import Mapping
+    if isinstance(config, RunConfig): return config.validate(how)
+    if not isinstance(config, Mapping):
+        raise ValueError(f"a run's configuration must be a RunConfig or a mapping of its fields (benchmark, model, …), got {config!r:.60}; "
+                         "e.g. run(RunConfig(benchmark='demo', model='tiny-qwen2.5-vl'))")
+    for k in config:
+        if k not in _FIELDS:
+            near = difflib.get_close_matches(str(k), list(_FIELDS), n=1)
+            raise ValueError(f"unknown RunConfig field {k!r}" + (f" (did you mean {near[0]!r}?)" if near else "") +
+                             f"; fields: {', '.join(_FIELDS)}")
+    return RunConfig(**dict(config)).validate(how)
 
 # %% ../nbs/00_core.ipynb #e5f6a7b8
 def slug(text) -> str:
@@ -359,6 +443,39 @@ def cache_root() -> Path:
     if env: return Path(env).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "vlmlens"
+
+# %% ../nbs/00_core.ipynb #e7a10c02
+#: the environment variables vlmlens reads: name → (kind, what it sets); kinds: bool, gb (a number >= 0), folder, file
+ENVIRONMENT = {
+    "VLMLENS_OFFLINE": ("bool", "no network: only fetched data and models already downloaded"),
+    "HF_HUB_OFFLINE": ("bool", "Hugging Face's own offline switch, read the same way"),
+    "VLMLENS_FRAME_CACHE_GB": ("gb", "size of the shared on-disk frame cache in GB (0: memory only; default 20)"),
+    "VLMLENS_CACHE": ("folder", "vlmlens' cache folder (default ~/.cache/vlmlens)"),
+    "VLMLENS_DATA": ("folder", "where fetched releases live (default <cache>/data)"),
+    "VLMLENS_PRICES": ("file", "a JSON price table (USD per 1M tokens) replacing the dated defaults"),
+}
+
+def env_problem(name: str, raw: str) -> str | None:
+    "Why `raw` is not a value of environment variable `name` (None when it is, or when unset/empty)."
+    kind, raw = ENVIRONMENT[name][0], (raw or "").strip()
+    if not raw: return None
+    p = Path(raw).expanduser()
+    if kind == "bool":
+        try: as_bool(raw)
+        except ValueError: return f"{name}={raw}: must be true or false (1/0, yes/no, on/off); unset it or set {name}=1"
+    elif kind == "gb":
+        try: ok = math.isfinite(float(raw)) and float(raw) >= 0
+        except ValueError: ok = False
+        if not ok: return f"{name}={raw}: must be a number of GB >= 0 (0 turns the disk cache off), e.g. {name}=20"
+    elif kind == "folder" and p.exists() and not p.is_dir(): return f"{name}={raw}: is a file, not a folder; point {name} at a folder"
+    elif kind == "file" and not p.is_file(): return f"{name}={raw}: no such file; point {name} at a JSON file, or unset it"
+    return None
+
+def check_environment(environ=None):
+    "Refuse (one-line ValueError naming the variable and the remedy) the first declared environment variable set to a wrong value."
+    env = os.environ if environ is None else environ
+    for name in ENVIRONMENT:
+        if (why := env_problem(name, env.get(name, ""))): raise ValueError(why)
 
 # %% ../nbs/00_core.ipynb #ec571b3a
 def shard_of(sample_id: str, n: int) -> int:
@@ -401,29 +518,6 @@ def parse_kv(items, flag: str = "--model-kwarg") -> dict:
         try: out[k] = json.loads(v)
         except json.JSONDecodeError: out[k] = v
     return out
-
-# %% ../nbs/00_core.ipynb #b0a1c2d4
-TRUE_WORDS, FALSE_WORDS = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
-
-def as_bool(value, name: str | None = None) -> bool:
-    "`value` (a bool, or one of true/false, 1/0, yes/no, on/off in any case) as a bool; a one-line ValueError naming `name` otherwise."
-    if isinstance(value, bool): return value
-    if isinstance(value, (str, int)):
-        s = str(value).strip().lower()
-        if s in TRUE_WORDS: return True
-        if s in FALSE_WORDS: return False
-    accepted = ", ".join(f"{t}/{f}" for t, f in zip(TRUE_WORDS, FALSE_WORDS))
-    raise ValueError(f"{name + ' ' if name else ''}must be true or false ({accepted}), got {value!r}")
-
-def maybe_bool(value, name: str | None = None) -> bool | None:
-    "`as_bool(value, name)`, but None stays None (an option left unset: the default decides)."
-    return None if value is None else as_bool(value, name)
-
-def installed(module: str) -> bool:
-    "Whether `module` can be imported here (found, not imported: an optional library's presence, checked before any work)."
-    import importlib.util
-    try: return importlib.util.find_spec(module) is not None
-    except (ModuleNotFoundError, ValueError): return False
 
 # %% ../nbs/00_core.ipynb #5e1a7c31
 def utc_now() -> str: return datetime.now(timezone.utc).isoformat(timespec="seconds")

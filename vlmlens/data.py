@@ -316,6 +316,8 @@ def _youtube_ids(path) -> list[str]:
     return list(dict.fromkeys(out))
 
 def _split(rel: Release, split: str | None) -> str | None:
+    if not rel.splits and split_name(split) not in (None, "all"):
+        raise ValueError(f"--split {split}: {rel.benchmark}'s release is one file with no splits; leave --split out")
     if not rel.splits: return None
     split = split_name(split) or rel.splits[0]
     if split not in rel.splits: raise ValueError(f"{rel.benchmark} has splits {', '.join(rel.splits)}, not {split!r}")
@@ -759,6 +761,9 @@ def main(a) -> int:
         _print_prepared(a.benchmark, prepare(a.benchmark, a.split, a.progress, a.tvqa_clips, a.tvqa_subtitles, a.out, a.videos,
                                              a.accept_license))
         return 0
+    if release(a.benchmark).source == "none":
+        raise ValueError(f"{a.benchmark} has no fetchable release, so there is nothing `vlmlens data get` fetched to verify; "
+                         "its data is your own copy (--data-path)")
     bad = verify(release_dir(release(a.benchmark).benchmark))
     for line in bad: print(f"{a.benchmark}: {line}", file=sys.stderr)
     if bad: print(f"{a.benchmark}: repair with `vlmlens data get {a.benchmark}` (damaged files are fetched again; "

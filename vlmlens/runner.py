@@ -19,7 +19,8 @@ from typing import Any, Callable, Iterable
 
 from . import data, media, prompts
 from .benchmarks.base import Benchmark, get_benchmark
-from .core import VIDEO_MODALITIES, Generation, Judgment, NothingAnswered, Prediction, RunConfig, Sample, most_common_error
+from .core import (VIDEO_MODALITIES, Generation, Judgment, NothingAnswered, Prediction, RunConfig, Sample, as_config,
+                          check_environment, most_common_error)
 from .judges import LANG_NAMES, JudgeItem, reference_text, registered_judge
 from .metrics import aggregate, rates
 from .models import registry
@@ -32,13 +33,14 @@ log = logging.getLogger("vlmlens")
 # %% auto #0
 __all__ = ['log', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_selection', 'frame_fit', 'prepare', 'gold_text',
            'needs_judge', 'finish_prediction', 'prediction_of', 'run_batch', 'latest_judgments', 'make_judge',
-           'quiet_judge', 'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize', 'scored_summary',
-           'write_summary', 'run_notes', 'reopen', 'rescore', 'rejudge', 'score_files', 'launch_env', 'apply_launch',
-           'launch_barrier', 'write_launch_summary', 'encoding_problem', 'nothing_readable', 'load_run_samples',
-           'video_key', 'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams', 'stream_pending',
-           'generate_claimed', 'generate_pending', 'fit_context', 'judge_pending', 'backend_options', 'check_device',
-           'check_languages', 'check_output_root', 'check_before_run', 'check_config', 'open_locked', 'discard_unused',
-           'check_answered', 'check_rerun', 'run', 'price_estimate', 'estimate_run']
+           'quiet_judge', 'check_judge_used', 'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize',
+           'scored_summary', 'write_summary', 'run_notes', 'reopen', 'rescore', 'rejudge', 'score_files', 'launch_env',
+           'apply_launch', 'launch_barrier', 'write_launch_summary', 'encoding_problem', 'nothing_readable',
+           'load_run_samples', 'video_key', 'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams',
+           'stream_pending', 'generate_claimed', 'generate_pending', 'fit_context', 'judge_pending', 'backend_options',
+           'in_words', 'check_device', 'check_languages', 'check_served', 'check_output_root', 'check_before_run',
+           'check_config', 'open_locked', 'discard_unused', 'check_answered', 'check_rerun', 'run', 'price_estimate',
+           'estimate_run']
 
 # %% ../nbs/40_runner.ipynb #66ec6bad
 def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | None = None) -> tuple[list[Sample], dict]:
@@ -196,8 +198,9 @@ def latest_judgments(judgments: Iterable[Judgment], judge_id: str | None = None)
     return out
 
 def make_judge(bench: Benchmark, cfg: RunConfig, samples: list[Sample]):
-    "The benchmark's judge when some of `samples` may need one and `cfg.judge` is not 'none'."
+    "The benchmark's judge when some of `samples` may need one and `cfg.judge` is not 'none' (a served judge asked once first: `check_served`)."
     if (cfg.judge or "").lower() == "none" or not any(needs_judge(bench, s, None) for s in samples): return None
+    check_served(cfg.judge, "--judge")
     make = registered_judge(cfg.judge) or bench.make_judge     # a judge registered under --judge's name, else the benchmark's
     return make(cfg if cfg.progress else quiet_judge(cfg))
 
@@ -205,6 +208,14 @@ def quiet_judge(cfg: RunConfig) -> RunConfig:
     "`cfg` whose judge model is built without progress bars (`progress` is a transport option: judge ids and caches keep)."
     jk = dict(cfg.judge_kwargs or {})
     return dataclasses.replace(cfg, judge_kwargs={**jk, "model_kwargs": {**dict(jk.get("model_kwargs") or {}), "progress": False}})
+
+# %% ../nbs/40_runner.ipynb #1e2f3a88
+def check_judge_used(bench: Benchmark, cfg: RunConfig, judge):
+    "Refuse (one-line ValueError) `--judge`/`--judge-kwarg` on a run whose items no judge scores (`judge`: `make_judge`'s answer)."
+    if judge is not None or (cfg.judge or "").lower() == "none" or not (cfg.judge or cfg.judge_kwargs): return
+    flag = "--judge " + cfg.judge if cfg.judge else "--judge-kwarg"
+    raise ValueError(f"{flag}: no item of this {bench.name} run goes to a judge (its answers are scored by rule); "
+                     "leave --judge and --judge-kwarg out")
 
 # %% ../nbs/40_runner.ipynb #2f3a4b97
 def judge_items(judge, items: list[JudgeItem], store: RunStore | None = None, *, batch_size: int | None = None,
@@ -575,6 +586,20 @@ def backend_options(cfg: RunConfig, spec) -> dict:
     if spec is not None and spec.backend in registry.LOCAL_BACKENDS and cfg.batch_size > 1: opts["batch_size"] = cfg.batch_size
     return {**opts, **cfg.model_kwargs}
 
+# %% ../nbs/40_runner.ipynb #2ff0e12c
+_PYTHON_WORDS = ("invalid literal for", "could not convert", "dictionary update sequence", "must be real number",
+                 "not supported between", "unsupported operand", "object is not", "argument must be", "is not iterable")
+
+def in_words(fn, options: dict, flag: str = "--model-kwarg"):
+    "`fn()`; a ValueError/TypeError in Python's words (a backend converting one of `options`) becomes one line naming the options that are text."
+    try: return fn()
+    except (ValueError, TypeError) as e:
+        if not any(w in str(e) for w in _PYTHON_WORDS): raise
+        texts = [f"{k}={v}" for k, v in (options or {}).items() if isinstance(v, str)] or [f"{k}=…" for k in (options or {})]
+        if not texts: raise
+        raise ValueError(f"{flag} {', '.join(texts)}: a value this model cannot read; give numbers as numbers and "
+                         'mappings as JSON (e.g. generation_kwargs={"top_p": 0.9})') from None
+
 # %% ../nbs/40_runner.ipynb #e1de52c0
 def check_device(device: str | None):
     "Refuse (one-line ValueError) a `--device` torch cannot parse or this machine lacks; nothing else is checked for `cpu`/`auto`/none."
@@ -599,6 +624,22 @@ def check_languages(language: str | None, flag: str = "--language"):
         raise ValueError(f"{flag} {lang}: not a language code" + (f"; did you mean {near}?" if near else
                          " (use ISO codes such as hi, te or ta-IN)"))
 
+# %% ../nbs/40_runner.ipynb #e1de52e1
+def check_served(name, flag: str = "--model", timeout_s: float = 5.0):
+    "Refuse (one-line ValueError) `openai-compatible:<model>@<url>` when no server answers one request to `<url>/models` within `timeout_s`; other names pass."
+    import urllib.error, urllib.parse, urllib.request
+    spec = registry.parse_api_name(name) if isinstance(name, str) else None
+    if spec is None: return
+    url = spec.defaults["base_url"]
+    local = urllib.parse.urlsplit(url).hostname in ("127.0.0.1", "localhost", "::1")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({})) if local else urllib.request.build_opener()
+    try: opener.open(urllib.request.Request(url + "/models", method="GET"), timeout=timeout_s).close()
+    except urllib.error.HTTPError: return                                 # a server answered
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        why = getattr(e, "reason", None) or e
+        why = getattr(why, "strerror", None) or str(why)
+        raise ValueError(f"{flag} {name}: no server answers at {url} ({why}); start the server, or fix the address") from None
+
 # %% ../nbs/40_runner.ipynb #e1de52d2
 def check_output_root(path) -> Path:
     "`path` made absolute; a one-line ValueError when it cannot be created or written (nothing is created)."
@@ -611,11 +652,18 @@ def check_output_root(path) -> Path:
     except OSError as e: raise ValueError(f"--output-root {path}: cannot create folders in {probe} ({e.strerror})") from None
     return p
 
-def check_before_run(bench: Benchmark, cfg: RunConfig):
-    "The checks that need neither the items nor the model: the benchmark's options, the run folder's place (one line each)."
-    bench.check_kwargs(cfg.benchmark_kwargs)
+def check_before_run(bench: Benchmark, cfg: RunConfig) -> RunConfig:
+    "The checks that need neither the items nor the model (environment, the benchmark's options, splits and strategies, device, the run folder's place; one line each): `cfg` with its options coerced."
+    check_environment()
+    kw = bench.check_kwargs(cfg.benchmark_kwargs)            # the checked value is the one the run uses and records
+    if cfg.strategy not in bench.strategies:
+        raise ValueError(f"--strategy {cfg.strategy}: {bench.name} prompts implement {', '.join(bench.strategies)}")
+    if cfg.split not in (None, "all") and bench.splits is not None and not set(cfg.split.split(",")) <= set(bench.splits):
+        raise ValueError(f"--split {cfg.split}: " + (f"{bench.name} has no splits; leave --split out" if not bench.splits
+                         else f"{bench.name}'s splits are {', '.join(bench.splits)}"))
     check_device(cfg.device)
     check_output_root(cfg.output_root)
+    return dataclasses.replace(cfg, benchmark_kwargs={k: kw[k] for k in cfg.benchmark_kwargs})
 
 def check_config(cfg: RunConfig, spec=None) -> tuple[RunConfig, Benchmark, dict | None]:
     "What `run` (and a sweep, for each of its runs) checks before creating anything: `(cfg with the model's preset, benchmark, preset)`."
@@ -625,8 +673,7 @@ def check_config(cfg: RunConfig, spec=None) -> tuple[RunConfig, Benchmark, dict 
     if spec is not None:
         if bench.uses_presets(cfg): cfg, preset = registry.apply_preset(cfg, spec)   # the paper's frames for this model when none are given
         spec.check(cfg)                                   # input the model cannot take: one line, before anything runs
-    check_before_run(bench, cfg)
-    return cfg, bench, preset
+    return check_before_run(bench, cfg), bench, preset
 
 # %% ../nbs/40_runner.ipynb #e1de52d3
 def open_locked(cfg: RunConfig, judge=None) -> tuple[RunStore, Path | None]:
@@ -671,7 +718,7 @@ def check_rerun(cfg: RunConfig, judge, n_items: int):
 # %% ../nbs/40_runner.ipynb #db0975e2
 def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     "Run one configuration end to end; return its summary (also written to `summary.json`); NothingAnswered after it if no item was answered."
-    cfg = (config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))).validate()
+    cfg = as_config(config)
     spec, preset = None if backend is not None else registry.get_spec(cfg.model), None
     launch, cfg = launch_env(), apply_launch(cfg, spec is not None and spec.backend in registry.LOCAL_BACKENDS)
     cfg, bench, preset = check_config(cfg, spec)          # preset, model input, options, device, output root: nothing created
@@ -681,8 +728,10 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
         cfg = registry.with_video_default(cfg, spec, any(m.kind == "video" for s in samples for m in s.media))
     if cfg.data_path: notes["dataset"] = data.provenance(cfg.data_path)   # source, revision, lock digest: runs on other data never pool
     if preset: notes["preset"] = preset
-    if spec is not None: registry.preflight(spec, cfg, **backend_options(cfg, spec))   # keys, model options, checkpoint
-    judge = make_judge(bench, cfg, shard_filter(samples, cfg))   # before anything exists: a missing judge key fails here
+    if spec is not None: in_words(lambda: registry.preflight(spec, cfg, **backend_options(cfg, spec)), cfg.model_kwargs)   # keys, model options, checkpoint
+    judge = in_words(lambda: make_judge(bench, cfg, shard_filter(samples, cfg)), cfg.judge_kwargs, "--judge-kwarg")   # a missing judge key fails here
+    check_judge_used(bench, cfg, judge)
+    if spec is not None: check_served(cfg.model)          # one bounded request to a served model before anything exists
     check_rerun(cfg, judge, len(samples))                 # a finished run's numbers are never silently rewritten
     store, made = open_locked(cfg, judge)
     try:
@@ -691,7 +740,7 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
         pending = [s for s in mine if s.id not in done]
         if pending:
             own = backend is None
-            if own: backend = registry.load_backend(cfg.model, **backend_options(cfg, spec))
+            if own: backend = in_words(lambda: registry.load_backend(cfg.model, **backend_options(cfg, spec)), cfg.model_kwargs)
             try:
                 frames, fit = fit_context(bench, backend, pending, cfg)
                 if fit: notes["frames_fit"] = fit
@@ -744,7 +793,7 @@ def _item_tokens(bench: Benchmark, backend, s: Sample, cfg: RunConfig, sizes: di
 
 def estimate_run(config) -> dict:
     "What a run would send and cost, before any call and creating nothing (API models only): `price_estimate` plus the run's identity."
-    cfg = (config if isinstance(config, RunConfig) else RunConfig.from_dict(dict(config))).validate()
+    cfg = as_config(config)
     cfg, spec = data.resolve_data_path(cfg), registry.get_spec(cfg.model)
     if spec.backend in registry.LOCAL_BACKENDS: raise ValueError(f"--dry-run estimates what an API run is billed; {cfg.model} runs locally")
     cfg, bench, _ = check_config(cfg, spec)

@@ -27,11 +27,12 @@ from .runner import backend_options, check_config, check_output_root
 log = logging.getLogger("vlmlens")
 
 # %% auto #0
-__all__ = ['log', 'RUN_CELL', 'EXECUTORS', 'EXECUTOR_OPTIONS', 'GPU_MEMORY_GB', 'LOST', 'EXECUTOR_ROWS', 'expand_grid',
-           'parameters_cell', 'refuse_undeclared', 'build_notebook', 'make_evaluate_notebook', 'find_notebook',
-           'kernel_manager', 'render_report', 'sweep_row', 'execute_run', 'slurm_minutes', 'executor_options',
-           'default_gpus', 'run_resources', 'SweepJob', 'finished_row', 'lost_row', 'local_rows', 'ray_rows',
-           'slurm_rows', 'load_sweep', 'check_runs', 'check_notebook', 'write_table', 'run_sweep', 'compact_table']
+__all__ = ['log', 'RUN_CELL', 'EXECUTORS', 'EXECUTOR_OPTIONS', 'GPU_MEMORY_GB', 'LOST', 'SWEEP_KEYS', 'EXECUTOR_ROWS',
+           'expand_grid', 'parameters_cell', 'refuse_undeclared', 'build_notebook', 'make_evaluate_notebook',
+           'find_notebook', 'kernel_manager', 'render_report', 'sweep_row', 'execute_run', 'slurm_minutes',
+           'executor_options', 'default_gpus', 'run_resources', 'SweepJob', 'finished_row', 'lost_row', 'local_rows',
+           'ray_rows', 'slurm_rows', 'check_sweep_keys', 'load_sweep', 'check_runs', 'check_notebook', 'write_table',
+           'run_sweep', 'compact_table']
 
 # %% ../nbs/41_sweep.ipynb #abfc5fc5
 _FIELDS = {f.name for f in fields(RunConfig)}
@@ -56,9 +57,12 @@ def expand_grid(spec: dict) -> list[dict]:
         if not isinstance(v, list): raise ValueError(f"grid entry {k!r} must be a list, got {v!r}")
         if not v: raise ValueError(f"grid entry {k!r} is an empty list: the sweep has no runs")
     keys, runs = list(grid), []
+    if not all(k in base or k in grid for k in ("benchmark", "model")):
+        raise ValueError("a sweep's runs need a benchmark and a model: set them under base: (or list them under grid:)")
     for combo in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
         params = {**base, **dict(zip(keys, combo))}
-        RunConfig(**{"benchmark": "-", "model": "-", **params}).validate()
+        cfg = RunConfig(**params).validate(how="key")               # each value in its field's type: the value the run uses
+        params = {k: getattr(cfg, k) for k in params}
         name = "-".join(slug(params[k]) for k in keys) or "run"
         runs.append({"run_name": f"{name}-{sha256_json(params)[:6]}", "params": params})
     return runs
@@ -384,20 +388,38 @@ def slurm_rows(jobs: list[SweepJob], opts: dict, folder=None):
                 live.update(_slurm_submit([job], o, folder))
         if live: time.sleep(o.get("poll_s", 2.0))
 
+# %% ../nbs/41_sweep.ipynb #3f405161
+#: the top-level keys of a sweep file and the type of each
+SWEEP_KEYS = {"name": str, "base": dict, "grid": dict, "executor": dict, "output_root": str, "notebook": str}
+
+def check_sweep_keys(spec: dict, where="sweep") -> dict:
+    "`spec` when its top-level keys are `SWEEP_KEYS` of the right types; a one-line ValueError naming the key (and the nearest one) otherwise."
+    import difflib
+    for k, v in spec.items():
+        if k not in SWEEP_KEYS:
+            near = difflib.get_close_matches(str(k), list(SWEEP_KEYS), n=1)
+            raise ValueError(f"{where}: unknown key {k!r}" + (f" (did you mean {near[0]!r}?)" if near else "") +
+                             f"; a sweep file has {', '.join(SWEEP_KEYS)}")
+        if v is not None and not isinstance(v, SWEEP_KEYS[k]) and not (k == "name" and isinstance(v, (int, float))):
+            raise ValueError(f"{where}: {k} must be {'a mapping' if SWEEP_KEYS[k] is dict else 'a text'}, got {v!r:.60}")
+    return spec
+
 # %% ../nbs/41_sweep.ipynb #3f405162
 def load_sweep(spec_or_path) -> dict:
     "A sweep spec from a YAML file (or a dict)."
     import yaml
-    if not isinstance(spec_or_path, (str, Path)): return dict(spec_or_path)
+    if not isinstance(spec_or_path, (str, Path)): return check_sweep_keys(dict(spec_or_path))
     p = Path(spec_or_path)
+    if p.is_dir(): raise ValueError(f"{p}: a folder; give the sweep's YAML file (e.g. evalnb/sweeps/demo.yaml)")
     if not p.is_file(): raise FileNotFoundError(f"sweep file not found: {p}")
     try: spec = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError: raise ValueError(f"{p}: not UTF-8 text; save the sweep file as UTF-8") from None
     except yaml.YAMLError as e:
         m = getattr(e, "problem_mark", None)
         where = f" (line {m.line + 1}, column {m.column + 1})" if m is not None else ""
         raise ValueError(f"{p}: not valid YAML: {getattr(e, 'problem', None) or e}{where}") from None
     if not isinstance(spec, dict): raise ValueError(f"{p}: a sweep file must be a YAML mapping")
-    return spec
+    return check_sweep_keys(spec, p)
 
 EXECUTOR_ROWS = {"local": local_rows, "ray": ray_rows, "slurm": slurm_rows}
 

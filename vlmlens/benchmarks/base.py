@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import difflib
+import importlib
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ from fastcore.basics import patch
 from ..core import Judgment, Prediction, Request, RunConfig, Sample, as_bool, cache_root
 from ..judges import DEFAULT_JUDGE_MODEL, JudgeItem, open_ended_judge, reference_text
 from ..models.registry import load_object, plugins
-from ..prompts import build_request
+from ..prompts import GENERIC_STRATEGIES, build_request
 from ..scoring import parse_answer, score_answer
 
 # %% auto #0
@@ -34,6 +36,10 @@ class Benchmark:
     kwargs_schema: tuple | None = None
     #: `summarize` numbers that replace the pooled item accuracy as a run's headline (empty: the pooled accuracy)
     headline: tuple = ()
+    #: the prompting strategies (`--strategy`) this benchmark's prompts implement
+    strategies: tuple = GENERIC_STRATEGIES
+    #: the dataset splits `--split` may name (None: whichever the data holds, checked when it is read; empty: no splits)
+    splits: tuple | None = None
 
     def load(self, cfg: RunConfig) -> tuple[list[Sample], list]:
         "Return `(samples, row_errors)` for `cfg`."
@@ -144,8 +150,9 @@ def _as_type(kind: str, v):
         if isinstance(v, float) and v.is_integer(): return int(v)
     elif kind == "float":
         if not isinstance(v, bool):
-            try: return float(v)
-            except (TypeError, ValueError): pass
+            try: f = float(v)
+            except (TypeError, ValueError): f = math.nan
+            if math.isfinite(f): return f
     elif kind in ("str", "path"):
         if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v).strip(): return str(v)
     elif kind == "dict":
@@ -165,6 +172,7 @@ class Option:
     default: Any = None
     help: str = ""
     choices: tuple = ()
+    range: tuple = ()             # (least, greatest) of a number, both allowed
 
     def __post_init__(self):
         if self.type not in OPTION_TYPES: raise ValueError(f"Option {self.name}: type must be one of {', '.join(OPTION_TYPES)}")
@@ -176,6 +184,8 @@ class Option:
         except (TypeError, ValueError): raise ValueError(f"benchmark_kwargs {self.name} must be {OPTION_TYPES[self.type]}, got {value!r}") from None
         if self.type == "path" and not Path(out).expanduser().exists():      # a missing media root: refused before the run
             raise ValueError(f"benchmark_kwargs {self.name}: {out} does not exist")
+        if self.range and not self.range[0] <= out <= self.range[1]:
+            raise ValueError(f"benchmark_kwargs {self.name} must be between {self.range[0]:g} and {self.range[1]:g}, got {value!r}")
         if self.choices and out not in self.choices:
             raise ValueError(f"benchmark_kwargs {self.name} must be one of {', '.join(map(repr, self.choices))}, got {value!r}")
         return out
@@ -203,7 +213,8 @@ def kwargs_help(self: Benchmark) -> str:
     opts = self.kwargs_schema or ()
     if not opts: return f"{self.name}: no benchmark options (--benchmark-kwarg)"
     rows = [(o.name, o.type, "-" if o.default is None else repr(o.default),
-             o.help + (f" (one of: {', '.join(map(str, o.choices))})" if o.choices else "")) for o in opts]
+             o.help + (f" (one of: {', '.join(map(str, o.choices))})" if o.choices else "")
+             + (f" (from {o.range[0]:g} to {o.range[1]:g})" if o.range else "")) for o in opts]
     w = [max(len(r[i]) for r in rows + [("name", "type", "default", "")]) for i in range(3)]
     head = f"{self.name} options (--benchmark-kwarg KEY=VALUE):\n" + "  ".join(x.ljust(w[i]) for i, x in enumerate(("name", "type", "default"))) + "  help"
     return head + "\n" + "\n".join("  ".join(r[i].ljust(w[i]) for i in range(3)) + "  " + r[3] for r in rows)

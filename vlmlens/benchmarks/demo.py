@@ -22,7 +22,7 @@ from PIL import Image, ImageDraw, ImageFont
 from .base import Benchmark
 from ..core import Media, RunConfig, Sample, cache_root
 from ..media import srt_time, write_video
-from ..readers import default_mapper, load_samples
+from ..readers import FieldError, default_mapper, load_samples
 
 # %% auto #0
 __all__ = ['DEMO_VERSION', 'DEMO_SEED', 'LANGS', 'COLORS', 'PLACES', 'SHAPES', 'NUMBER_WORDS', 'QUESTIONS', 'FPS', 'FRAME_SIZE',
@@ -469,11 +469,22 @@ def ensure_demo_data(root=None, progress: bool = True) -> Path:
         if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
     return final
 
+# %% ../../nbs/31_benchmarks_demo.ipynb #4e1d0a02
+def _with_options(mapper):
+    "`mapper`, refusing (FieldError on `options`) a multiple-choice row that has none."
+    def mapped(rec):
+        s = mapper(rec)
+        if s.answer_type in ("mcq", "mcq_multi") and not s.options:
+            raise FieldError("options", f"a {s.answer_type} row needs its options (or answer_type open)")
+        return s
+    return mapped
+
 # %% ../../nbs/31_benchmarks_demo.ipynb #4da22cf4
 class DemoBenchmark(Benchmark):
     "The shipped synthetic demo benchmark (videos, images, subtitles; en/hi/te)."
     name = "demo"
     kwargs_schema = ()        # the demo takes no --benchmark-kwarg: any key is a typo
+    splits = ()               # one set of items: --split is refused
 
     def __init__(self, root=None):
         self.root = root
@@ -495,5 +506,5 @@ class DemoBenchmark(Benchmark):
     def load(self, cfg: RunConfig) -> tuple[list[Sample], list]:
         "Samples of the demo (or of `cfg.data_path`), filtered by subset and language, and the row errors."
         path = self.data_file(cfg)
-        samples, errors = load_samples(path, default_mapper(self.name, path.parent))
+        samples, errors = load_samples(path, _with_options(default_mapper(self.name, path.parent)))
         return self.filter(samples, cfg), errors

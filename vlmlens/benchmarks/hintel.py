@@ -852,6 +852,8 @@ class HinTelBenchmark(Benchmark):
     judge_scale = (0, 1)
     group_by = ("subset", "language")
     kwargs_schema = KWARGS_SCHEMA
+    strategies = STRATEGIES
+    splits = ()
 
     def load(self, cfg: RunConfig) -> tuple[list[Sample], list]:
         "Samples under `cfg.data_path` for `cfg.subset` / `cfg.language`, and the row errors."

@@ -410,7 +410,9 @@ class MinervaBenchmark(Benchmark):
     kwargs_schema = MINERVA_KWARGS
 
     def load(self, cfg: RunConfig):
-        return load_benchmark_file(cfg.data_path, self.mapper, cfg, self.name)
+        samples, errors = load_benchmark_file(cfg.data_path, self.mapper, cfg, self.name)
+        for s in {s.answer_type: s for s in samples}.values(): answer_prompt(s, cfg)   # a prompt_file without a placeholder: refused before any item
+        return samples, errors
 
     def build_request(self, sample, cfg, stage: int = 0, previous=None):
         return minerva_request(sample, cfg)
@@ -494,7 +496,7 @@ def accuracy_metric(cfg: RunConfig) -> str:
 CURVE_KWARGS = MINERVA_KWARGS + (
     Option("accuracy", "str", "share_of_2s", "the headline accuracy", ACCURACY_METRICS),
     Option("resource_sets", "dict", None, 'the low/high locale comparison sets, {"low": [...], "high": [...]} (default: the paper\'s)'),
-    Option("human_baseline", "float", None, "a human accuracy to print beside the run's (a fraction)"))
+    Option("human_baseline", "float", None, "a human accuracy to print beside the run's (a fraction)", range=(0, 1)))
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #b1d2f3a4
 class CurveBenchmark(MinervaBenchmark):

@@ -14,7 +14,7 @@ from ..readers import read_records
 from . import align, calibration, captions, ocr, translate
 from ..core import NothingAnswered, installed, most_common_error, parse_kv
 from ..runner import check_languages
-from .cli import command, judge_kwargs, model_kwargs, report_step
+from .cli import command, judge_kwargs, model_kwargs, readable_verdicts, report_step
 from .review import VerdictLog
 from .store import Step, decisions_line, list_steps, open_step, step_folder, undecided
 
@@ -24,15 +24,19 @@ __all__ = ['COMMANDS', 'add_parsers', 'dispatch']
 # %% ../../nbs/79_curation_aligned_cli.ipynb #ee5453e5
 def _list(s) -> list[str]: return [x.strip() for x in str(s or "").split(",") if x.strip()]
 
-def _step(out, src: str) -> Step:
-    "A step given as a folder (or `<build>/<name>@latest`), or by name in the build `out` (exactly one step of that name)."
+def _step(out, src: str, kinds: tuple = ()) -> Step:
+    "A step given as a folder (or `<build>/<name>@latest`), or by name in the build `out` (exactly one step of that name); with `kinds`, one of those steps (a name or its prefix)."
     p = step_folder(src)
-    if (p / "step.json").is_file(): return open_step(p)
-    if out is None: raise ValueError(f"--from {src}: " + ("no such folder" if not p.exists() else "not a step folder (no step.json)"))
-    found = [r["dir"] for r in list_steps(out) if r.get("step") == src] if out and Path(out).is_dir() else []
-    if len(found) != 1: raise ValueError(f"--from {src}: " + ("no step folder and no step of that name" if not found else
-                                                               f"{len(found)} steps named {src!r}; pass the folder") + f" in {out}")
-    return open_step(found[0])
+    if (p / "step.json").is_file(): st = open_step(p)
+    elif out is None: raise ValueError(f"--from {src}: " + ("no such folder" if not p.exists() else "not a step folder (no step.json)"))
+    else:
+        found = [r["dir"] for r in list_steps(out) if r.get("step") == src] if out and Path(out).is_dir() else []
+        if len(found) != 1: raise ValueError(f"--from {src}: " + ("no step folder and no step of that name" if not found else
+                                                                   f"{len(found)} steps named {src!r}; pass the folder") + f" in {out}")
+        st = open_step(found[0])
+    if kinds and not st.name.startswith(kinds):
+        raise ValueError(f"--from {src}: a {st.name} step; this command reads a {' or '.join(k.rstrip('_') for k in kinds)} step")
+    return st
 
 def _records(path) -> list[dict]:
     errors: list = []
@@ -173,7 +177,11 @@ def _caption_mcq(a) -> int:
                                           seed=a.seed, prompt_file=a.prompt_file))
 
 def _mcq_report(a) -> int:
-    items = [r["item"] for r in _step(None, a.src).items()]
+    st = _step(None, a.src)
+    items = [r["item"] for r in st.items()]
+    if not items or not all(isinstance(it.get("options"), list) and it.get("answer") for it in items):
+        raise ValueError(f"--from {a.src}: a {st.name} step " + ("with no items" if not items else "whose items are not multiple-choice "
+                         "questions (options and answer)") + "; mcq-report reads a caption-mcq or text-filter step")
     _table(captions.answer_positions(items))
     for lang, r in captions.distractor_report(items).items():
         print(f"{lang}: n={r['n']}, chance {r['chance']:.2f}; longest option {r['longest_option_accuracy']:.2f}, question overlap "
@@ -184,6 +192,7 @@ def _mcq_report(a) -> int:
     return 0
 
 def _ocr(a) -> int:
+    check_languages(a.language)                                   # `english` → did you mean en?, before any step folder
     p = Path(a.pages)
     pages = sorted(x for x in p.iterdir() if x.suffix.lower() in (".png", ".jpg", ".jpeg")) if p.is_dir() else [Path(x) for x in _list(a.pages)]
     if not pages: raise ValueError(f"--pages {a.pages}: no page images")
@@ -225,7 +234,7 @@ def _calibrate(a) -> int:
         except NothingAnswered as e: _difficulty_lines(e.result); raise
         _difficulty_lines(rep)
         return 0
-    rep = calibration.correctness_calibration(rows, VerdictLog(a.verdicts, calibration.AUDIT_LABELS), a.out, judge=a.judge,
+    rep = calibration.correctness_calibration(rows, readable_verdicts(VerdictLog(a.verdicts, calibration.AUDIT_LABELS)), a.out, judge=a.judge,
                                               judge_kwargs=jkw, min_auditors=a.min_auditors)
     hb = rep["human_baseline"]
     print(f"status: {rep['status']}; human baseline {hb['overall']} over {hb['n_answers']} answers (paper {hb['paper_overall']})")
@@ -239,7 +248,7 @@ def _run(a) -> int:
     c = a.curate_command
     if c == "translate": return _translate(a)
     if c == "back-translate":
-        st = _step(a.out, a.src)
+        st = _step(a.out, a.src, ("translate_",))
         return report_step(translate.back_translate(st, a.out, a.engine, engine_options=_engine_options(a.engine_option, a.engine or next((r['item'].get('engine') for r in st.items()), None))))
     if c == "compare-engines": return _compare(a)
     if c == "translation-stats":

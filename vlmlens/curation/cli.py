@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -16,12 +17,14 @@ from ..benchmarks import minerva
 from ..benchmarks.infinibench import InfiniBenchJudge
 from ..core import parse_kv
 from ..judges import Judge
+from ..models import registry
 from . import appearance, dedup, filters, generate, release, verify_step
 from .review import VerdictLog
 from .store import Step, check_decisions, combine, decisions, decisions_line, find_step, list_steps, open_step, step_folder
 
 # %% auto #0
-__all__ = ['command', 'add_parser', 'resolve_steps', 'report_step', 'judge_kwargs', 'model_kwargs', 'check_device', 'main']
+__all__ = ['command', 'add_parser', 'resolve_steps', 'report_step', 'judge_kwargs', 'model_kwargs', 'check_device',
+           'check_dedup_options', 'readable_verdicts', 'distinct_steps', 'main']
 
 # %% ../../nbs/68_curation_cli.ipynb #00ab04c6
 def _list(s: str | None) -> list[str]: return [x.strip() for x in (s or "").split(",") if x.strip()]
@@ -175,9 +178,12 @@ def model_kwargs(items, models: Sequence[str] | None = None) -> tuple[dict, dict
     return common, per
 
 def _filter(a) -> int:
+    kinds, models = _list(a.kinds), _list(a.models)
+    for m in models:                                                           # a typo is one line, before the candidates file
+        try: registry.get_spec(m)
+        except KeyError as e: raise ValueError(f"--models {m}: {e.args[0]}") from None
     (up,) = resolve_steps(a.out, a.src)
     filters.check_judge(a.judge, [r["item"] for r in up.items()])             # before any file is written
-    kinds, models = _list(a.kinds), _list(a.models)
     common, per = model_kwargs(a.model_kwarg, models)
     jkw = judge_kwargs(a.judge_kwarg)
     if bad := [k for k in kinds if k not in ("knowledge", "vision")]: raise ValueError(f"--kinds: unknown filter(s) {bad}; use knowledge and/or vision")
@@ -209,14 +215,36 @@ def check_device(name: str | None) -> str | None:
     if d.type == "cuda" and not torch.cuda.is_available(): raise ValueError(f"--device {name}: no CUDA GPU is visible here")
     return name
 
+# %% ../../nbs/68_curation_cli.ipynb #8e41e551
+def check_dedup_options(threshold: float, embedding_model: str | None):
+    "Refuse (one-line ValueError) a `--threshold` outside [0, 1] (NaN included) and an `--embedding-model` path that does not exist."
+    if not (math.isfinite(threshold) and 0 <= threshold <= 1):
+        raise ValueError(f"--threshold must be a cosine similarity between 0 and 1; got {threshold:g}")
+    em = embedding_model
+    if em and em.startswith(("/", ".", "~")) and not Path(em).expanduser().exists():
+        raise ValueError(f"--embedding-model {em}: no such folder; give a sentence-transformers model name or a folder that holds one")
+
+def readable_verdicts(log, flag: str = "--verdicts"):
+    "`log` (a VerdictLog), refused (one-line ValueError) when its file holds no readable verdict: applying it would decide nothing."
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore"); n = len(log.read())
+    if not n: raise ValueError(f"{flag} {log.path}: no readable verdict (one JSON verdict per line, labelled {'/'.join(log.labels)}); "
+                               "nothing to apply")
+    return log
+
+def distinct_steps(steps: list, src: str) -> list:
+    "`steps`, refused (one-line ValueError) when `--from` names one step twice."
+    if len({st.dir.resolve() for st in steps}) < len(steps): raise ValueError(f"--from {src}: names one step twice; combine different steps")
+    return steps
+
 # %% ../../nbs/68_curation_cli.ipynb #8e41e557
 def _dispatch(a) -> int:
     c = a.curate_command
     if c == "generate": return _generate(a)
     if c == "appearance": return _appearance(a)
-    if c == "combine": return report_step(combine(a.out, resolve_steps(a.out, a.src)))
+    if c == "combine": return report_step(combine(a.out, distinct_steps(resolve_steps(a.out, a.src), a.src)))
     if c == "dedup":
-        check_device(a.device)
+        check_device(a.device); check_dedup_options(a.threshold, a.embedding_model)
         (up,) = resolve_steps(a.out, a.src)
         if a.verdicts and not Path(a.verdicts).is_file(): raise FileNotFoundError(f"pair verdict file not found: {a.verdicts}")
         log = VerdictLog(a.verdicts, dedup.PAIR_LABELS) if a.verdicts else None
@@ -226,7 +254,7 @@ def _dispatch(a) -> int:
         (up,) = resolve_steps(a.out, a.src)
         if not Path(a.verdicts).is_file(): raise FileNotFoundError(f"verdict file not found: {a.verdicts}")
         skip = () if a.include_summarization else ("summarization",)
-        return report_step(verify_step(a.out, up, VerdictLog(a.verdicts), a.frac, a.seed, skip))
+        return report_step(verify_step(a.out, up, readable_verdicts(VerdictLog(a.verdicts)), a.frac, a.seed, skip))
     if c == "release": return _release(a)
     if c == "status":
         if not Path(a.build).is_dir(): raise FileNotFoundError(f"build folder not found: {a.build}")
