@@ -27,11 +27,15 @@ GUIDE = ROOT / "nbs" / "guide_own_benchmark.ipynb"
 MARK = "# videomme.py"                                  # the guide's cell holding the whole benchmark
 
 
+def guide_benchmark_code() -> str:
+    "The guide's cell that holds the whole benchmark (the module a user's package would have)."
+    cells = json.loads(GUIDE.read_text(encoding="utf-8"))["cells"]
+    return next("".join(c["source"]) for c in cells if c["cell_type"] == "code" and "".join(c["source"]).startswith(MARK))
+
+
 def install_guide_plugin(site: Path) -> Path:
     "The guide's benchmark as an installed distribution in `site`: its module plus a dist-info naming the entry point."
-    cells = json.loads(GUIDE.read_text(encoding="utf-8"))["cells"]
-    code = next("".join(c["source"]) for c in cells if c["cell_type"] == "code" and "".join(c["source"]).startswith(MARK))
-    (site / "vlmlens_guide_videomme.py").write_text(code + "\n", encoding="utf-8")
+    (site / "vlmlens_guide_videomme.py").write_text(guide_benchmark_code() + "\n", encoding="utf-8")
     info = site / "vlmlens_guide_videomme-0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vlmlens-guide-videomme\nVersion: 0.1\n", encoding="utf-8")

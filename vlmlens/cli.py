@@ -21,6 +21,7 @@ from .core import NothingAnswered, RunConfig, parse_kv
 from .curation import aligned_cli
 from .curation import cli as curation_cli
 from .evidence import isolate_run
+from .models import registry
 from .report import machine_frame, model_name, rates_table, render_table, run_context, run_header, summary_table
 from .runner import check_answered, estimate_run, launch_env, rescore, run
 from .store import RunSet, open_run
@@ -30,7 +31,7 @@ from .vs_paper import vs_paper_report
 
 # %% auto #0
 __all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'partial_note', 'print_summary',
-           'report', 'print_estimate', 'check_isolatable', 'mistake_line', 'main']
+           'report', 'print_estimate', 'check_isolatable', 'mistake_line', 'use_plugins', 'main']
 
 # %% ../nbs/42_cli.ipynb #6d2e3f40
 def _kind(f) -> str:
@@ -109,6 +110,8 @@ def parser() -> argparse.ArgumentParser:
     p = Parser(prog="vlmlens", description="Evaluate vision-language models and diagnose their failures.")
     p.add_argument("--version", action="version", version=f"vlmlens {vlmlens.__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log more, and show tracebacks")
+    p.add_argument("--plugins", action="append", metavar="DIR", help="a folder whose Python modules register benchmarks, "
+                   "models or judges (repeatable; before the command: vlmlens --plugins DIR run ...; also VLMLENS_PLUGINS)")
     _add_subcommands(p.add_subparsers(dest="command", required=True))
     return p
 
@@ -262,12 +265,23 @@ def _quiet_stdout():
     try: os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation): pass
 
+# %% ../nbs/42_cli.ipynb #1d296c91
+def use_plugins(folders) -> list[str]:
+    "Import the `--plugins` folders' modules and add the folders to `VLMLENS_PLUGINS` (inherited by child processes)."
+    if not folders: return []
+    paths = [str(Path(f).expanduser().resolve()) for f in folders]
+    names = registry.load_plugin_folders(paths)
+    old = [f for f in os.environ.get("VLMLENS_PLUGINS", "").split(os.pathsep) if f.strip()]
+    os.environ["VLMLENS_PLUGINS"] = os.pathsep.join(dict.fromkeys(paths + old))
+    return names
+
 # %% ../nbs/42_cli.ipynb #1d296c84
 def main(argv=None) -> int:
     "Entry point of the `vlmlens` console script: user errors print one line and exit 2; a run that answered nothing exits 3; a closed pipe 141; Ctrl-C 130."
     a = _parse(argv)
     logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
+        use_plugins(getattr(a, "plugins", None))      # benchmarks, models, judges from --plugins folders
         rc = _dispatch(a)
         sys.stdout.flush()                            # a reader gone (`| head -1`) shows here, inside the boundary
         return rc
