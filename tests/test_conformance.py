@@ -1,4 +1,4 @@
-"""Every registered benchmark through one contract: load, prompt, parse, score, summary (and its table), resume.
+"""Every registered benchmark through one contract: load, prompt, parse, score, summary (and its table), view, resume.
 
 The benchmarks are the registry's (`known_benchmarks()`: vlmlens' own, plus every `vlmlens.benchmarks` entry point),
 never a hand list. The guide's Video-MME-style benchmark (`nbs/guide_own_benchmark.ipynb`) joins them the way a
@@ -131,5 +131,8 @@ def test_every_registered_benchmark_keeps_the_contract(name, tiny, tmp_path):
         assert json.loads((run_dir / "summary.json").read_text())["overall"] == s["overall"]
         from vlmlens.report import summary_table
         assert len(summary_table(s).data)                             # the summary reads as a table
+        from vlmlens.view import write_site
+        page = write_site(run_dir, tmp_path / "view", progress=False)  # the run opens in the viewer, its items listed
+        assert page.is_file() and all(p["sample_id"] in (page.parent / "data.js").read_text(encoding="utf-8") for p in preds)
         again = run(cfg, backend=tiny)                                # resume: nothing asked twice, the same numbers
         assert len(lines(run_dir / "predictions.jsonl")) == 2 and again["overall"] == s["overall"]
