@@ -299,7 +299,7 @@ def _raw_spec(ident: str, force: bool = False) -> ModelSpec | None:
 # %% ../../nbs/10_models_registry.ipynb #84ce6b57
 _COMPAT = re.compile(r"^openai-compatible:(?P<model>[^@\s]+(?:@(?!https?://)[^@\s]*)*)@(?P<url>https?://\S+)$")
 SERVED_VIDEO_FAMILIES = re.compile(r"qwen2(\.5)?-vl|qvq|qwen(2\.5|3)-omni|qwen3-vl|llava-onevision|llava-next-video|internvl3"
-                                   r"|glm-4\.[15]v|keye-vl|minicpm-[vo]|tarsier2|ovis2\.5", re.I)
+                                   r"|glm-4\.[15]v|keye-vl|minicpm-[vo]|tarsier2|ovis2\.[56]|qwen3\.5|intern-s1", re.I)
 
 def parse_api_name(name: str) -> ModelSpec | None:
     "A spec for `openai-compatible:<model>@<base_url>`, or None for any other name."
