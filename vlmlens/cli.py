@@ -245,11 +245,13 @@ def _dispatch(a) -> int:
 
 # %% ../nbs/42_cli.ipynb #1d296c83
 def _parse(argv) -> argparse.Namespace:
-    "The parsed command line; `run --help-kwargs` needs only --benchmark."
+    "The parsed command line; `run --help-kwargs` needs only --benchmark (and the options before `run`: --plugins, -v)."
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] != ["run"] or "--help-kwargs" not in argv: return parser().parse_args(argv)
-    p = Parser(prog="vlmlens run", add_help=False); p.add_argument("--benchmark", required=True); p.add_argument("-v", "--verbose", action="store_true")
-    return argparse.Namespace(command="run", help_kwargs=True, **vars(p.parse_known_args(argv[1:])[0]))
+    g = Parser(prog="vlmlens", add_help=False); g.add_argument("--plugins", action="append"); g.add_argument("-v", "--verbose", action="store_true")
+    top, rest = g.parse_known_args(argv)
+    if rest[:1] != ["run"] or "--help-kwargs" not in rest: return parser().parse_args(argv)
+    p = Parser(prog="vlmlens run", add_help=False); p.add_argument("--benchmark", required=True)
+    return argparse.Namespace(command="run", help_kwargs=True, **vars(top), **vars(p.parse_known_args(rest[1:])[0]))
 
 # %% ../nbs/42_cli.ipynb #1d296c85
 def mistake_line(e: BaseException) -> str | None:
