@@ -123,7 +123,7 @@ def test_a_folder_named_on_the_command_line_adds_a_benchmark_and_a_model(folder,
     assert json.loads((tmp_path / "runs" / "folder" / "summary.json").read_text())["overall"]["n"] == 4
     helped = subprocess.run([sys.executable, "-m", "vlmlens", "--plugins", str(folder), "run", "--help-kwargs", "--benchmark",
                              "videomme"], capture_output=True, text=True, timeout=300, env={**os.environ, "VLMLENS_PLUGINS": ""})
-    assert helped.returncode == 0, helped.stderr[-2000:]
+    assert helped.returncode == 0 and "video_root" in helped.stdout, helped.stderr[-2000:]
     bad = subprocess.run([sys.executable, "-m", "vlmlens", "--plugins", str(tmp_path / "nowhere"), "run", "--benchmark",
                           "videomme", "--model", "echo-vlm"], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no such folder" in bad.stderr, bad.stderr
