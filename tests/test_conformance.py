@@ -1,4 +1,4 @@
-"""Every registered benchmark through one contract: load, prompt, parse, score, summary (and its table), resume.
+"""Every registered benchmark through one contract: load, prompt, parse, score, summary (and its table), view, resume.
 
 The benchmarks are the registry's (`known_benchmarks()`: vlmlens' own, plus every `vlmlens.benchmarks` entry point),
 never a hand list. The guide's Video-MME-style benchmark (`nbs/guide_own_benchmark.ipynb`) joins them the way a
@@ -27,11 +27,15 @@ GUIDE = ROOT / "nbs" / "guide_own_benchmark.ipynb"
 MARK = "# videomme.py"                                  # the guide's cell holding the whole benchmark
 
 
+def guide_benchmark_code() -> str:
+    "The guide's cell that holds the whole benchmark (the module a user's package would have)."
+    cells = json.loads(GUIDE.read_text(encoding="utf-8"))["cells"]
+    return next("".join(c["source"]) for c in cells if c["cell_type"] == "code" and "".join(c["source"]).startswith(MARK))
+
+
 def install_guide_plugin(site: Path) -> Path:
     "The guide's benchmark as an installed distribution in `site`: its module plus a dist-info naming the entry point."
-    cells = json.loads(GUIDE.read_text(encoding="utf-8"))["cells"]
-    code = next("".join(c["source"]) for c in cells if c["cell_type"] == "code" and "".join(c["source"]).startswith(MARK))
-    (site / "vlmlens_guide_videomme.py").write_text(code + "\n", encoding="utf-8")
+    (site / "vlmlens_guide_videomme.py").write_text(guide_benchmark_code() + "\n", encoding="utf-8")
     info = site / "vlmlens_guide_videomme-0.1.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: vlmlens-guide-videomme\nVersion: 0.1\n", encoding="utf-8")
@@ -127,5 +131,8 @@ def test_every_registered_benchmark_keeps_the_contract(name, tiny, tmp_path):
         assert json.loads((run_dir / "summary.json").read_text())["overall"] == s["overall"]
         from vlmlens.report import summary_table
         assert len(summary_table(s).data)                             # the summary reads as a table
+        from vlmlens.view import write_site
+        page = write_site(run_dir, tmp_path / "view", progress=False)  # the run opens in the viewer, its items listed
+        assert page.is_file() and all(p["sample_id"] in (page.parent / "data.js").read_text(encoding="utf-8") for p in preds)
         again = run(cfg, backend=tiny)                                # resume: nothing asked twice, the same numbers
         assert len(lines(run_dir / "predictions.jsonl")) == 2 and again["overall"] == s["overall"]

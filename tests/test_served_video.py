@@ -142,6 +142,24 @@ def test_an_image_run_of_a_served_video_model_keeps_its_hash(server, tmp_path):
     assert "video" not in info["config"]["model_kwargs"] and info["config_hash"] == cfg.hash()
 
 
+def test_limit_does_not_decide_the_recorded_video_default(server, tmp_path):
+    "The run's whole selection decides whether video=native is recorded, never --limit (not hashed): a run whose first"
+    " item is an image, cut by --limit 1, goes on under the same hash when the limit is lifted."
+    import dataclasses
+    from vlmlens.benchmarks.base import get_benchmark
+    from vlmlens.core import RunConfig
+    from vlmlens.runner import run
+    every = get_benchmark("demo").load(RunConfig("demo", "m", language="en", progress=False))[0]
+    mixed = [next(s for s in every if s.subset == "image_color"), next(s for s in every if s.subset == "video_color")]
+    server.default_text = "The answer is B."
+    cfg = RunConfig("demo", f"openai-compatible:{QWEN}@{server.openai_base_url}", language="en", num_frames=4, limit=1,
+                    model_kwargs={"cache": False}, output_root=str(tmp_path), run_name="mixed", progress=False)
+    first = run(cfg, samples=mixed)
+    whole = run(dataclasses.replace(cfg, limit=None), samples=mixed)      # the same run, continued
+    assert first["config_hash"] == whole["config_hash"] and whole["overall"]["n"] == 2
+    assert json.loads((tmp_path / "mixed" / "run.json").read_text())["config"]["model_kwargs"]["video"] == "native"
+
+
 def test_context_fit_counts_video_tokens_the_servers_way(server, tmp_path):
     "With the server's context (--max-model-len) given, a run asking for more frames than fit sends the most that do."
     server.default_text = "The answer is B."

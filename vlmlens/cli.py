@@ -22,6 +22,7 @@ from .core import NothingAnswered, RunConfig, as_config, check_environment, chec
 from .curation import aligned_cli
 from .curation import cli as curation_cli
 from .evidence import isolate_run
+from .models import registry
 from .report import machine_frame, model_name, rates_table, render_table, run_context, run_header, summary_table
 from .runner import check_answered, estimate_run, launch_env, rescore, run
 from .store import RunSet, open_run
@@ -31,7 +32,7 @@ from .vs_paper import vs_paper_report
 
 # %% auto #0
 __all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'shown_path', 'partial_note',
-           'print_summary', 'report', 'print_estimate', 'check_isolatable', 'mistake_line', 'main']
+           'print_summary', 'report', 'print_estimate', 'check_isolatable', 'mistake_line', 'use_plugins', 'main']
 
 # %% ../nbs/42_cli.ipynb #6d2e3f40
 def add_config_args(p: argparse.ArgumentParser):
@@ -105,6 +106,8 @@ def parser() -> argparse.ArgumentParser:
     p = Parser(prog="vlmlens", description="Evaluate vision-language models and diagnose their failures.")
     p.add_argument("--version", action="version", version=f"vlmlens {vlmlens.__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log more, and show tracebacks")
+    p.add_argument("--plugins", action="append", metavar="DIR", help="a folder whose Python modules register benchmarks, "
+                   "models or judges (repeatable; before the command: vlmlens --plugins DIR run ...; also VLMLENS_PLUGINS)")
     _add_subcommands(p.add_subparsers(dest="command", required=True))
     return p
 
@@ -246,11 +249,13 @@ def _dispatch(a) -> int:
 
 # %% ../nbs/42_cli.ipynb #1d296c83
 def _parse(argv) -> argparse.Namespace:
-    "The parsed command line; `run --help-kwargs` needs only --benchmark."
+    "The parsed command line; `run --help-kwargs` needs only --benchmark (and the options before `run`: --plugins, -v)."
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] != ["run"] or "--help-kwargs" not in argv: return parser().parse_args(argv)
-    p = Parser(prog="vlmlens run", add_help=False); p.add_argument("--benchmark", required=True); p.add_argument("-v", "--verbose", action="store_true")
-    return argparse.Namespace(command="run", help_kwargs=True, **vars(p.parse_known_args(argv[1:])[0]))
+    g = Parser(prog="vlmlens", add_help=False); g.add_argument("--plugins", action="append"); g.add_argument("-v", "--verbose", action="store_true")
+    top, rest = g.parse_known_args(argv)
+    if rest[:1] != ["run"] or "--help-kwargs" not in rest: return parser().parse_args(argv)
+    p = Parser(prog="vlmlens run", add_help=False); p.add_argument("--benchmark", required=True)
+    return argparse.Namespace(command="run", help_kwargs=True, **vars(top), **vars(p.parse_known_args(rest[1:])[0]))
 
 # %% ../nbs/42_cli.ipynb #1d296c85
 def mistake_line(e: BaseException) -> str | None:
@@ -269,6 +274,16 @@ def _quiet_stdout():
     try: os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation): pass
 
+# %% ../nbs/42_cli.ipynb #1d296c91
+def use_plugins(folders) -> list[str]:
+    "Import the `--plugins` folders' modules and add the folders to `VLMLENS_PLUGINS` (inherited by child processes)."
+    if not folders: return []
+    paths = [str(Path(f).expanduser().resolve()) for f in folders]
+    names = registry.load_plugin_folders(paths)
+    old = [f for f in os.environ.get("VLMLENS_PLUGINS", "").split(os.pathsep) if f.strip()]
+    os.environ["VLMLENS_PLUGINS"] = os.pathsep.join(dict.fromkeys(paths + old))
+    return names
+
 # %% ../nbs/42_cli.ipynb #1d296c84
 def main(argv=None) -> int:
     "Entry point of the `vlmlens` console script: user errors print one line and exit 2; a run that answered nothing exits 3; a closed pipe 141; Ctrl-C 130."
@@ -276,6 +291,7 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO if a.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         check_environment()                           # VLMLENS_* variables: a wrong value refused before any command acts
+        use_plugins(getattr(a, "plugins", None))      # benchmarks, models, judges from --plugins folders
         rc = _dispatch(a)
         sys.stdout.flush()                            # a reader gone (`| head -1`) shows here, inside the boundary
         return rc

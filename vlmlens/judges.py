@@ -470,11 +470,13 @@ def register_judge(name: str, make):
     JUDGES[name] = make
 
 def known_judges() -> list[str]:
-    "Registered judge names and installed packages' `vlmlens.judges` entry points."
+    "Registered judge names (plugin folders' too) and installed packages' `vlmlens.judges` entry points."
+    registry.load_plugin_folders()
     return sorted({*JUDGES, *registry.plugins("vlmlens.judges")})
 
 def registered_judge(name: str | None) -> Callable | None:
     "The `make(cfg)` registered (or declared by an entry point) as `name`; None when `name` is not a registered judge."
+    if name and name not in JUDGES: registry.load_plugin_folders()   # the --plugins / VLMLENS_PLUGINS folders register theirs
     target = JUDGES.get(name) if name else None
     target = target or (registry.plugins("vlmlens.judges").get(name) if name else None)
     return None if target is None else registry.load_object(target)

@@ -427,8 +427,8 @@ def nothing_readable(cfg: RunConfig, row_errors: list) -> str:
     return f"{where}: no readable {cfg.benchmark} row ({why}); nothing to run"
 
 # %% ../nbs/40_runner.ipynb #8f90a1fd
-def load_run_samples(bench: Benchmark, cfg: RunConfig, languages: tuple, samples: list[Sample] | None = None):
-    "The run's item set (benchmark filters, language gating, limit) and notes for run.json (row errors, skips)."
+def load_run_samples(bench: Benchmark, cfg: RunConfig, languages: tuple, samples: list[Sample] | None = None, limit: bool = True):
+    "The run's item set (benchmark filters, language gating, and `--limit` unless `limit=False`) and notes for run.json (row errors, skips)."
     row_errors = []
     if samples is None:
         loaded, row_errors = bench.load(cfg)
@@ -437,7 +437,7 @@ def load_run_samples(bench: Benchmark, cfg: RunConfig, languages: tuple, samples
             check_selection(bench.load(dataclasses.replace(cfg, subset=None, language=None))[0], samples, cfg)
         if not loaded: raise ValueError(nothing_readable(cfg, row_errors))   # nothing to do is a mistake: no folder is made
         for e in row_errors: log.warning("row error: %s", e)
-    samples, notes = select_samples(samples, cfg, languages)
+    samples, notes = select_samples(samples, cfg if limit else dataclasses.replace(cfg, limit=None), languages)
     notes["row_errors"] = [str(e) for e in row_errors]
     if row_errors: notes["rows_not_read"] = sum(getattr(e, "rows", 1) for e in row_errors)   # an error may stand for many rows
     if cfg.force: notes["force"] = True
@@ -723,9 +723,9 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     launch, cfg = launch_env(), apply_launch(cfg, spec is not None and spec.backend in registry.LOCAL_BACKENDS)
     cfg, bench, preset = check_config(cfg, spec)          # preset, model input, options, device, output root: nothing created
     if samples is None: cfg = data.resolve_data_path(cfg)   # the fetched release when no --data-path; else one line naming `vlmlens data get`
-    samples, notes = load_run_samples(bench, cfg, languages_of(backend or spec, cfg.benchmark), samples)
-    if spec is not None:                                  # a served video model's video=native, recorded and hashed
-        cfg = registry.with_video_default(cfg, spec, any(m.kind == "video" for s in samples for m in s.media))
+    samples, notes = load_run_samples(bench, cfg, languages_of(backend or spec, cfg.benchmark), samples, limit=False)
+    if spec is not None: cfg = registry.with_video_default(cfg, spec, any(map(video_key, samples)))   # recorded, hashed: so not by --limit
+    samples = select_samples(samples, cfg)[0]             # then --limit
     if cfg.data_path: notes["dataset"] = data.provenance(cfg.data_path)   # source, revision, lock digest: runs on other data never pool
     if preset: notes["preset"] = preset
     if spec is not None: in_words(lambda: registry.preflight(spec, cfg, **backend_options(cfg, spec)), cfg.model_kwargs)   # keys, model options, checkpoint

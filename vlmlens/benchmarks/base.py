@@ -16,7 +16,7 @@ from fastcore.basics import patch
 
 from ..core import Judgment, Prediction, Request, RunConfig, Sample, as_bool, cache_root
 from ..judges import DEFAULT_JUDGE_MODEL, JudgeItem, open_ended_judge, reference_text
-from ..models.registry import load_object, plugins
+from ..models.registry import load_object, load_plugin_folders, plugins
 from ..prompts import GENERIC_STRATEGIES, build_request
 from ..scoring import parse_answer, score_answer
 
@@ -236,11 +236,13 @@ def register_benchmark(name: str, target):
     BENCHMARKS[name] = target
 
 def known_benchmarks() -> list[str]:
-    "Every benchmark name: vlmlens' own, registered ones and installed packages' `vlmlens.benchmarks` entry points."
+    "Every benchmark name: vlmlens' own, registered ones (plugin folders' too) and installed packages' `vlmlens.benchmarks` entry points."
+    load_plugin_folders()
     return sorted({*BENCHMARKS, *plugins("vlmlens.benchmarks")})
 
 def get_benchmark(name: str, **kwargs) -> Benchmark:
     "Instantiate the benchmark registered (or declared by an entry point) as `name`."
+    if name not in BENCHMARKS: load_plugin_folders()        # the --plugins / VLMLENS_PLUGINS folders register theirs
     target = BENCHMARKS.get(name) or plugins("vlmlens.benchmarks").get(name)
     if target is None: raise KeyError(f"unknown benchmark {name!r}; known: {', '.join(known_benchmarks())}")
     return load_object(target)(**kwargs)

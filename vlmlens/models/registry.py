@@ -23,9 +23,9 @@ __all__ = ['RUN_HINT_KEYS', 'VIDEO_INPUTS', 'PRESET_KEYS', 'SERVE_HINT', 'LOCAL_
            'CURVE_LOCALES', 'QWEN2_VL_LANGUAGES', 'EN', 'EN_HI', 'EN_TE', 'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES',
            'PROVIDER_LIMITS', 'OPENAI_REASONING_PREFIXES', 'CURVE_REASONING_BUDGETS', 'TINY_MODELS', 'Backend',
            'count_images', 'ModelSpec', 'apply_preset', 'LanguageNotClaimed', 'register_backend', 'register',
-           'known_models', 'parse_api_name', 'plugins', 'load_object', 'load_model_plugin', 'get_spec',
-           'supports_language', 'with_video_default', 'load_backend', 'resolve_builder', 'preflight', 'roster',
-           'roster_markdown']
+           'known_models', 'parse_api_name', 'plugins', 'load_object', 'load_model_plugin', 'load_plugin_folders',
+           'get_spec', 'supports_language', 'with_video_default', 'load_backend', 'resolve_builder', 'preflight',
+           'roster', 'roster_markdown']
 
 # %% ../../nbs/10_models_registry.ipynb #ce66540d
 class Backend:
@@ -299,7 +299,7 @@ def _raw_spec(ident: str, force: bool = False) -> ModelSpec | None:
 # %% ../../nbs/10_models_registry.ipynb #84ce6b57
 _COMPAT = re.compile(r"^openai-compatible:(?P<model>[^@\s]+(?:@(?!https?://)[^@\s]*)*)@(?P<url>https?://\S+)$")
 SERVED_VIDEO_FAMILIES = re.compile(r"qwen2(\.5)?-vl|qvq|qwen(2\.5|3)-omni|qwen3-vl|llava-onevision|llava-next-video|internvl3"
-                                   r"|glm-4\.[15]v|keye-vl|minicpm-[vo]|tarsier2|ovis2\.5", re.I)
+                                   r"|glm-4\.[15]v|keye-vl|minicpm-[vo]|tarsier2|ovis2\.[56]|qwen3\.5|intern-s1", re.I)
 
 def parse_api_name(name: str) -> ModelSpec | None:
     "A spec for `openai-compatible:<model>@<base_url>`, or None for any other name."
@@ -339,6 +339,29 @@ def load_model_plugin(name: str) -> ModelSpec:
     if spec.backend not in BACKEND_MODULES: register_backend(spec.backend, target.partition(":")[0].strip())
     return register(replace(spec, name=name), overwrite=True)
 
+# %% ../../nbs/10_models_registry.ipynb #7a1c0e05
+_LOADED_FOLDERS: set = set()
+
+def load_plugin_folders(folders=None) -> list[str]:
+    "Import, once, each `*.py` module (not `_*`) of `folders` (default: `VLMLENS_PLUGINS`, `os.pathsep`-separated); their names."
+    import sys
+    if folders is None: folders = [f for f in os.environ.get("VLMLENS_PLUGINS", "").split(os.pathsep) if f.strip()]
+    names = []
+    for folder in folders:
+        p = Path(folder).expanduser().resolve()
+        if p in _LOADED_FOLDERS: continue
+        if not p.is_dir(): raise ValueError(f"plugin folder {folder}: no such folder (--plugins / VLMLENS_PLUGINS)")
+        _LOADED_FOLDERS.add(p)
+        if str(p) not in sys.path: sys.path.append(str(p))        # appended: a plugin never shadows an installed module
+        for f in sorted(p.glob("*.py")):
+            if f.name.startswith("_"): continue
+            mod = importlib.import_module(f.stem)
+            if Path(getattr(mod, "__file__", "") or "").resolve() != f.resolve():
+                raise ValueError(f"plugin {f}: the module name {f.stem!r} is already taken by {mod.__name__} "
+                                 f"({getattr(mod, '__file__', None)}); rename the file")
+            names.append(f.stem)
+    return names
+
 # %% ../../nbs/10_models_registry.ipynb #3286894a
 def _looks_like_path(ident: str) -> bool:
     "Whether `ident` is written as a filesystem path (`./x`, `../x`, `/x`, `~/x`, `a/b/c`) rather than a name or a hub id."
@@ -347,6 +370,7 @@ def _looks_like_path(ident: str) -> bool:
 def get_spec(name: str) -> ModelSpec:
     "The spec for a registered name or model id, a local checkpoint dir, a Qwen-VL hub id, 'hf:<id>' or 'openai-compatible:...'."
     name = str(name).strip()
+    if name not in _REGISTRY: load_plugin_folders()                     # the --plugins / VLMLENS_PLUGINS folders register theirs
     if name in _REGISTRY: return _REGISTRY[name]
     api = parse_api_name(name)
     if api is not None: return api
