@@ -222,7 +222,7 @@ def test_a_benchmark_option_out_of_its_range_is_refused(where, bench, kv, needle
 def _env_wrong(name, kind, tmp) -> list[str]:
     a_file = tmp / "a-file"; a_file.write_text("x", encoding="utf-8")
     return {"bool": ["maybe", "2"], "gb": ["abc", "nan", "-1"], "folder": [str(a_file)],
-            "file": [str(tmp / "no-such.json")]}[kind]
+            "folders": [str(a_file), str(tmp / "no-such-folder")], "file": [str(tmp / "no-such.json")]}[kind]
 
 
 ENV_CASES = [(n, k) for n, (k, _) in ENVIRONMENT.items()]

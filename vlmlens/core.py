@@ -453,6 +453,7 @@ ENVIRONMENT = {
     "VLMLENS_CACHE": ("folder", "vlmlens' cache folder (default ~/.cache/vlmlens)"),
     "VLMLENS_DATA": ("folder", "where fetched releases live (default <cache>/data)"),
     "VLMLENS_PRICES": ("file", "a JSON price table (USD per 1M tokens) replacing the dated defaults"),
+    "VLMLENS_PLUGINS": ("folders", "folders whose *.py modules register benchmarks, models and judges (like --plugins)"),
 }
 
 def env_problem(name: str, raw: str) -> str | None:
@@ -468,6 +469,8 @@ def env_problem(name: str, raw: str) -> str | None:
         except ValueError: ok = False
         if not ok: return f"{name}={raw}: must be a number of GB >= 0 (0 turns the disk cache off), e.g. {name}=20"
     elif kind == "folder" and p.exists() and not p.is_dir(): return f"{name}={raw}: is a file, not a folder; point {name} at a folder"
+    elif kind == "folders" and (bad := [f for f in raw.split(os.pathsep) if f.strip() and not Path(f).expanduser().is_dir()]):
+        return f"{name}={raw}: {bad[0]} is not a folder; list existing folders separated by '{os.pathsep}', or unset it"
     elif kind == "file" and not p.is_file(): return f"{name}={raw}: no such file; point {name} at a JSON file, or unset it"
     return None
 
