@@ -5,8 +5,8 @@ text editor. It makes a *temporary* jupytext percent copy outside the repository
 only if the notebook has not changed since the copy was taken; cell ids travel in the `# %%` markers,
 so unchanged cells keep their ids (and the exported modules' `# %% ... #<id>` comments do not churn).
 
-    python tools/nbedit.py get nbs/03_media.ipynb          # -> $TMPDIR/vlmlens-nbedit/03_media.py (prints the path)
-    python tools/nbedit.py put /tmp/vlmlens-nbedit/03_media.py [--run]   # -> nbs/03_media.ipynb, cleaned
+    python tools/nbedit.py get nbs/03_media.ipynb          # -> $TMPDIR/vlmlens-nbedit-<checkout>/03_media.py (prints the path)
+    python tools/nbedit.py put /tmp/vlmlens-nbedit-<checkout>/03_media.py [--run]   # -> nbs/03_media.ipynb, cleaned
     python tools/nbedit.py new /path/to/60_new.py          # a new notebook (refuses to overwrite one)
     python tools/nbedit.py run nbs/03_media.ipynb          # execute and save outputs (rendered examples)
 
@@ -39,7 +39,9 @@ def _sha(path: Path) -> str:
 
 
 def scratch_dir() -> Path:
-    d = Path(os.environ.get("NBEDIT_DIR") or Path(tempfile.gettempdir()) / "vlmlens-nbedit")
+    "`$NBEDIT_DIR`, else one scratch folder per checkout (two checkouts never share, so never overwrite, a copy)."
+    tag = hashlib.sha256(str(ROOT).encode()).hexdigest()[:8]
+    d = Path(os.environ.get("NBEDIT_DIR") or Path(tempfile.gettempdir()) / f"vlmlens-nbedit-{tag}")
     d.mkdir(parents=True, exist_ok=True)
     return d
 
