@@ -16,10 +16,10 @@ from typing import Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['SCRIPT_FONTS', 'FONT_PACKAGES', 'COLUMN_IN', 'TEXT_IN', 'MIN_PT', 'use_script_fonts', 'scripts_in', 'check_fonts',
-           'fit_title', 'below_legend', 'plain_ticks', 'value_bounds', 'clamp_axis', 'bar_chart', 'line_chart',
-           'text_boxes', 'slanted_apart', 'figure_problems', 'figure_record', 'FigureWarning', 'fit_width',
-           'save_figure']
+__all__ = ['SCRIPT_FONTS', 'FONT_PACKAGES', 'VENUES', 'DEFAULT_VENUE', 'COLUMN_IN', 'TEXT_IN', 'MIN_PT', 'use_script_fonts',
+           'scripts_in', 'check_fonts', 'fit_title', 'below_legend', 'plain_ticks', 'Venue', 'get_venue',
+           'value_bounds', 'clamp_axis', 'bar_chart', 'line_chart', 'text_boxes', 'slanted_apart', 'figure_problems',
+           'made_for', 'figure_record', 'FigureWarning', 'fit_width', 'save_figure']
 
 # %% ../nbs/50_analysis.ipynb #2b1c3d4e
 SCRIPT_FONTS = {  # script: (its characters, the Noto family that covers it)
@@ -154,8 +154,34 @@ def _bar_label(ax, x, v, lo, hi, fmt: str, fontsize: float, rotation: int = 0):
     ax.annotate(fmt.format(v).replace("-", "−"), (x, top), xytext=(0, 2 if v >= 0 else -2), textcoords="offset points", ha="center",
                 va="bottom" if v >= 0 else "top", fontsize=fontsize, rotation=rotation)
 
+# %% ../nbs/50_analysis.ipynb #v3n0e002
+from dataclasses import dataclass
+
+@dataclass(frozen=True)
+class Venue:
+    "A venue's page: text and column widths (in), body font size (pt), paper; `column_in` is None for a one-column style."
+    name: str
+    text_in: float
+    column_in: float | None
+    pt: int = 10
+    paper: str = "letterpaper"
+
+    @property
+    def column(self) -> float: return self.column_in or self.text_in
+
+VENUES = {"acl": Venue("acl", 6.3, 3.03, 11, "a4paper"), "neurips": Venue("neurips", 5.5, None, 10),
+          "ieee": Venue("ieee", 7.16, 3.5, 10), "cvpr": Venue("cvpr", 6.875, 3.25, 10)}
+DEFAULT_VENUE = "acl"
+
+def get_venue(name: str | Venue | None = None) -> Venue:
+    "The `Venue` called `name` (default: ACL); a one-line ValueError naming the venues for any other name."
+    if isinstance(name, Venue): return name
+    key = str(name or DEFAULT_VENUE).strip().lower()
+    if key not in VENUES: raise ValueError(f"--venue must be one of {', '.join(VENUES)}; got {name!r}")
+    return VENUES[key]
+
 # %% ../nbs/50_analysis.ipynb #h9f10002
-COLUMN_IN, TEXT_IN, MIN_PT = 3.3, 6.9, 8.0
+COLUMN_IN, TEXT_IN, MIN_PT = VENUES[DEFAULT_VENUE].column, VENUES[DEFAULT_VENUE].text_in, 8.0
 _CHANGE = re.compile(r"−| - |differ|gap|change|regression|points|Δ", re.I)
 
 def value_bounds(ylabel) -> tuple | None:
@@ -286,8 +312,8 @@ def _font_problems(fig) -> list[str]:
 def _size_problems(fig) -> list[str]:
     "A figure wider than a paper's text, or visible text smaller than `MIN_PT` (at the figure's own size)."
     from matplotlib.text import Text
-    w = fig.get_size_inches()[0]
-    out = [f"figure is {w:.2f} in wide: wider than a paper's text ({TEXT_IN} in)"] if w > TEXT_IN + 0.01 else []
+    w, tw = fig.get_size_inches()[0], get_venue(getattr(fig, "_vlmlens_venue", None)).text_in
+    out = [f"figure is {w:.2f} in wide: wider than a paper's text ({tw} in)"] if w > tw + 0.01 else []
     small = sorted({(round(t.get_fontsize(), 1), t.get_text()[:20]) for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
                     and t.get_fontsize() < MIN_PT - 0.01})
     return out + [f"text {txt!r} is {pt:g} pt (under {MIN_PT:g} pt)" for pt, txt in small[:5]]
@@ -347,24 +373,29 @@ def figure_problems(fig) -> list[str]:
     return list(dict.fromkeys(out + _size_problems(fig) + _font_problems(fig)))
 
 # %% ../nbs/50_analysis.ipynb #2bf08d29
-def figure_record(fig) -> dict:
-    "The figure's cropped size, the width it was made for, and each visible text (size in pt, box in inches from the crop's lower left)."
+def made_for(fig, venue=None) -> tuple[Venue, float]:
+    "(venue, width in in) a figure is made for: its venue's column when the figure is no wider, else its text (venue: given, the figure's own, or ACL)."
+    v = get_venue(venue or getattr(fig, "_vlmlens_venue", None))
+    return v, (v.column if fig.get_size_inches()[0] <= v.column + 0.01 else v.text_in)
+
+def figure_record(fig, venue=None) -> dict:
+    "The figure's cropped size, the venue and width it was made for, and each visible text (size in pt, box in inches from the crop's lower left)."
     fig.canvas.draw()
     r, dpi = fig.canvas.get_renderer(), fig.dpi
     crop = fig.get_tightbbox(r).padded(0.05)                                   # inches, as savefig's tight bbox with its pad
-    made_for = COLUMN_IN if fig.get_size_inches()[0] <= COLUMN_IN + 0.01 else TEXT_IN
+    v, width = made_for(fig, venue)
     texts = [{"text": t, "pt": round(pt, 2), "rotation": rot,
               "box": [round(v, 3) for v in (b.x0 / dpi - crop.x0, b.y0 / dpi - crop.y0, b.x1 / dpi - crop.x0, b.y1 / dpi - crop.y0)]}
              for t, pt, b, rot in text_boxes(fig)]
-    return {"made_for_in": made_for, "width_in": round(crop.width, 3), "height_in": round(crop.height, 3), "texts": texts}
+    return {"venue": v.name, "made_for_in": width, "width_in": round(crop.width, 3), "height_in": round(crop.height, 3), "texts": texts}
 
 # %% ../nbs/50_analysis.ipynb #81a2e3fa
 class FigureWarning(UserWarning):
     "A saved figure has a defect `figure_problems` found."
 
-def fit_width(fig, width: float | None = None) -> float:
-    "Narrow `fig`'s canvas until its content, cropped, is at most `width` in (the column or text width it was made for): text keeps its size; the cropped width."
-    width = width or (COLUMN_IN if fig.get_size_inches()[0] <= COLUMN_IN + 0.01 else TEXT_IN)
+def fit_width(fig, width: float | None = None, venue=None) -> float:
+    "Narrow `fig`'s canvas until its content, cropped, is at most `width` in (the venue's column or text width it was made for): text keeps its size; the cropped width."
+    width = width or made_for(fig, venue)[1]
     for _ in range(8):
         fig.canvas.draw()
         got = fig.get_tightbbox(fig.canvas.get_renderer()).width + 0.1                # savefig's pad on both sides
@@ -378,9 +409,11 @@ def fit_width(fig, width: float | None = None) -> float:
             if getattr(ax.get_legend(), "_vlmlens_below", None): below_legend(ax, *ax.get_legend()._vlmlens_below)
     return got
 
-def save_figure(fig, folder, name: str, formats: Sequence[str] = ("png", "pdf"), dpi: int = 200, check: bool = True) -> list[Path]:
-    "Save `fig` as `<folder>/<name>.png` and `.pdf` (cropped to its content, at most the width it was made for) with `<name>.json` beside them (`figure_record`), warning about each defect found; the figure paths."
+def save_figure(fig, folder, name: str, formats: Sequence[str] = ("png", "pdf"), dpi: int = 200, check: bool = True,
+                venue=None) -> list[Path]:
+    "Save `fig` as `<folder>/<name>.png` and `.pdf` (cropped to its content, at most the `venue` width it was made for) with `<name>.json` beside them (`figure_record`), warning about each defect found; the figure paths."
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
+    fig._vlmlens_venue = made_for(fig, venue)[0].name
     fit_width(fig)
     for p in (figure_problems(fig) if check else check_fonts(fig)): warnings.warn(f"figure {name!r}: {p}", FigureWarning, stacklevel=2)
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "figure"
