@@ -17,7 +17,7 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['SCRIPT_FONTS', 'FONT_PACKAGES', 'VENUES', 'DEFAULT_VENUE', 'COLUMN_IN', 'TEXT_IN', 'MIN_PT', 'use_script_fonts',
-           'scripts_in', 'check_fonts', 'fit_title', 'below_legend', 'plain_ticks', 'Venue', 'get_venue',
+           'scripts_in', 'check_fonts', 'fit_title', 'below_legend', 'plain_ticks', 'Venue', 'get_venue', 'figure_size',
            'value_bounds', 'clamp_axis', 'bar_chart', 'line_chart', 'text_boxes', 'slanted_apart', 'figure_problems',
            'made_for', 'figure_record', 'FigureWarning', 'fit_width', 'save_figure']
 
@@ -77,7 +77,8 @@ def check_fonts(what) -> dict[str, str]:
 
 # %% ../nbs/50_analysis.ipynb #81728394
 def fit_title(ax, title: str, fontsize: float = 10, min_size: float = 8):
-    "Set `title` on `ax`, shrunk and wrapped until it is no wider than the axes."
+    "Set `title` on `ax` (without a 'Figure 4:' or 'Table 3:' of its own: the paper numbers them), shrunk and wrapped until it is no wider than the axes."
+    title = re.sub(r"^\s*(?:Figure|Fig\.|Table|Tab\.)\s*[0-9A-Z]+[a-z]?\s*[:.]\s*", "", str(title))
     fig = ax.figure
     t = ax.set_title(title, fontsize=fontsize)
     r = fig.canvas.get_renderer()
@@ -180,6 +181,17 @@ def get_venue(name: str | Venue | None = None) -> Venue:
     if key not in VENUES: raise ValueError(f"--venue must be one of {', '.join(VENUES)}; got {name!r}")
     return VENUES[key]
 
+# %% ../nbs/50_analysis.ipynb #16186ec1
+def figure_size(venue=None, column: bool = False, height: float = 3.2) -> tuple[float, float]:
+    "(width, height) in inches of a figure for `venue`'s text (or its column)."
+    v = get_venue(venue)
+    return (v.column if column else v.text_in, height)
+
+def _for_venue(fig, venue, column: bool):
+    "Mark a figure with the venue it is drawn for (its sidecar and checks read it)."
+    if venue or not hasattr(fig, "_vlmlens_venue"): fig._vlmlens_venue = get_venue(venue).name
+    return fig
+
 # %% ../nbs/50_analysis.ipynb #h9f10002
 COLUMN_IN, TEXT_IN, MIN_PT = VENUES[DEFAULT_VENUE].column, VENUES[DEFAULT_VENUE].text_in, 8.0
 _CHANGE = re.compile(r"−| - |differ|gap|change|regression|points|Δ", re.I)
@@ -203,14 +215,15 @@ def clamp_axis(ax, values, bounds=None):
 
 # %% ../nbs/50_analysis.ipynb #d6c73849
 def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str | None = None, xlabel: str | None = None,
-              annotate: bool = True, fmt: str = "{:.1f}", figsize=(TEXT_IN, 3.2), legend_title: str | None = None, rot: int | None = None,
-              bounds="auto", n=None):
-    "Grouped bar chart of a Series/DataFrame, optional CI error bars `(low, high)` and counts `n`, labels clear of them; the Axes."
+              annotate: bool = True, fmt: str = "{:.1f}", figsize=None, legend_title: str | None = None, rot: int | None = None,
+              bounds="auto", n=None, venue=None, column: bool = False):
+    "Grouped bar chart of a Series/DataFrame sized for `venue`'s text (or `column`), optional CI error bars `(low, high)` and counts `n`, labels clear of them; the Axes."
     import matplotlib.pyplot as plt
     import pandas as pd
     use_script_fonts()
     df = data.to_frame() if isinstance(data, pd.Series) else data
-    if ax is None: _, ax = plt.subplots(figsize=figsize)
+    if ax is None: _, ax = plt.subplots(figsize=figsize or figure_size(venue, column))
+    _for_venue(ax.figure, venue, column)
     n_groups, n_bars = df.shape
     width, x = 0.8 / max(1, n_bars), np.arange(n_groups)
     size, ends = MIN_PT, [df.to_numpy(dtype=float)]
@@ -221,7 +234,8 @@ def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str 
         ends += [lo, hi]
         yerr = np.vstack([vals - lo, hi - vals]) if errors is not None else None
         xs = x + (j - (n_bars - 1) / 2) * width
-        ax.bar(xs, vals, width * 0.95, yerr=yerr, capsize=3 if yerr is not None else 0, label=series[j] if n_bars > 1 else None,
+        drawn = n_bars > 1 and np.isfinite(vals).any()                      # a legend lists only what is drawn
+        ax.bar(xs, vals, width * 0.95, yerr=yerr, capsize=3 if yerr is not None else 0, label=series[j] if drawn else None,
                error_kw={"elinewidth": 0.8, "capthick": 0.8})
         if annotate:
             for xx, v, l, h in zip(xs, vals, lo, hi): _bar_label(ax, xx, v, l, h, fmt, size, 90 if n_bars > 3 else 0)   # many bars: upright labels never run together
@@ -231,6 +245,8 @@ def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str 
     ax.margins(y=0.18); ax.spines[["top", "right"]].set_visible(False)
     clamp_axis(ax, np.concatenate([np.ravel(e) for e in ends]), value_bounds(ylabel) if bounds == "auto" else bounds)
     if ylabel: ax.set_ylabel(ylabel)
+    said = re.search(r"\s*\(n = ([^)]*)\)", xlabel or "")                  # 'task (n = models)' and 'n = 2 each': 'task (n = 2 models each)'
+    if said and note: xlabel, note = xlabel[:said.start()] + xlabel[said.end():], note.replace(" each", f" {said.group(1)} each")
     if xlabel or note: ax.set_xlabel(f"{xlabel} ({note})" if xlabel and note else xlabel or note)
     ax.figure.canvas.draw(); _unclash_ticks(ax)
     if n_bars > 1: below_legend(ax, legend_title)
@@ -242,14 +258,16 @@ _MARKERS, _DASHES = ("o", "s", "^", "D", "v", "P"), ("-", "--", ":", "-.")
 
 def line_chart(df, x: str, y: str, by: str | None = None, n: str | None = None, lo: str | None = None, hi: str | None = None,
                ax=None, title: str | None = None, xlabel: str | None = None, ylabel: str | None = None, log2: bool = False,
-               figsize=(TEXT_IN, 3.2), legend_title: str | None = None, bounds="auto"):
-    "One line per `by` group of `y` against `x` (plain ticks; n in the legend or at each point; optional CI band)."
+               figsize=None, legend_title: str | None = None, bounds="auto", venue=None, column: bool = False):
+    "One line per `by` group of `y` against `x`, sized for `venue`'s text (or `column`) (plain ticks; n in the legend or at each point; optional CI band)."
     import matplotlib.pyplot as plt
     use_script_fonts()
-    if ax is None: _, ax = plt.subplots(figsize=figsize)
+    if ax is None: _, ax = plt.subplots(figsize=figsize or figure_size(venue, column))
+    _for_venue(ax.figure, venue, column)
     groups = df.groupby(by, sort=False) if by else [(None, df)]
     for k, (key, g) in enumerate(groups):                   # marker and dash differ per line: equal series stay visible
         g = g.sort_values(x)
+        if not np.isfinite(g[y].astype(float)).any(): continue                # never drawn: not in the legend
         ns = sorted(set(g[n].dropna().astype(int))) if n else []
         label = None if key is None else str(key) + (f" (n={ns[0]})" if len(ns) == 1 else "")
         line, = ax.plot(g[x].astype(float), g[y].astype(float), marker=_MARKERS[k % len(_MARKERS)], markersize=4 + 1.5 * (k % 2),
