@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+import textwrap
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -261,8 +262,18 @@ def _tex(s) -> str:
 
 def _head(c) -> str: return " ".join(str(x) for x in c if str(x) != "") if isinstance(c, tuple) else str(c)
 
+def _stacked(head: str, cells: int) -> list[str]:
+    "A long one-level column head as lines no wider than its column's cells (at least 10 characters), broken between words."
+    return [head] if len(head) <= max(cells, 10) else (textwrap.wrap(head, max(cells, 10), break_long_words=False) or [head])
+
+def _head_cell(v: str, lines: list) -> str:
+    return _tex(v) if len(lines) < 2 else r"\begin{tabular}[b]{@{}c@{}}" + r" \\ ".join(_tex(x) for x in lines) + r"\end{tabular}"
+
 def _latex_head(df) -> list[str]:
     levels, heads = df.columns.nlevels, []
+    if levels == 1:                                                           # a long head is stacked over its column
+        w = [max([0] + [len(str(v)) for v in df.iloc[:, i]]) for i in range(df.shape[1])]
+        return [" & ".join(_head_cell(str(c), _stacked(str(c), w[i])) for i, c in enumerate(df.columns)) + r" \\"]
     for lv in range(levels):
         cells, prev = [], None
         for c in df.columns:
@@ -340,15 +351,18 @@ def _numeric(col) -> bool:
     vals = [v for v in col if not _missing(v) and str(v) and not str(v).startswith(BLANK)]
     return all(isinstance(v, (int, float, Cell)) or _NUMERIC.match(str(v)) for v in vals)
 
-def _colspec(df, size: str = "small") -> tuple[str, float, list]:
-    "The column spec (text left, numbers right, prose as wrapping `p`), the natural width in pt at `size` (5 pt a character at 9 pt), which are prose."
+def _colspec(df, size: str = "small", pad: float = 12) -> tuple[str, float, list]:
+    "The column spec (text left, numbers right, prose as wrapping `p`), the natural width in pt at `size` (5 pt a character at 9 pt; `pad` pt between columns), which are prose."
     k = FONT_PT[size] / 9
     span = Counter(c[0] for c in df.columns) if df.columns.nlevels > 1 else {}
-    head = lambda c: len(_head(c)) if df.columns.nlevels == 1 else max(len(str(c[-1])), -(-len(str(c[0])) // span[c[0]]))  # a spanning head widens its columns
-    widths = [max([head(c)] + [len(str(v)) for v in df.iloc[:, i]]) for i, c in enumerate(df.columns)]
+    cells = [max([0] + [len(str(v)) for v in df.iloc[:, i]]) for i in range(df.shape[1])]
+    head = lambda i, c: max(map(len, _stacked(_head(c), cells[i]))) if df.columns.nlevels == 1 else \
+        max(len(str(c[-1])), -(-len(str(c[0])) // span[c[0]]))                 # a stacked head; a spanning head widens its columns
+    widths = [max(head(i, c), cells[i]) for i, c in enumerate(df.columns)]
     prose = [w > PROSE_CHARS for w in widths]
     align = ["r" if i and _numeric(df.iloc[:, i]) else "l" for i in range(df.shape[1])]
-    fixed = k * sum(5 * w + 12 for w, p in zip(widths, prose) if not p)
+    em = [4.6 if a == "r" else 5.3 for a in align]                             # pt a character at 9 pt: figures are narrower than letters
+    fixed = sum(k * e * w + pad for w, p, e in zip(widths, prose, em) if not p)
     if not any(prose): return "".join(align), fixed, prose
     room = 1 - (fixed + 12 * sum(prose)) / TEXT_PT - 0.01 * sum(prose)            # a prose column's padding counts too
     text = [sum(len(str(v)) for v in df.iloc[:, i]) + 1 if p else 0 for i, p in enumerate(prose)]
@@ -369,6 +383,20 @@ def _constant(df) -> tuple[object, list[str]]:
             and df.iloc[:, i].astype(str).nunique() == 1]
     if not same or len(same) >= df.shape[1] - 1: return df, []
     return df.drop(columns=same), ["Every row: " + "; ".join(f"{_head(c)} {df[c].iloc[0]}" for c in same) + "."]
+
+def _common_n(df) -> tuple[object, list[str]]:
+    "`df` with ' (n=K)' dropped from its cells when each column's cells say one K (said once in a note, by column when they differ); (df, []) otherwise."
+    n_of = lambda v: m.group(1) if (m := re.search(r" \(n=(\d+)\)$", str(v))) else None
+    cols = [(_head(c), {n_of(v) for v in df.iloc[:, i]} - {None}) for i, c in enumerate(df.columns)]
+    rows = [(str(df.iat[r, 0]), {n_of(v) for v in df.iloc[r, 1:]} - {None}) for r in range(len(df))]
+    per = next((p for p in (cols, rows) if any(x for _, x in p) and all(len(x) <= 1 for _, x in p)), None)
+    if per is None: return df, []                                              # n differs inside a column and inside a row
+    out = _objmap(df, lambda v: re.sub(r" \(n=\d+\)$", "", v) if isinstance(v, str) else v)
+    by: dict = {}
+    for name, x in per:
+        if x: by.setdefault(next(iter(x)), []).append(name)
+    if len(by) == 1: return out, [f"n = {next(iter(by))} items in every cell."]
+    return out, ["Items per cell: " + "; ".join(f"n = {n} in {', '.join(hs)}" for n, hs in by.items()) + "."]
 
 def _abbreviated(df) -> tuple[object, list[str]]:
     "`df` with its first column's long labels as codes (R1, R2 … for runs) and the key as notes; (df, []) when none is long."
@@ -394,25 +422,27 @@ def _transposed(df):
     rows = list(df.columns[keys:])
     level = lambda c, i: str(c[i]) if isinstance(c, tuple) else str(c)
     depth = df.columns.nlevels
-    names = [str(n) if n is not None else "" for n in (df.columns.names if depth > 1 else [None])]
-    lead = {(names[i] or ("" if depth > 1 else " ")): [level(c, i) for c in rows] for i in range(depth)}
+    names = [str(n) if n is not None else " " * (i + 1) for i, n in enumerate(df.columns.names if depth > 1 else [None])]
+    lead = {names[i]: [level(c, i) for c in rows] for i in range(depth)}            # one key column per level of the heads
     body = {h: [df.iat[r, keys + j] for j in range(len(rows))] for r, h in enumerate(heads)}
     return pd.DataFrame({**lead, **body}, dtype=object)
 
 # %% ../nbs/52_report.ipynb #0c8ab697
-def _fit(df) -> tuple[str, object, list[str]]:
-    "(font size, cells, key notes) of one float that fits the text width: 9 pt, else 8 pt; then long row labels as codes; then turned."
-    fits = lambda d, size: _colspec(d, size)[1] <= 0.95 * TEXT_PT                # 5% for the estimate's error
+def _fit(df) -> tuple[str, object, list[str], float]:
+    "(font size, cells, key notes, column padding in pt) of one float that fits the text width: 9 pt, else 8 pt; then long row labels as codes; then turned."
+    fits = lambda d, size, pad: _colspec(d, size, pad)[1] <= 0.95 * TEXT_PT      # 5% for the estimate's error
+    df, common = _common_n(df)                                                 # the papers' cells: numbers, n once
     lean, same = _constant(df)
+    same = common + same
     short, key = _abbreviated(lean)
-    tries = [(df, [])] + ([(lean, same)] if same else []) + ([(short, same + key)] if key else [])
+    tries = [(df, common)] + ([(lean, same)] if same != common else []) + ([(short, same + key)] if key else [])
     turned = _transposed(short)
     if turned is not None: tries.append((turned, same + key))
     for d, notes in tries:
-        for size in FONT_PT:
-            if fits(d, size): return size, d, notes
-    d, notes = min(tries, key=lambda x: _colspec(x[0], "footnotesize")[1])                # the narrowest: still one float
-    return "footnotesize", d, notes
+        for size, pad in (("small", 12), ("footnotesize", 12), ("footnotesize", 6), ("footnotesize", 4)):   # columns 3 or 2 pt apart, as papers set dense tables
+            if fits(d, size, pad): return size, d, notes, pad
+    d, notes = min(tries, key=lambda x: _colspec(x[0], "footnotesize", 4)[1])             # the narrowest: still one float
+    return "footnotesize", d, notes, 4
 
 def _row_chunks(df, per_line: list, size: str, reserve: float) -> list[tuple[int, int]]:
     "Row ranges that each fit a page below `reserve` pt of caption, head and notes (`per_line`: a prose column's characters per line, else None)."
@@ -424,9 +454,9 @@ def _row_chunks(df, per_line: list, size: str, reserve: float) -> list[tuple[int
     return chunks + [(start, len(df))]
 
 # %% ../nbs/52_report.ipynb #h9c5l008
-def _tabular(part, size: str) -> tuple[list[str], str, float, list[str], list]:
-    "(head lines, column spec, width in pt, body lines, characters per line of each prose column) of a column group."
-    spec, width, prose = _colspec(part, size)
+def _tabular(part, size: str, pad: float = 12) -> tuple[list[str], str, float, list[str], list]:
+    "(head lines, column spec, width in pt, body lines, characters per line of each prose column) of a table's cells."
+    spec, width, prose = _colspec(part, size, pad)
     pcts = [_head(c).endswith("%") for c in part.columns]
     cell = lambda v, p, w: r"\sloppy " + _breakable(_tex_cell(v, p)) if w else _tex_cell(v, p)   # a narrow column: loose lines, never past its edge
     body = [" & ".join(cell(v, p, w) for v, p, w in zip(row, pcts, prose)) + r" \\" for row in part.itertuples(index=False)]
@@ -441,19 +471,20 @@ def _paper_notes(notes: list[str]) -> list[str]:
 
 def _latex(df, t: Table, notes: list[str]) -> str:
     "One `table`/`table*` float at 9 pt (8 pt if that fits; long row labels as codes, or turned, when too wide): caption, label, booktabs rules, wrapping prose; too long: continued by rows."
-    size, df, key = _fit(df)
+    size, df, key, pad = _fit(df)
     notes = _paper_notes(notes) + key
     caption, label = latex_caption(t.title, t.label)
     foot = [r"\par\smallskip{\footnotesize " + r" \\ ".join(_tex(n) for n in notes) + "}"] if notes else []
-    heads, spec, width, body, per_line = _tabular(df, size)
+    heads, spec, width, body, per_line = _tabular(df, size, pad)
     reserve = 40 + 14 * len(heads) + 10 * sum(-(-len(n) // 90) for n in notes)
     parts = [(heads, spec, width, body[a:b]) for a, b in _row_chunks(df, per_line, size, reserve)]
     env = "table*" if any(w > COLUMN_PT for _, _, w, _ in parts) else "table"
     out = []
     for k, (heads, spec, _, body) in enumerate(parts):
         cap = caption if k == 0 else f"{caption} (continued, part {k + 1} of {len(parts)})"
-        out += [rf"\begin{{{env}}}[tp]", r"\centering", "\\" + size, *([rf"\caption{{{_tex(cap)}}}"] if caption else []),
-                rf"\label{{{label if k == 0 else f'{label}-{k + 1}'}}}", r"\begin{tabular}{" + spec + "}", r"\toprule", *heads,
+        out += [rf"\begin{{{env}}}[tp]", r"\centering", "\\" + size, *([rf"\setlength{{\tabcolsep}}{{{pad / 2:g}pt}}"] if pad != 12 else []),
+                *([rf"\caption{{{_tex(cap)}}}"] if caption else []),
+                rf"\label{{{label if k == 0 else f'{label}-{k + 1}'}}}", r"\begin{tabular}{" + (spec if pad == 12 else f"@{{}}{spec}@{{}}") + "}", r"\toprule", *heads,
                 r"\midrule", *body, r"\bottomrule", r"\end{tabular}", *(foot if k == len(parts) - 1 else []), rf"\end{{{env}}}"]
     lines, found = _script_runs("\n".join(out))
     return "\n".join([*_script_preamble(found), r"% Needs \usepackage{booktabs}.", lines])
