@@ -141,7 +141,7 @@ def _blame(problem: str, names: list, starts: list) -> str:
 def compile_tables(texs: dict, folder, venues=CHECK_VENUES) -> list[str]:
     "Problems of every table of `texs` (`{name: LaTeX}`) set together in each venue's paper (per engine), each named by its table and venue."
     by_engine: dict = {}
-    for k, tex in texs.items(): by_engine.setdefault(engine_for(tex), {})[k] = tex
+    for k, tex in texs.items(): by_engine.setdefault(engine_for(tex), {})[k] = tex.rstrip("\n")   # line numbers name the right table
     out = []
     for engine, mine in by_engine.items():
         starts, line = [], 1

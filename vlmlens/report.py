@@ -362,7 +362,8 @@ def _colspec(df, size: str = "small", pad: float = 12) -> tuple[str, float, list
     prose = [w > PROSE_CHARS for w in widths]
     align = ["r" if i and _numeric(df.iloc[:, i]) else "l" for i in range(df.shape[1])]
     em = [4.6 if a == "r" else 5.3 for a in align]                             # pt a character at 9 pt: figures are narrower than letters
-    fixed = sum(k * e * w + pad for w, p, e in zip(widths, prose, em) if not p)
+    pts = [max(5.3 * head(i, c), em[i] * cells[i]) for i, c in enumerate(df.columns)]   # a head is words, a number column's cells figures
+    fixed = sum(k * w + pad for w, p in zip(pts, prose) if not p)
     if not any(prose): return "".join(align), fixed, prose
     room = 1 - (fixed + 12 * sum(prose)) / TEXT_PT - 0.01 * sum(prose)            # a prose column's padding counts too
     text = [sum(len(str(v)) for v in df.iloc[:, i]) + 1 if p else 0 for i, p in enumerate(prose)]
@@ -378,9 +379,8 @@ def _breakable(tex: str) -> str:
 ABBREVIATE_CHARS = 24                                         # a row label longer than this gets a code when the table is too wide
 
 def _constant(df) -> tuple[object, list[str]]:
-    "`df` without its text columns that hold one value in every row (said once in a note instead); (df, []) when none does."
-    same = [c for i, c in enumerate(df.columns) if len(df) > 1 and df.shape[1] > 2 and not (i and _numeric(df.iloc[:, i]))
-            and df.iloc[:, i].astype(str).nunique() == 1]
+    "`df` without its columns that hold one value in every row (said once in a note instead); (df, []) when none does."
+    same = [c for i, c in enumerate(df.columns) if len(df) > 1 and df.shape[1] > 2 and df.iloc[:, i].astype(str).nunique() == 1]
     if not same or len(same) >= df.shape[1] - 1: return df, []
     return df.drop(columns=same), ["Every row: " + "; ".join(f"{_head(c)} {df[c].iloc[0]}" for c in same) + "."]
 
@@ -398,6 +398,16 @@ def _common_n(df) -> tuple[object, list[str]]:
     if len(by) == 1: return out, [f"n = {next(iter(by))} items in every cell."]
     return out, ["Items per cell: " + "; ".join(f"n = {n} in {', '.join(hs)}" for n, hs in by.items()) + "."]
 
+# %% ../nbs/52_report.ipynb #442b1623
+_PATH = re.compile(r"^(?:[A-Za-z]:)?[~/.]?[\w.+-]*(?:/[\w.+@-]+){2,}/?$")
+
+def _without_paths(df) -> tuple[object, list[str]]:
+    "`df` without its columns of file paths (a paper prints none; the Markdown and CSV keep them), named in a note; (df, []) when it has none."
+    paths = [c for i, c in enumerate(df.columns) if i and any(_PATH.match(str(v)) for v in df.iloc[:, i])
+             and all(_PATH.match(str(v)) or str(v).startswith(BLANK) for v in df.iloc[:, i])]
+    if not paths or len(paths) >= df.shape[1] - 1: return df, []
+    return df.drop(columns=paths), [f"Paths ({', '.join(_head(c) for c in paths)}) are in the Markdown and CSV tables."]
+
 def _abbreviated(df) -> tuple[object, list[str]]:
     "`df` with its first column's long labels as codes (R1, R2 … for runs) and the key as notes; (df, []) when none is long."
     if df.shape[1] < 2 or _numeric(df.iloc[:, 0]): return df, []
@@ -411,6 +421,26 @@ def _abbreviated(df) -> tuple[object, list[str]]:
     return out, [f"{head.capitalize()}s: " + "; ".join(f"{c} = {v}" for v, c in codes.items()) + "."]
 
 # %% ../nbs/52_report.ipynb #13a7ffe6
+def _short_heads(df) -> tuple[object, list[str]]:
+    "`df` with its long column heads (the lowest level) as initials or a short word (unit kept: 'Global Appearance %' → 'GA %') and the key as a note; (df, []) when none is long."
+    import pandas as pd
+    last = lambda c: str(c[-1]) if isinstance(c, tuple) else str(c)             # a spanned head keeps its group, its own part is shortened
+    cells = [max([0] + [len(str(v)) for v in df.iloc[:, i]]) for i in range(df.shape[1])]
+    codes, used = {}, set()
+    for i, c in enumerate(df.columns):
+        name, unit = re.match(r"^(.*?)((?:\s+(?:%|/\d+))?)$", last(c)).groups()
+        words = re.findall(r"[A-Za-z]+", name)
+        if i == 0 or len(last(c)) <= max(cells[i], 6) or not words or (len(words) < 2 and len(name) < 9): continue
+        code = "".join(w[0].upper() for w in words) if len(words) > 1 else name[:3]
+        code = next(f"{code}{k or ''}" for k in range(len(used) + 2) if f"{code}{k or ''}" not in used); used.add(code)
+        codes[i] = (code + unit, name)
+    if not codes: return df, []
+    out = df.copy()
+    out.columns = [(c[:-1] + (codes[i][0],) if isinstance(c, tuple) else codes[i][0]) if i in codes else c for i, c in enumerate(df.columns)]
+    if df.columns.nlevels > 1: out.columns = pd.MultiIndex.from_tuples(out.columns)
+    return out, ["Columns: " + "; ".join(f"{k.split()[0]} = {n}" for k, n in codes.values()) + "."]
+
+# %% ../nbs/52_report.ipynb #83575685
 def _transposed(df):
     "`df` turned: its leading text columns (the row keys) become the column heads, its column heads become rows; None when it has no keys."
     import pandas as pd
@@ -433,9 +463,12 @@ def _fit(df) -> tuple[str, object, list[str], float]:
     fits = lambda d, size, pad: _colspec(d, size, pad)[1] <= 0.95 * TEXT_PT      # 5% for the estimate's error
     df, common = _common_n(df)                                                 # the papers' cells: numbers, n once
     lean, same = _constant(df)
-    same = common + same
+    lean, paths = _without_paths(lean)
+    same = common + same + paths
     short, key = _abbreviated(lean)
     tries = [(df, common)] + ([(lean, same)] if same != common else []) + ([(short, same + key)] if key else [])
+    brief, heads = _short_heads(short)
+    if heads: tries.append((brief, same + key + heads))
     turned = _transposed(short)
     if turned is not None: tries.append((turned, same + key))
     for d, notes in tries:
