@@ -136,3 +136,48 @@ def test_report_check_flag(tmp_path, capfd):
     assert any("(acl, pdflatex)" in l and "Overfull" in l for l in lines) and all(l.startswith(str(emitted)) for l in lines[:-1]), lines
     n = len(lines) - 1
     assert lines[-1] == f"paper check of {emitted}: {n} problem{'s' if n != 1 else ''}", lines
+
+
+@needs_tex
+def test_runs_that_differ_only_in_a_budget_get_their_own_caption_and_label(tmp_path, capfd):
+    "Two real HinTel runs (runner, loopback model) that differ only in their token budget: two captions, two labels, zero problems after two passes."
+    import re
+    from loopback import LoopbackServer
+    from vlmlens.benchmarks import hintel as H
+    from vlmlens.cli import latex_report, report_check
+    from vlmlens.core import RunConfig
+    from vlmlens.runner import run
+    mp = pytest.MonkeyPatch()
+    mp.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    data = H.build_synthetic_hintel(tmp_path / "data", n_per_subset=1)
+    try:
+        with LoopbackServer() as server:
+            for budget in (32, 64):
+                run(RunConfig(benchmark="hintel", data_path=str(data), model=f"openai-compatible:Org/Served-VLM-7B@{server.openai_base_url}",
+                              language="hi", judge="none", max_new_tokens=budget, output_root=str(tmp_path / "runs"), progress=False,
+                              model_kwargs={"cache": False, "progress": False}))
+    finally: mp.undo()
+    capfd.readouterr()
+    assert latex_report([tmp_path / "runs"]) == 0
+    out = capfd.readouterr().out
+    captions, labels = re.findall(r"\\caption\{([^}]*)\}", out), re.findall(r"\\label\{([^}]*)\}", out)
+    assert len(captions) == 2 and len(set(captions)) == 2 and len(set(labels)) == 2, captions
+    assert all("max new tokens" in c and "HinTel-AlignBench" in c and "·" not in c for c in captions), captions
+    assert report_check([tmp_path / "runs"], work=tmp_path / "check") == 0, capfd.readouterr().err
+
+
+def test_a_figure_made_for_each_venue_fits_it(tmp_path):
+    "bar_chart(venue=…) for each venue, text and column: the saved figure passes the check in that venue."
+    import matplotlib.pyplot as plt
+    from vlmlens.analysis import VENUES, bar_chart, save_figure
+    d = pd.DataFrame({"Hindi": [61.0, 48.5], "Telugu": [55.0, 40.0]}, index=["VQAv2", "RealWorldQA"])
+    for name in VENUES:
+        for column in (False, True):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")                                # a defect would be a FigureWarning
+                save_figure(bar_chart(d, ylabel="accuracy (%)", title="Accuracy per task", venue=name, column=column).figure,
+                            tmp_path, f"{name}-{'column' if column else 'text'}")
+            plt.close("all")
+    for name in VENUES:
+        assert json.loads((tmp_path / f"{name}-column.json").read_text())["venue"] == name
+        assert check([tmp_path / f"{name}-text.json", tmp_path / f"{name}-column.json"], tmp_path / "w") == []
