@@ -13,9 +13,10 @@ fonts:
 	else echo "install the Noto fonts (Devanagari, Telugu, Tamil, Arabic, CJK) so that figures render those scripts"; fi
 
 # TeX Live (pdfLaTeX + booktabs, XeLaTeX + fontspec): the tests compile every table a report emits. ~2.5 min on apt.
-TEX_PACKAGES = texlive-latex-base texlive-latex-recommended texlive-xetex texlive-fonts-recommended
+# poppler-utils' pdffonts lists the fonts of a compiled paper (the paper check reports Type 3 fonts).
+TEX_PACKAGES = texlive-latex-base texlive-latex-recommended texlive-xetex texlive-fonts-recommended poppler-utils
 tex:
-	@if command -v apt-get >/dev/null 2>&1; then (command -v pdflatex >/dev/null && command -v xelatex >/dev/null) || \
+	@if command -v apt-get >/dev/null 2>&1; then (command -v pdflatex >/dev/null && command -v xelatex >/dev/null && command -v pdffonts >/dev/null) || \
 	  $(SUDO) apt-get install -y -q --no-install-recommends $(TEX_PACKAGES) >/dev/null 2>&1 || \
 	  ($(SUDO) apt-get update -q >/dev/null && $(SUDO) apt-get install -y -q --no-install-recommends $(TEX_PACKAGES) >/dev/null); \
 	else echo "install pdflatex and xelatex (TeX Live) so that the tests compile the emitted tables"; fi

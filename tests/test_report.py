@@ -43,11 +43,14 @@ def test_cli_report_names_each_run_and_writes_each_format(hintel_runs, capsys, f
     assert "http://" not in out and "openai-compatible" not in out
     assert not re.search(r"\b(None|NaN|nan)\b", out)
     if fmt == "csv": return _check_machine_csv(out)
+    sep, n = (", ", "n = ") if fmt == "latex" else (" · ", "n ")          # a LaTeX caption is prose: no "·" (a Type 3 font)
     for lang in ("Hindi", "Telugu"):                                    # one header per run: benchmark, model, language, …, n
-        assert len(re.findall(rf"[hH]intel · Served-VLM-7B · language {lang} · strategy standard · input video · .* · n \d+", out)) == 1
+        head = sep.join([r"(HinTel-AlignBench|[hH]intel)", "Served-VLM-7B", f"language {lang}", "strategy standard", "input video", ".*", n + r"\d+"])
+        assert len(re.findall(head, out)) == 1, out[:3000]
+    if fmt == "latex": assert "·" not in out and out.startswith("% Compiles with pdfLaTeX") and "HinTel-AlignBench, Served-VLM-7B" in out
     assert not re.search(r"\d\.\d{4,}", out)
     if fmt == "md": assert "|---|" in out and "| all items |" in out
-    if fmt == "latex": assert out.count(r"\begin{tabular}") == 2 and r"accuracy \%" in out
+    if fmt == "latex": assert len(re.findall(r"\\begin\{table\*?\}", out)) == 2 and r"accuracy \%" in out      # one float a run
     if fmt == "text": assert "accuracy %" in out and "Rates in % (1 decimal)" in out
 
 
@@ -207,12 +210,12 @@ def _paper_tables(runs):
     scripts = R.Table(pd.DataFrame({"locale": ["Tamil (IN)", "Hindi (IN)", "Telugu (IN)", "Chinese (CN)"],
                                     "question": ["இது என்ன?", "यह क्या है?", "ఇది ఏమిటి?", "这是什么？"], "accuracy %": ["50.0", "25.0", "0.0", "100.0"]}),
                       "CURVE rounds by locale")
-    out = {"summary": R.summary_table(runs[0].summary, title=R.run_header(runs[0].summary)), "overview": R.runs_overview(runs),
+    out = {"summary": R.summary_table(runs[0].summary, title=R.run_header(runs[0].summary, runs[0].config.to_dict())), "overview": R.runs_overview(runs),
            "wide": wide, "scripts": scripts,
-           "summary-2": R.summary_table(runs[1].summary, title=R.run_header(runs[1].summary)),          # a second run: its own label
+           "summary-2": R.summary_table(runs[1].summary, title=R.run_header(runs[1].summary, runs[1].config.to_dict())),   # its own caption and label
            "long": R.Table(pd.DataFrame({"run": [f"run {i}" for i in range(150)], "accuracy %": ["41.3"] * 150}), "Accuracy of 150 runs")}
     for b in ("hintel", "infinibench", "curve"):
-        out[f"ledger-{b}"] = R.Table(fidelity.ledger_table(b), f"Fidelity ledger ({b})")
+        out[f"ledger-{b}"] = R.Table(fidelity.ledger_table(b), f"Fidelity ledger ({b})", paper=False)   # the Markdown's, not the paper's
     return out
 
 
@@ -223,11 +226,12 @@ def test_latex_reads_like_a_paper_table(hintel_runs):
     assert r"\caption{Accuracy per subset and language (paper Table 3)}" in wide and "Table 3:" not in wide.split(r"\caption")[1][:20]
     assert r"\label{tab:accuracy-per-subset-and-language-paper-" in wide and r"\begin{table*}" in wide and r"\resizebox" not in wide
     md = R.render_table(tables["wide"], "md")
-    shown = set(re.findall(r"\d+\.\d+ \(n=\d+\)", md))                                      # one precision in every format
-    assert shown and shown == set(re.findall(r"\d+\.\d+ \(n=\d+\)", wide))
+    shown = set(re.findall(r"(\d+\.\d+) \(n=(\d+)\)", md))                                  # one precision in every format
+    assert shown and {v for v, _ in shown} == set(re.findall(r"\d+\.\d+", wide.split(r"\midrule")[1].split(r"\bottomrule")[0]))
+    assert all(f"n = {n} items in every cell." in wide for _, n in shown)                  # n once, as the papers' tables
     assert r"\toprule" in wide and r"\midrule" in wide and r"\bottomrule" in wide
     ledger = R.render_table(tables["ledger-hintel"], "latex")
-    assert re.search(r"\\begin\{tabular\}\{[^}]*p\{0\.\d+\\linewidth\}", ledger)             # prose columns wrap
+    assert re.search(r"\\begin\{tabular\}\{(@\{\})?[^}]*p\{0\.\d+\\linewidth\}", ledger)      # prose columns wrap
     sc = R.render_table(tables["scripts"], "latex")
     assert "XeLaTeX" in sc.split(r"\begin")[0] and "Noto Sans Tamil" in sc and "Noto Sans CJK" in sc and r"{\tamilfont இது என்ன}?" in sc
     assert "fontspec" not in R.render_table(tables["summary"], "latex")
@@ -236,16 +240,14 @@ def test_latex_reads_like_a_paper_table(hintel_runs):
 @pytest.mark.parametrize("engine", ["pdflatex", "xelatex"])
 def test_every_emitted_table_compiles_inside_the_text_width(hintel_runs, tmp_path, engine):
     "Each table typesets on a 6.9 in two-column page with no error and no overfull box."
-    from texcheck import ENGINES, compile_table, engine_for
+    from texcheck import ENGINES, compile_tables, engine_for, paper_check
     if not ENGINES[engine]: pytest.skip(f"{engine} is not installed (make install installs TeX Live for this check)")
-    texs = {k: R.render_table(t, "latex") for k, t in _paper_tables(RunSet.discover(hintel_runs)).items()}
+    texs = {k: R.render_table(t, "latex") for k, t in _paper_tables(RunSet.discover(hintel_runs)).items() if t.paper}
     mine = {k: v for k, v in texs.items() if engine_for(v) == engine}
     assert mine, f"no table for {engine}"
-    problems = [p for k, v in mine.items() for p in compile_table(v, tmp_path, k)]
-    assert not problems, "\n".join(problems[:20])
-    from texcheck import compile_tables
-    together = compile_tables(mine, tmp_path / "all", "report")                # one output in one paper: labels unique, no float lost
+    together = compile_tables(mine, tmp_path / "all")           # one output in ACL, NeurIPS and IEEE papers, twice: labels unique, no float lost
     assert not together, "\n".join(together[:20])
+    assert not paper_check.structure_problems("\n".join(mine.values()))
 
 
 def test_saved_figures_are_paper_ready(tmp_path):
@@ -271,7 +273,7 @@ def test_saved_figures_are_paper_ready(tmp_path):
     assert not figure_problems(curve.figure)
     small, tiny = plt.subplots(figsize=(9, 2))
     tiny.plot([1, 2], [1, 2]); tiny.set_ylabel("y"); tiny.annotate("n=3", (1, 1), fontsize=6)
-    assert {"figure is 9.00 in wide: wider than a paper's text (6.9 in)", "text 'n=3' is 6 pt (under 8 pt)"} <= set(figure_problems(small))
+    assert {"figure is 9.00 in wide: wider than a paper's text (6.3 in)", "text 'n=3' is 6 pt (under 8 pt)"} <= set(figure_problems(small))
     plt.close("all")
 
 

@@ -16,10 +16,10 @@ from typing import Sequence
 import numpy as np
 
 # %% auto #0
-__all__ = ['SCRIPT_FONTS', 'FONT_PACKAGES', 'COLUMN_IN', 'TEXT_IN', 'MIN_PT', 'use_script_fonts', 'scripts_in', 'check_fonts',
-           'fit_title', 'below_legend', 'plain_ticks', 'value_bounds', 'clamp_axis', 'bar_chart', 'line_chart',
-           'text_boxes', 'slanted_apart', 'figure_problems', 'figure_record', 'FigureWarning', 'fit_width',
-           'save_figure']
+__all__ = ['SCRIPT_FONTS', 'FONT_PACKAGES', 'VENUES', 'DEFAULT_VENUE', 'COLUMN_IN', 'TEXT_IN', 'MIN_PT', 'use_script_fonts',
+           'scripts_in', 'check_fonts', 'fit_title', 'below_legend', 'plain_ticks', 'Venue', 'get_venue', 'figure_size',
+           'value_bounds', 'clamp_axis', 'bar_chart', 'line_chart', 'text_boxes', 'slanted_apart', 'figure_problems',
+           'made_for', 'figure_record', 'FigureWarning', 'fit_width', 'save_figure']
 
 # %% ../nbs/50_analysis.ipynb #2b1c3d4e
 SCRIPT_FONTS = {  # script: (its characters, the Noto family that covers it)
@@ -77,7 +77,8 @@ def check_fonts(what) -> dict[str, str]:
 
 # %% ../nbs/50_analysis.ipynb #81728394
 def fit_title(ax, title: str, fontsize: float = 10, min_size: float = 8):
-    "Set `title` on `ax`, shrunk and wrapped until it is no wider than the axes."
+    "Set `title` on `ax` (without a 'Figure 4:' or 'Table 3:' of its own: the paper numbers them), shrunk and wrapped until it is no wider than the axes."
+    title = re.sub(r"^\s*(?:Figure|Fig\.|Table|Tab\.)\s*[0-9A-Z]+[a-z]?\s*[:.]\s*", "", str(title))
     fig = ax.figure
     t = ax.set_title(title, fontsize=fontsize)
     r = fig.canvas.get_renderer()
@@ -154,8 +155,45 @@ def _bar_label(ax, x, v, lo, hi, fmt: str, fontsize: float, rotation: int = 0):
     ax.annotate(fmt.format(v).replace("-", "−"), (x, top), xytext=(0, 2 if v >= 0 else -2), textcoords="offset points", ha="center",
                 va="bottom" if v >= 0 else "top", fontsize=fontsize, rotation=rotation)
 
+# %% ../nbs/50_analysis.ipynb #v3n0e002
+from dataclasses import dataclass
+
+@dataclass(frozen=True)
+class Venue:
+    "A venue's page: text and column widths (in), body font size (pt), paper; `column_in` is None for a one-column style."
+    name: str
+    text_in: float
+    column_in: float | None
+    pt: int = 10
+    paper: str = "letterpaper"
+
+    @property
+    def column(self) -> float: return self.column_in or self.text_in
+
+VENUES = {"acl": Venue("acl", 6.3, 3.03, 11, "a4paper"), "neurips": Venue("neurips", 5.5, None, 10),
+          "ieee": Venue("ieee", 7.16, 3.5, 10), "cvpr": Venue("cvpr", 6.875, 3.25, 10)}
+DEFAULT_VENUE = "acl"
+
+def get_venue(name: str | Venue | None = None) -> Venue:
+    "The `Venue` called `name` (default: ACL); a one-line ValueError naming the venues for any other name."
+    if isinstance(name, Venue): return name
+    key = str(name or DEFAULT_VENUE).strip().lower()
+    if key not in VENUES: raise ValueError(f"--venue must be one of {', '.join(VENUES)}; got {name!r}")
+    return VENUES[key]
+
+# %% ../nbs/50_analysis.ipynb #16186ec1
+def figure_size(venue=None, column: bool = False, height: float = 3.2) -> tuple[float, float]:
+    "(width, height) in inches of a figure for `venue`'s text (or its column)."
+    v = get_venue(venue)
+    return (v.column if column else v.text_in, height)
+
+def _for_venue(fig, venue, column: bool):
+    "Mark a figure with the venue it is drawn for (its sidecar and checks read it)."
+    if venue or not hasattr(fig, "_vlmlens_venue"): fig._vlmlens_venue = get_venue(venue).name
+    return fig
+
 # %% ../nbs/50_analysis.ipynb #h9f10002
-COLUMN_IN, TEXT_IN, MIN_PT = 3.3, 6.9, 8.0
+COLUMN_IN, TEXT_IN, MIN_PT = VENUES[DEFAULT_VENUE].column, VENUES[DEFAULT_VENUE].text_in, 8.0
 _CHANGE = re.compile(r"−| - |differ|gap|change|regression|points|Δ", re.I)
 
 def value_bounds(ylabel) -> tuple | None:
@@ -177,14 +215,15 @@ def clamp_axis(ax, values, bounds=None):
 
 # %% ../nbs/50_analysis.ipynb #d6c73849
 def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str | None = None, xlabel: str | None = None,
-              annotate: bool = True, fmt: str = "{:.1f}", figsize=(TEXT_IN, 3.2), legend_title: str | None = None, rot: int | None = None,
-              bounds="auto", n=None):
-    "Grouped bar chart of a Series/DataFrame, optional CI error bars `(low, high)` and counts `n`, labels clear of them; the Axes."
+              annotate: bool = True, fmt: str = "{:.1f}", figsize=None, legend_title: str | None = None, rot: int | None = None,
+              bounds="auto", n=None, venue=None, column: bool = False):
+    "Grouped bar chart of a Series/DataFrame sized for `venue`'s text (or `column`), optional CI error bars `(low, high)` and counts `n`, labels clear of them; the Axes."
     import matplotlib.pyplot as plt
     import pandas as pd
     use_script_fonts()
     df = data.to_frame() if isinstance(data, pd.Series) else data
-    if ax is None: _, ax = plt.subplots(figsize=figsize)
+    if ax is None: _, ax = plt.subplots(figsize=figsize or figure_size(venue, column))
+    _for_venue(ax.figure, venue, column)
     n_groups, n_bars = df.shape
     width, x = 0.8 / max(1, n_bars), np.arange(n_groups)
     size, ends = MIN_PT, [df.to_numpy(dtype=float)]
@@ -195,7 +234,8 @@ def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str 
         ends += [lo, hi]
         yerr = np.vstack([vals - lo, hi - vals]) if errors is not None else None
         xs = x + (j - (n_bars - 1) / 2) * width
-        ax.bar(xs, vals, width * 0.95, yerr=yerr, capsize=3 if yerr is not None else 0, label=series[j] if n_bars > 1 else None,
+        drawn = n_bars > 1 and np.isfinite(vals).any()                      # a legend lists only what is drawn
+        ax.bar(xs, vals, width * 0.95, yerr=yerr, capsize=3 if yerr is not None else 0, label=series[j] if drawn else None,
                error_kw={"elinewidth": 0.8, "capthick": 0.8})
         if annotate:
             for xx, v, l, h in zip(xs, vals, lo, hi): _bar_label(ax, xx, v, l, h, fmt, size, 90 if n_bars > 3 else 0)   # many bars: upright labels never run together
@@ -205,6 +245,8 @@ def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str 
     ax.margins(y=0.18); ax.spines[["top", "right"]].set_visible(False)
     clamp_axis(ax, np.concatenate([np.ravel(e) for e in ends]), value_bounds(ylabel) if bounds == "auto" else bounds)
     if ylabel: ax.set_ylabel(ylabel)
+    said = re.search(r"\s*\(n = ([^)]*)\)", xlabel or "")                  # 'task (n = models)' and 'n = 2 each': 'task (n = 2 models each)'
+    if said and note: xlabel, note = xlabel[:said.start()] + xlabel[said.end():], note.replace(" each", f" {said.group(1)} each")
     if xlabel or note: ax.set_xlabel(f"{xlabel} ({note})" if xlabel and note else xlabel or note)
     ax.figure.canvas.draw(); _unclash_ticks(ax)
     if n_bars > 1: below_legend(ax, legend_title)
@@ -216,14 +258,16 @@ _MARKERS, _DASHES = ("o", "s", "^", "D", "v", "P"), ("-", "--", ":", "-.")
 
 def line_chart(df, x: str, y: str, by: str | None = None, n: str | None = None, lo: str | None = None, hi: str | None = None,
                ax=None, title: str | None = None, xlabel: str | None = None, ylabel: str | None = None, log2: bool = False,
-               figsize=(TEXT_IN, 3.2), legend_title: str | None = None, bounds="auto"):
-    "One line per `by` group of `y` against `x` (plain ticks; n in the legend or at each point; optional CI band)."
+               figsize=None, legend_title: str | None = None, bounds="auto", venue=None, column: bool = False):
+    "One line per `by` group of `y` against `x`, sized for `venue`'s text (or `column`) (plain ticks; n in the legend or at each point; optional CI band)."
     import matplotlib.pyplot as plt
     use_script_fonts()
-    if ax is None: _, ax = plt.subplots(figsize=figsize)
+    if ax is None: _, ax = plt.subplots(figsize=figsize or figure_size(venue, column))
+    _for_venue(ax.figure, venue, column)
     groups = df.groupby(by, sort=False) if by else [(None, df)]
     for k, (key, g) in enumerate(groups):                   # marker and dash differ per line: equal series stay visible
         g = g.sort_values(x)
+        if not np.isfinite(g[y].astype(float)).any(): continue                # never drawn: not in the legend
         ns = sorted(set(g[n].dropna().astype(int))) if n else []
         label = None if key is None else str(key) + (f" (n={ns[0]})" if len(ns) == 1 else "")
         line, = ax.plot(g[x].astype(float), g[y].astype(float), marker=_MARKERS[k % len(_MARKERS)], markersize=4 + 1.5 * (k % 2),
@@ -286,8 +330,8 @@ def _font_problems(fig) -> list[str]:
 def _size_problems(fig) -> list[str]:
     "A figure wider than a paper's text, or visible text smaller than `MIN_PT` (at the figure's own size)."
     from matplotlib.text import Text
-    w = fig.get_size_inches()[0]
-    out = [f"figure is {w:.2f} in wide: wider than a paper's text ({TEXT_IN} in)"] if w > TEXT_IN + 0.01 else []
+    w, tw = fig.get_size_inches()[0], get_venue(getattr(fig, "_vlmlens_venue", None)).text_in
+    out = [f"figure is {w:.2f} in wide: wider than a paper's text ({tw} in)"] if w > tw + 0.01 else []
     small = sorted({(round(t.get_fontsize(), 1), t.get_text()[:20]) for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
                     and t.get_fontsize() < MIN_PT - 0.01})
     return out + [f"text {txt!r} is {pt:g} pt (under {MIN_PT:g} pt)" for pt, txt in small[:5]]
@@ -347,24 +391,29 @@ def figure_problems(fig) -> list[str]:
     return list(dict.fromkeys(out + _size_problems(fig) + _font_problems(fig)))
 
 # %% ../nbs/50_analysis.ipynb #2bf08d29
-def figure_record(fig) -> dict:
-    "The figure's cropped size, the width it was made for, and each visible text (size in pt, box in inches from the crop's lower left)."
+def made_for(fig, venue=None) -> tuple[Venue, float]:
+    "(venue, width in in) a figure is made for: its venue's column when the figure is no wider, else its text (venue: given, the figure's own, or ACL)."
+    v = get_venue(venue or getattr(fig, "_vlmlens_venue", None))
+    return v, (v.column if fig.get_size_inches()[0] <= v.column + 0.01 else v.text_in)
+
+def figure_record(fig, venue=None) -> dict:
+    "The figure's cropped size, the venue and width it was made for, and each visible text (size in pt, box in inches from the crop's lower left)."
     fig.canvas.draw()
     r, dpi = fig.canvas.get_renderer(), fig.dpi
     crop = fig.get_tightbbox(r).padded(0.05)                                   # inches, as savefig's tight bbox with its pad
-    made_for = COLUMN_IN if fig.get_size_inches()[0] <= COLUMN_IN + 0.01 else TEXT_IN
+    v, width = made_for(fig, venue)
     texts = [{"text": t, "pt": round(pt, 2), "rotation": rot,
               "box": [round(v, 3) for v in (b.x0 / dpi - crop.x0, b.y0 / dpi - crop.y0, b.x1 / dpi - crop.x0, b.y1 / dpi - crop.y0)]}
              for t, pt, b, rot in text_boxes(fig)]
-    return {"made_for_in": made_for, "width_in": round(crop.width, 3), "height_in": round(crop.height, 3), "texts": texts}
+    return {"venue": v.name, "made_for_in": width, "width_in": round(crop.width, 3), "height_in": round(crop.height, 3), "texts": texts}
 
 # %% ../nbs/50_analysis.ipynb #81a2e3fa
 class FigureWarning(UserWarning):
     "A saved figure has a defect `figure_problems` found."
 
-def fit_width(fig, width: float | None = None) -> float:
-    "Narrow `fig`'s canvas until its content, cropped, is at most `width` in (the column or text width it was made for): text keeps its size; the cropped width."
-    width = width or (COLUMN_IN if fig.get_size_inches()[0] <= COLUMN_IN + 0.01 else TEXT_IN)
+def fit_width(fig, width: float | None = None, venue=None) -> float:
+    "Narrow `fig`'s canvas until its content, cropped, is at most `width` in (the venue's column or text width it was made for): text keeps its size; the cropped width."
+    width = width or made_for(fig, venue)[1]
     for _ in range(8):
         fig.canvas.draw()
         got = fig.get_tightbbox(fig.canvas.get_renderer()).width + 0.1                # savefig's pad on both sides
@@ -378,9 +427,11 @@ def fit_width(fig, width: float | None = None) -> float:
             if getattr(ax.get_legend(), "_vlmlens_below", None): below_legend(ax, *ax.get_legend()._vlmlens_below)
     return got
 
-def save_figure(fig, folder, name: str, formats: Sequence[str] = ("png", "pdf"), dpi: int = 200, check: bool = True) -> list[Path]:
-    "Save `fig` as `<folder>/<name>.png` and `.pdf` (cropped to its content, at most the width it was made for) with `<name>.json` beside them (`figure_record`), warning about each defect found; the figure paths."
+def save_figure(fig, folder, name: str, formats: Sequence[str] = ("png", "pdf"), dpi: int = 200, check: bool = True,
+                venue=None) -> list[Path]:
+    "Save `fig` as `<folder>/<name>.png` and `.pdf` (cropped to its content, at most the `venue` width it was made for) with `<name>.json` beside them (`figure_record`), warning about each defect found; the figure paths."
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
+    fig._vlmlens_venue = made_for(fig, venue)[0].name
     fit_width(fig)
     for p in (figure_problems(fig) if check else check_fonts(fig)): warnings.warn(f"figure {name!r}: {p}", FigureWarning, stacklevel=2)
     stem = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "figure"

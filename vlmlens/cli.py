@@ -6,12 +6,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import io
 import json
 import logging
 import os
 import sys
+from collections import Counter
 from dataclasses import MISSING, fields
 from pathlib import Path
 
@@ -22,8 +24,10 @@ from .core import NothingAnswered, RunConfig, as_config, check_environment, chec
 from .curation import aligned_cli
 from .curation import cli as curation_cli
 from .evidence import isolate_run
+from .analysis import VENUES
 from .models import registry
-from .report import machine_frame, model_name, rates_table, render_table, run_context, run_header, summary_table
+from .paper_check import CHECK_VENUES, check_latex, engine_for
+from .report import machine_frame, model_name, rates_table, render_table, run_context, run_header, run_labels, summary_table
 from .runner import check_answered, estimate_run, launch_env, rescore, run
 from .store import RunSet, open_run
 from .sweep import compact_table, run_sweep
@@ -32,7 +36,8 @@ from .vs_paper import vs_paper_report
 
 # %% auto #0
 __all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'shown_path', 'partial_note',
-           'print_summary', 'report', 'print_estimate', 'check_isolatable', 'mistake_line', 'use_plugins', 'main']
+           'print_summary', 'distinct_labels', 'report', 'latex_report', 'print_estimate', 'check_isolatable',
+           'report_check', 'mistake_line', 'use_plugins', 'main']
 
 # %% ../nbs/42_cli.ipynb #6d2e3f40
 def add_config_args(p: argparse.ArgumentParser):
@@ -77,7 +82,7 @@ def _add_subcommands(sub):
     s.add_argument("--vs-paper", action="store_true", help="also print ours beside the papers' numbers (difference, our 95%% CI); with csv, only that")
     s.add_argument("--judge-reading", action="store_true", help="with --vs-paper, compare GPT-4o mini runs with InfiniBench's 'GPT-4o' judge cells, flagged")
     s.add_argument("--include-departures", action="store_true", help="with --vs-paper, also show cells whose protocol the run departs from, each departure listed")
-    s.add_argument("--check", action="store_true", help="then typeset its tables in a two-column and an ACL paper (tools/paper_check.py); exit 1 on a problem")
+    s.add_argument("--check", action="store_true", help="then set its tables together, twice, in ACL, NeurIPS and IEEE papers (or --venue's): every problem a reviewer finds; exit 1 on one"); s.add_argument("--venue", choices=tuple(VENUES), help="the venue whose page --check sets the tables in")
     s = sub.add_parser("isolate", help="evidence graphs + iterative error isolation on a finished MINERVA/CURVE run")
     s.add_argument("run_dir"); s.add_argument("--compiler", required=True, help="model that compiles reasoning chains into graphs")
     s.add_argument("--labeller", required=True, help="model that aligns answers with graphs and labels errors")
@@ -112,9 +117,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 # %% ../nbs/42_cli.ipynb #ba03c699
-def _run_table(summary: dict, config: dict | None = None, run_dir=None):
-    "A run's table: titled by its header line; its settings (and folder) as the columns a CSV starts with."
-    t = summary_table(summary, title=run_header(summary, config))
+def _run_table(summary: dict, config: dict | None = None, run_dir=None, distinct: str | None = None):
+    "A run's table: titled by its header line (and `distinct`: the settings that tell it from runs of the same header); its settings (and folder) as the columns a CSV starts with."
+    t = summary_table(summary, title=run_header(summary, config) + (f" · {distinct}" if distinct else ""))
     t.context = {**run_context(summary, config), "run_dir": str(run_dir or summary.get("run_dir") or "")}
     return t
 
@@ -127,13 +132,22 @@ def partial_note(n: int, missing: int) -> str | None:
     "'2 of 6 items (4 not run: rerun to finish)' for a run with items not run yet, else None."
     return f"{n} of {n + missing} items ({missing} not run: rerun to finish)" if missing and missing > 0 else None
 
-def print_summary(summary: dict, config: dict | None = None, fmt: str = "text", link=None):
+def print_summary(summary: dict, config: dict | None = None, fmt: str = "text", link=None, distinct: str | None = None):
     "Print a run's table under a header line naming the run (in CSV the run's settings are columns; `link`: adds links to its rows); a partial run says so."
-    print(render_table(link(_run_table(summary, config)) if link else _run_table(summary, config), fmt))
+    t = _run_table(summary, config, distinct=distinct)
+    print(render_table(link(t) if link else t, fmt))
     o = summary.get("overall") or {}
     note = partial_note(int(o.get("n") or 0), int(o.get("n_missing") or 0))
     if note: print(f"{Path(summary.get('run_dir') or 'run').name}: {note}", file=sys.stdout if fmt == "text" else sys.stderr)
     if summary.get("run_dir") and fmt == "text": print(f"results in {shown_path(summary['run_dir'])}")
+
+# %% ../nbs/42_cli.ipynb #72c4f7bd
+def distinct_labels(runs) -> dict[str, str]:
+    "`{run name: the settings that tell it apart}` for the runs whose header lines are the same; empty when every header differs."
+    heads = {r.name: run_header(r.summary, r.config.to_dict() if r.config else None) for r in runs if r.summary is not None}
+    seen = Counter(heads.values())
+    same = [r for r in runs if seen.get(heads.get(r.name), 0) > 1]
+    return run_labels(RunSet(same)) if same else {}
 
 # %% ../nbs/42_cli.ipynb #ba03c69a
 def _unsummarised(r) -> str:
@@ -149,7 +163,7 @@ def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: b
     import pandas as pd
     runs = RunSet.discover(*run_dirs)
     if not len(runs): raise FileNotFoundError(f"no runs (folders with a run.json) below {', '.join(map(str, run_dirs))}")
-    bad, frames = 0, []
+    bad, frames, distinct = 0, [], distinct_labels(runs)
     view_dir = view.report_view(runs, view_dir, fmt) if view_dir else None        # rows link to their items in the view
     link = (lambda t, r: view.link_rows(t, view_dir, r.dir, fmt)) if view_dir else (lambda t, r: t)
     for r in runs:
@@ -158,7 +172,7 @@ def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: b
             continue
         cfg = r.config.to_dict() if r.config else None
         if fmt == "csv": frames.append(machine_frame(link(_run_table(r.summary, cfg, r.dir), r)))
-        else: print_summary({**r.summary, "run_dir": str(r.dir)}, cfg, fmt, (lambda t, r=r: link(t, r)) if view_dir else None); print()
+        else: print_summary({**r.summary, "run_dir": str(r.dir)}, cfg, fmt, (lambda t, r=r: link(t, r)) if view_dir else None, distinct.get(r.name)); print()
     if frames and not vs_paper: print(pd.concat(frames, ignore_index=True).to_csv(index=False).rstrip("\n"))
     if vs_paper:
         text, unmatched = (view.vs_paper_links(runs, fmt, view_dir, judge_reading, include_departures) if view_dir else
@@ -167,6 +181,17 @@ def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: b
         if text: print(text)
         else: print("vs paper: no run matches a cell of the papers' tables", file=sys.stderr)
     return 1 if bad else 0
+
+# %% ../nbs/42_cli.ipynb #d4c4a7aa
+def latex_report(run_dirs, vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False, view_dir=None) -> int:
+    "`report` as LaTeX under a first line naming the engine its tables need."
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf): rc = report(run_dirs, "latex", vs_paper, judge_reading, include_departures, view_dir)
+    text = buf.getvalue()
+    print("% Compile with XeLaTeX (or LuaLaTeX) and \\usepackage{fontspec}: some tables set Indic or CJK script; needs \\usepackage{booktabs}."
+          if engine_for(text) == "xelatex" else "% Compiles with pdfLaTeX; needs \\usepackage{booktabs}.")
+    print(text, end="")
+    return rc
 
 # %% ../nbs/42_cli.ipynb #bc738494
 def print_estimate(est: dict):
@@ -210,6 +235,18 @@ def check_isolatable(run_dir):
         raise ValueError(f"isolate needs a CURVE or MINERVA run (it compiles their reasoning chains into evidence graphs); "
                          f"{run_dir} is a {cfg.benchmark} run")
 
+# %% ../nbs/42_cli.ipynb #eeca80c5
+def report_check(run_dirs, vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False,
+                 venues=CHECK_VENUES, work=None) -> int:
+    "The paper check of the report's LaTeX (`paper_check.check_latex`): one line per problem and a count on stderr; 1 when any."
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
+        latex_report(run_dirs, vs_paper, judge_reading, include_departures)
+    emitted, found = check_latex(buf.getvalue(), work, venues)
+    for line in found: print(line, file=sys.stderr)
+    print(f"paper check of {emitted}: {len(found)} problem{'s' if len(found) != 1 else ''}", file=sys.stderr)
+    return 1 if found else 0
+
 # %% ../nbs/42_cli.ipynb #db0cd630
 def _dispatch(a) -> int:
     if a.command == "run" and a.help_kwargs: print(get_benchmark(a.benchmark).kwargs_help())
@@ -234,13 +271,11 @@ def _dispatch(a) -> int:
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),
                  lambda out: print(json.dumps(out, indent=1, default=str)))
     elif a.command == "report" and a.to == "wandb": return view.report_to_wandb(a.run_dirs)
-    elif a.command == "report" and a.check:                  # the paper check lives in the repository's tools/, as the tests use it
-        import importlib.util
-        tool = Path(vlmlens.__file__).resolve().parents[1] / "tools" / "paper_check.py"
-        if not tool.is_file(): print(f"vlmlens report --check: needs {tool} (a checkout of the repository)", file=sys.stderr); return 2
-        spec = importlib.util.spec_from_file_location("paper_check", tool); pc = importlib.util.module_from_spec(spec); spec.loader.exec_module(pc)
-        rc = report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view)
-        return max(rc, pc.report_check(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures))
+    elif a.command == "report" and a.check:
+        rc = (latex_report(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, a.view) if a.format == "latex" else
+              report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view))
+        return max(rc, report_check(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, (a.venue,) if a.venue else CHECK_VENUES))
+    elif a.command == "report" and a.format == "latex": return latex_report(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, a.view)
     elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view)
     elif a.command == "data": return data.main(a)
     elif a.command == "view": return view.main(a)

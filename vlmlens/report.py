@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+import textwrap
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -25,12 +26,13 @@ from .models import registry
 from .store import Run, RunSet
 
 # %% auto #0
-__all__ = ['BLANK', 'NOTHING_ANSWERED', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'TEXT_HEIGHT_PT',
-           'FONT_PT', 'MACHINE_NAMES', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell', 'fixed', 'pct', 'num',
-           'answered_nothing', 'language_name', 'model_name', 'judge_model', 'judge_name', 'as_runset', 'run_settings',
-           'differing_settings', 'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'clean_scores',
-           'grouped_rates', 'Table', 'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'rate_cell',
-           'rate_grid', 'usage_note', 'summary_table', 'run_context', 'run_header', 'rates_table', 'runs_overview']
+__all__ = ['BLANK', 'NOTHING_ANSWERED', 'ITEM_COLUMNS', 'FORMATS', 'BENCHMARK_NAMES', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS',
+           'TEXT_HEIGHT_PT', 'FONT_PT', 'ABBREVIATE_CHARS', 'MACHINE_NAMES', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell',
+           'fixed', 'pct', 'num', 'answered_nothing', 'language_name', 'model_name', 'judge_model', 'judge_name',
+           'as_runset', 'run_settings', 'differing_settings', 'setting_text', 'run_labels', 'PoolingError',
+           'check_pooling', 'clean_scores', 'grouped_rates', 'Table', 'caption_prose', 'digits_for', 'latex_caption',
+           'machine_frame', 'render_table', 'rate_cell', 'rate_grid', 'usage_note', 'summary_table', 'run_context',
+           'run_header', 'rates_table', 'runs_overview']
 
 # %% ../nbs/52_report.ipynb #f7f7bc76
 BLANK = "–"
@@ -223,6 +225,7 @@ class Table:
     reasons: dict = field(default_factory=dict)   # blank reason -> its mark
     label: str = ""                               # the LaTeX \\label (tab:<label>); from the caption when empty
     context: dict = field(default_factory=dict)   # settings shared by every row (a run's model, language …): CSV columns
+    paper: bool = True                            # False: documentation (a ledger of sources and switches) the Markdown carries, no LaTeX
 
     def blank(self, reason: str) -> str:
         "The text of a cell left blank for `reason` ('–' and a mark explained in the notes)."
@@ -247,11 +250,11 @@ class Table:
 # %% ../nbs/52_report.ipynb #7f4cd9f0
 FORMATS = ("text", "md", "latex", "csv")
 _LATEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-          "^": r"\textasciicircum{}", "\\": r"\textbackslash{}", "−": "$-$", "×": r"$\times$", "≥": r"$\geq$", "≤": r"$\leq$",
+          "^": r"\textasciicircum{}", "\\": r"\textbackslash{}", "−": "$-$", "×": r"$\times$", "≥": r"$\geq$", "≤": r"$\leq$", "·": r"$\cdot$", "±": r"$\pm$", "²": r"$^{2}$", "³": r"$^{3}$", "→": r"$\rightarrow$", "≈": r"$\approx$", "√": r"$\surd$", "§": r"\S{}", "†": r"\dag{}",
           "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
 
 def _tex(s) -> str:
-    out = re.sub(r"(?<![\w.])-(?=\d)", "−", str(s))                      # a negative number's minus sign
+    out = re.sub(r"(?<![\w.])-(?=\d)", "−", str(s).replace(" · ", "; "))   # a negative number's minus sign; "·" is a Type 3 font
     out = "".join(_LATEX.get(ch, ch) for ch in out)
     out = re.sub(r'"([^"]*)"', r"``\1''", out)                           # typographic quotes
     out = re.sub(r"(^|[\s(\[{])'(?=\S)", r"\1`", out)
@@ -259,8 +262,18 @@ def _tex(s) -> str:
 
 def _head(c) -> str: return " ".join(str(x) for x in c if str(x) != "") if isinstance(c, tuple) else str(c)
 
+def _stacked(head: str, cells: int) -> list[str]:
+    "A long one-level column head as lines no wider than its column's cells (at least 10 characters), broken between words."
+    return [head] if len(head) <= max(cells, 10) else (textwrap.wrap(head, max(cells, 10), break_long_words=False) or [head])
+
+def _head_cell(v: str, lines: list) -> str:
+    return _tex(v) if len(lines) < 2 else r"\begin{tabular}[b]{@{}c@{}}" + r" \\ ".join(_tex(x) for x in lines) + r"\end{tabular}"
+
 def _latex_head(df) -> list[str]:
     levels, heads = df.columns.nlevels, []
+    if levels == 1:                                                           # a long head is stacked over its column
+        w = [max([0] + [len(str(v)) for v in df.iloc[:, i]]) for i in range(df.shape[1])]
+        return [" & ".join(_head_cell(str(c), _stacked(str(c), w[i])) for i, c in enumerate(df.columns)) + r" \\"]
     for lv in range(levels):
         cells, prev = [], None
         for c in df.columns:
@@ -276,6 +289,17 @@ def _latex_head(df) -> list[str]:
         if spans: heads.append(" ".join(spans))
     return heads
 
+# %% ../nbs/52_report.ipynb #859f9c82
+BENCHMARK_NAMES = {"infinibench": "InfiniBench", "hintel": "HinTel-AlignBench", "curve": "CURVE", "minerva": "MINERVA", "demo": "Demo"}
+
+def caption_prose(title: str) -> str:
+    "A title as a caption: '·'-separated fields joined as a list, benchmark codes in the papers' spelling, 'n 20' as 'n = 20', '1 frames' as '1 frame'."
+    parts = [p.strip() for p in str(title or "").split("·") if p.strip()]
+    parts = [BENCHMARK_NAMES.get(p.lower(), p) for p in parts]
+    text = ", ".join(re.sub(r"^n (\d+)$", r"n = \1", p) for p in parts)
+    text = re.sub(r"\b(Hintel|Infinibench|infinibench|hintel)\b", lambda m: BENCHMARK_NAMES[m.group(1).lower()], text)
+    return re.sub(r"(?<![\d.])1 frames\b", "1 frame", text)
+
 # %% ../nbs/52_report.ipynb #h9c5l002
 _PAPER_REF = re.compile(r"^\s*(?P<ref>(?:Table|Tab\.)\s*[0-9A-Z]+[a-z]?)\s*[:.]\s*", re.I)
 
@@ -285,8 +309,8 @@ def digits_for(n) -> int:
     return int(min(2, max(0, 1 - math.floor(math.log10(98 / math.sqrt(n))))))
 
 def latex_caption(title: str, label: str = "") -> tuple[str, str]:
-    "(caption text without a 'Table N:' prefix, `tab:` label from `label` or the caption's first words)."
-    title = str(title or "")
+    "(caption text without a 'Table N:' prefix, as prose (`caption_prose`), `tab:` label from `label` or the caption's first words)."
+    title = caption_prose(title)
     m = _PAPER_REF.match(title)
     text = f"{title[m.end():].strip()} (paper {m['ref']})" if m else title
     text = text[:1].upper() + text[1:]                                       # sentence case
@@ -314,7 +338,7 @@ def _script_preamble(found: set) -> list[str]:
             r"% with \usepackage{fontspec} in the preamble and the Noto fonts installed; the font families are defined here.", *fams]
 
 # %% ../nbs/52_report.ipynb #h9c5l007
-COLUMN_PT, TEXT_PT, PROSE_CHARS = 218.0, 453.0, 40            # the narrower paper: ACL's 7.7 cm columns and 16 cm text (a 10 pt paper has 3.3 in and 6.9 in); a cell longer than this is prose
+COLUMN_PT, TEXT_PT, PROSE_CHARS = 218.0, 397.0, 40            # the narrowest pages: ACL's 7.7 cm column, NeurIPS's 5.5 in text; a cell longer than this is prose
 TEXT_HEIGHT_PT, FONT_PT = 648.0, {"small": 9.0, "footnotesize": 8.0}   # a 9 in page; a 10 pt paper's sizes, never below 8 pt
 _NUMERIC = re.compile(r"^[−+-]?\d[\d,]*(?:\.\d+)?(?:\s|%|$)")
 
@@ -327,35 +351,131 @@ def _numeric(col) -> bool:
     vals = [v for v in col if not _missing(v) and str(v) and not str(v).startswith(BLANK)]
     return all(isinstance(v, (int, float, Cell)) or _NUMERIC.match(str(v)) for v in vals)
 
-def _colspec(df, size: str = "small") -> tuple[str, float, list]:
-    "The column spec (text left, numbers right, prose as wrapping `p`), the natural width in pt at `size` (5 pt a character at 9 pt), which are prose."
+def _colspec(df, size: str = "small", pad: float = 12) -> tuple[str, float, list]:
+    "The column spec (text left, numbers right, prose as wrapping `p`), the natural width in pt at `size` (5 pt a character at 9 pt; `pad` pt between columns), which are prose."
     k = FONT_PT[size] / 9
     span = Counter(c[0] for c in df.columns) if df.columns.nlevels > 1 else {}
-    head = lambda c: len(_head(c)) if df.columns.nlevels == 1 else max(len(str(c[-1])), -(-len(str(c[0])) // span[c[0]]))  # a spanning head widens its columns
-    widths = [max([head(c)] + [len(str(v)) for v in df.iloc[:, i]]) for i, c in enumerate(df.columns)]
+    cells = [max([0] + [len(str(v)) for v in df.iloc[:, i]]) for i in range(df.shape[1])]
+    head = lambda i, c: max(map(len, _stacked(_head(c), cells[i]))) if df.columns.nlevels == 1 else \
+        max(len(str(c[-1])), -(-len(str(c[0])) // span[c[0]]))                 # a stacked head; a spanning head widens its columns
+    widths = [max(head(i, c), cells[i]) for i, c in enumerate(df.columns)]
     prose = [w > PROSE_CHARS for w in widths]
     align = ["r" if i and _numeric(df.iloc[:, i]) else "l" for i in range(df.shape[1])]
-    fixed = k * sum(5 * w + 12 for w, p in zip(widths, prose) if not p)
+    em = [4.6 if a == "r" else 5.3 for a in align]                             # pt a character at 9 pt: figures are narrower than letters
+    pts = [max(5.3 * head(i, c), em[i] * cells[i]) for i, c in enumerate(df.columns)]   # a head is words, a number column's cells figures
+    fixed = sum(k * w + pad for w, p in zip(pts, prose) if not p)
     if not any(prose): return "".join(align), fixed, prose
-    share = max(0.15, (1 - (fixed + 12 * sum(prose)) / TEXT_PT) / sum(prose) - 0.01)   # a prose column's padding counts too
-    spec = "".join(rf"p{{{share:.2f}\linewidth}}" if p else a for p, a in zip(prose, align))
-    return spec, fixed + sum(prose) * (share * TEXT_PT + 12), prose
+    room = 1 - (fixed + 12 * sum(prose)) / TEXT_PT - 0.01 * sum(prose)            # a prose column's padding counts too
+    text = [sum(len(str(v)) for v in df.iloc[:, i]) + 1 if p else 0 for i, p in enumerate(prose)]
+    shares = iter([max(0.12, room * t / sum(text)) for t in text if t])           # the longer a column's text, the wider it is
+    spec = "".join(rf"p{{{next(shares):.2f}\linewidth}}" if p else a for p, a in zip(prose, align))
+    return spec, fixed + sum(float(x) * TEXT_PT + 12 for x in re.findall(r"p\{([\d.]+)", spec)), prose
 
 def _breakable(tex: str) -> str:
     "Prose with a break allowed after `_ . / = : @ >` inside long identifiers and paths (`benchmark_kwargs.prompt_language=en`)."
-    return re.sub(r"(\\_|\\textgreater\{\}|[./=:@])(?=[^\s$])", r"\1\\allowbreak{}", tex)
+    return re.sub(r"(\\_|\\textgreater\{\}|[./=:@(])(?=[^\s$])", r"\1\\allowbreak{}", tex)
 
 # %% ../nbs/52_report.ipynb #h9c5l00c
-def _column_groups(df) -> tuple[str, list[list[int]]]:
-    "The font size (small, else footnotesize: never below 8 pt) and column groups that each fit the text width (the first column in each)."
-    fits = lambda d, size: _colspec(d, size)[1] <= 0.95 * TEXT_PT                # 5% for the estimate's error
-    for size in FONT_PT:
-        if fits(df, size): return size, [list(range(df.shape[1]))]
-    groups, cur = [], [0]
-    for i in range(1, df.shape[1]):
-        if len(cur) > 1 and not fits(df.iloc[:, cur + [i]], "footnotesize"): groups.append(cur); cur = [0]
-        cur.append(i)
-    return "footnotesize", groups + [cur]
+ABBREVIATE_CHARS = 24                                         # a row label longer than this gets a code when the table is too wide
+
+def _constant(df) -> tuple[object, list[str]]:
+    "`df` without its columns that hold one value in every row (said once in a note instead); (df, []) when none does."
+    same = [c for i, c in enumerate(df.columns) if len(df) > 1 and df.shape[1] > 2 and df.iloc[:, i].astype(str).nunique() == 1]
+    if not same or len(same) >= df.shape[1] - 1: return df, []
+    return df.drop(columns=same), ["Every row: " + "; ".join(f"{_head(c)} {df[c].iloc[0]}" for c in same) + "."]
+
+def _common_n(df) -> tuple[object, list[str]]:
+    "`df` with ' (n=K)' dropped from its cells when each column's cells say one K (said once in a note, by column when they differ); (df, []) otherwise."
+    n_of = lambda v: m.group(1) if (m := re.search(r" \(n=(\d+)\)$", str(v))) else None
+    cols = [(_head(c), {n_of(v) for v in df.iloc[:, i]} - {None}) for i, c in enumerate(df.columns)]
+    rows = [(str(df.iat[r, 0]), {n_of(v) for v in df.iloc[r, 1:]} - {None}) for r in range(len(df))]
+    per = next((p for p in (cols, rows) if any(x for _, x in p) and all(len(x) <= 1 for _, x in p)), None)
+    if per is None: return df, []                                              # n differs inside a column and inside a row
+    out = _objmap(df, lambda v: re.sub(r" \(n=\d+\)$", "", v) if isinstance(v, str) else v)
+    by: dict = {}
+    for name, x in per:
+        if x: by.setdefault(next(iter(x)), []).append(name)
+    if len(by) == 1: return out, [f"n = {next(iter(by))} items in every cell."]
+    return out, ["Items per cell: " + "; ".join(f"n = {n} in {', '.join(hs)}" for n, hs in by.items()) + "."]
+
+# %% ../nbs/52_report.ipynb #442b1623
+_PATH = re.compile(r"^(?:[A-Za-z]:)?[~/.]?[\w.+-]*(?:/[\w.+@-]+){2,}/?$")
+
+def _without_paths(df) -> tuple[object, list[str]]:
+    "`df` without its columns of file paths (a paper prints none; the Markdown and CSV keep them), named in a note; (df, []) when it has none."
+    paths = [c for i, c in enumerate(df.columns) if i and any(_PATH.match(str(v)) for v in df.iloc[:, i])
+             and all(_PATH.match(str(v)) or str(v).startswith(BLANK) for v in df.iloc[:, i])]
+    if not paths or len(paths) >= df.shape[1] - 1: return df, []
+    return df.drop(columns=paths), [f"Paths ({', '.join(_head(c) for c in paths)}) are in the Markdown and CSV tables."]
+
+def _abbreviated(df) -> tuple[object, list[str]]:
+    "`df` with its first column's long labels as codes (R1, R2 … for runs) and the key as notes; (df, []) when none is long."
+    if df.shape[1] < 2 or _numeric(df.iloc[:, 0]): return df, []
+    col = [str(v) for v in df.iloc[:, 0]]
+    long = list(dict.fromkeys(v for v in col if len(v) > ABBREVIATE_CHARS))
+    if not long: return df, []
+    head = _head(df.columns[0]).strip() or "row"
+    codes = {v: f"{head[0].upper()}{i + 1}" for i, v in enumerate(long)}
+    out = df.copy()
+    out.iloc[:, 0] = [codes.get(v, v) for v in col]
+    return out, [f"{head.capitalize()}s: " + "; ".join(f"{c} = {v}" for v, c in codes.items()) + "."]
+
+# %% ../nbs/52_report.ipynb #13a7ffe6
+def _short_heads(df) -> tuple[object, list[str]]:
+    "`df` with its long column heads (the lowest level) as initials or a short word (unit kept: 'Global Appearance %' → 'GA %') and the key as a note; (df, []) when none is long."
+    import pandas as pd
+    last = lambda c: str(c[-1]) if isinstance(c, tuple) else str(c)             # a spanned head keeps its group, its own part is shortened
+    cells = [max([0] + [len(str(v)) for v in df.iloc[:, i]]) for i in range(df.shape[1])]
+    codes, used = {}, set()
+    for i, c in enumerate(df.columns):
+        name, unit = re.match(r"^(.*?)((?:\s+(?:%|/\d+))?)$", last(c)).groups()
+        words = re.findall(r"[A-Za-z]+", name)
+        if i == 0 or len(last(c)) <= max(cells[i], 6) or not words or (len(words) < 2 and len(name) < 9): continue
+        code = "".join(w[0].upper() for w in words) if len(words) > 1 else name[:3]
+        code = next(f"{code}{k or ''}" for k in range(len(used) + 2) if f"{code}{k or ''}" not in used); used.add(code)
+        codes[i] = (code + unit, name)
+    if not codes: return df, []
+    out = df.copy()
+    out.columns = [(c[:-1] + (codes[i][0],) if isinstance(c, tuple) else codes[i][0]) if i in codes else c for i, c in enumerate(df.columns)]
+    if df.columns.nlevels > 1: out.columns = pd.MultiIndex.from_tuples(out.columns)
+    return out, ["Columns: " + "; ".join(f"{k.split()[0]} = {n}" for k, n in codes.values()) + "."]
+
+# %% ../nbs/52_report.ipynb #83575685
+def _transposed(df):
+    "`df` turned: its leading text columns (the row keys) become the column heads, its column heads become rows; None when it has no keys."
+    import pandas as pd
+    keys = 0
+    while keys < df.shape[1] - 1 and not (keys and _numeric(df.iloc[:, keys])): keys += 1
+    if not keys or keys == df.shape[1]: return None
+    heads = [" ".join(str(v) for v in r) for r in df.iloc[:, :keys].itertuples(index=False)]
+    if len(set(heads)) < len(heads): return None
+    rows = list(df.columns[keys:])
+    level = lambda c, i: str(c[i]) if isinstance(c, tuple) else str(c)
+    depth = df.columns.nlevels
+    names = [str(n) if n is not None else " " * (i + 1) for i, n in enumerate(df.columns.names if depth > 1 else [None])]
+    lead = {names[i]: [level(c, i) for c in rows] for i in range(depth)}            # one key column per level of the heads
+    body = {h: [df.iat[r, keys + j] for j in range(len(rows))] for r, h in enumerate(heads)}
+    return pd.DataFrame({**lead, **body}, dtype=object)
+
+# %% ../nbs/52_report.ipynb #0c8ab697
+def _fit(df) -> tuple[str, object, list[str], float]:
+    "(font size, cells, key notes, column padding in pt) of one float that fits the text width: 9 pt, else 8 pt; then long row labels as codes; then turned."
+    fits = lambda d, size, pad: _colspec(d, size, pad)[1] <= 0.95 * TEXT_PT      # 5% for the estimate's error
+    df, common = _common_n(df)                                                 # the papers' cells: numbers, n once
+    lean, same = _constant(df)
+    lean, paths = _without_paths(lean)
+    same = common + same + paths
+    short, key = _abbreviated(lean)
+    tries = [(df, common)] + ([(lean, same)] if same != common else []) + ([(short, same + key)] if key else [])
+    brief, heads = _short_heads(short)
+    if heads: tries.append((brief, same + key + heads))
+    turned = _transposed(short)
+    if turned is not None: tries.append((turned, same + key))
+    for d, notes in tries:
+        for size, pad in (("small", 12), ("footnotesize", 12), ("footnotesize", 6), ("footnotesize", 4)):   # columns 3 or 2 pt apart, as papers set dense tables
+            if fits(d, size, pad): return size, d, notes, pad
+    d, notes = min(tries, key=lambda x: _colspec(x[0], "footnotesize", 4)[1])             # the narrowest: still one float
+    return "footnotesize", d, notes, 4
 
 def _row_chunks(df, per_line: list, size: str, reserve: float) -> list[tuple[int, int]]:
     "Row ranges that each fit a page below `reserve` pt of caption, head and notes (`per_line`: a prose column's characters per line, else None)."
@@ -367,32 +487,37 @@ def _row_chunks(df, per_line: list, size: str, reserve: float) -> list[tuple[int
     return chunks + [(start, len(df))]
 
 # %% ../nbs/52_report.ipynb #h9c5l008
-def _tabular(part, size: str) -> tuple[list[str], str, float, list[str], list]:
-    "(head lines, column spec, width in pt, body lines, characters per line of each prose column) of a column group."
-    spec, width, prose = _colspec(part, size)
+def _tabular(part, size: str, pad: float = 12) -> tuple[list[str], str, float, list[str], list]:
+    "(head lines, column spec, width in pt, body lines, characters per line of each prose column) of a table's cells."
+    spec, width, prose = _colspec(part, size, pad)
     pcts = [_head(c).endswith("%") for c in part.columns]
-    cell = lambda v, p, w: _breakable(_tex_cell(v, p)) if w else _tex_cell(v, p)
+    cell = lambda v, p, w: r"\sloppy " + _breakable(_tex_cell(v, p)) if w else _tex_cell(v, p)   # a narrow column: loose lines, never past its edge
     body = [" & ".join(cell(v, p, w) for v, p, w in zip(row, pcts, prose)) + r" \\" for row in part.itertuples(index=False)]
     shares = iter(float(x) for x in re.findall(r"p\{([\d.]+)\\linewidth\}", spec))
     per_line = [max(8, int(next(shares) * TEXT_PT / (4.8 * FONT_PT[size] / 9))) if p else None for p in prose]
     return _latex_head(part), spec, width, body, per_line
 
+def _paper_notes(notes: list[str]) -> list[str]:
+    "The notes a paper prints: no API cost or command-line flags (they stay in the Markdown), no JSON file paths."
+    keep = [n for n in notes if not re.match(r"\s*API usage:", n) and not re.search(r"(^|\s)--[a-z]", n)]
+    return [re.sub(r"\s*\([^()]*\.json\b[^()]*\)", "", n) for n in keep]
+
 def _latex(df, t: Table, notes: list[str]) -> str:
-    "`table`/`table*` floats at 9 pt (8 pt if that fits): caption, label, booktabs rules, wrapping prose; too wide: column groups; too long: continued floats."
-    size, groups = _column_groups(df)
+    "One `table`/`table*` float at 9 pt (8 pt if that fits; long row labels as codes, or turned, when too wide): caption, label, booktabs rules, wrapping prose; too long: continued by rows."
+    size, df, key, pad = _fit(df)
+    notes = _paper_notes(notes) + key
     caption, label = latex_caption(t.title, t.label)
     foot = [r"\par\smallskip{\footnotesize " + r" \\ ".join(_tex(n) for n in notes) + "}"] if notes else []
-    parts = []
-    for cols in groups:
-        heads, spec, width, body, per_line = _tabular(df.iloc[:, cols], size)
-        reserve = 40 + 14 * len(heads) + 10 * sum(-(-len(n) // 90) for n in notes)
-        parts += [(heads, spec, width, body[a:b]) for a, b in _row_chunks(df.iloc[:, cols], per_line, size, reserve)]
+    heads, spec, width, body, per_line = _tabular(df, size, pad)
+    reserve = 40 + 14 * len(heads) + 10 * sum(-(-len(n) // 90) for n in notes)
+    parts = [(heads, spec, width, body[a:b]) for a, b in _row_chunks(df, per_line, size, reserve)]
     env = "table*" if any(w > COLUMN_PT for _, _, w, _ in parts) else "table"
     out = []
     for k, (heads, spec, _, body) in enumerate(parts):
         cap = caption if k == 0 else f"{caption} (continued, part {k + 1} of {len(parts)})"
-        out += [rf"\begin{{{env}}}[tp]", r"\centering", "\\" + size, *([rf"\caption{{{_tex(cap)}}}"] if caption else []),
-                rf"\label{{{label if k == 0 else f'{label}-{k + 1}'}}}", r"\begin{tabular}{" + spec + "}", r"\toprule", *heads,
+        out += [rf"\begin{{{env}}}[tp]", r"\centering", "\\" + size, *([rf"\setlength{{\tabcolsep}}{{{pad / 2:g}pt}}"] if pad != 12 else []),
+                *([rf"\caption{{{_tex(cap)}}}"] if caption else []),
+                rf"\label{{{label if k == 0 else f'{label}-{k + 1}'}}}", r"\begin{tabular}{" + (spec if pad == 12 else f"@{{}}{spec}@{{}}") + "}", r"\toprule", *heads,
                 r"\midrule", *body, r"\bottomrule", r"\end{tabular}", *(foot if k == len(parts) - 1 else []), rf"\end{{{env}}}"]
     lines, found = _script_runs("\n".join(out))
     return "\n".join([*_script_preamble(found), r"% Needs \usepackage{booktabs}.", lines])
@@ -464,12 +589,13 @@ def __repr__(self: Table) -> str: return render_table(self, "text")
 
 @patch
 def save(self: Table, folder, name: str, formats: Sequence[str] = ("md", "latex", "csv")) -> list:
-    "Write the table as `<folder>/<name>.md`, `.tex` and `.csv`; returns the paths."
+    "Write the table as `<folder>/<name>.md`, `.tex` (a table for the paper only) and `.csv`; returns the paths."
     from pathlib import Path
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
     ext = {"md": "md", "latex": "tex", "csv": "csv", "text": "txt"}
     out = []
     for f in formats:
+        if f == "latex" and not self.paper: continue                          # not a table for the paper
         t = self if self.label else replace(self, label=name)
         p = folder / f"{name}.{ext[f]}"; p.write_text(render_table(t, f) + "\n", encoding="utf-8"); out.append(p)
     return out

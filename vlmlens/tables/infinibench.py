@@ -7,16 +7,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..analysis import TEXT_IN, line_chart
+from .. import metrics
+from ..analysis import figure_size, get_venue, line_chart
 from ..benchmarks.infinibench import (MCQ_SKILLS, OPEN_SKILLS, SKILLS, SKILL_TITLES, frames_preset, overall_score,
                                             reasoning_score)
-from ..core import RunConfig
+from ..core import VIDEO_MODALITIES, RunConfig
 from ..metrics import agreement_report, round_half_up
 from ..report import answered_nothing, as_runset, run_labels
 from ..store import Run, RunSet
+from ..vs_paper import wilson
 
 # %% auto #0
-__all__ = ['run_row', 'collect_runs', 'table3', 'modality_table', 'idk_table', 'frames_curve', 'judge_robustness']
+__all__ = ['run_row', 'collect_runs', 'table3', 'modality_table', 'idk_table', 'acc_interval', 'frames_curve', 'judge_robustness']
 
 # %% ../../nbs/54_tables_infinibench.ipynb #c15645e9
 def _frames(cfg: RunConfig, kw: dict):
@@ -88,6 +90,21 @@ def idk_table(runs) -> "pd.DataFrame":
     t["acc"], t["chance"] = t["acc"].map(_pct), t["chance"].map(_pct)
     return t.rename(columns={"acc": "Acc %", "chance": "chance %", "n_idk": "IDK answers"}).sort_values(["runs", "idk_option"]).reset_index(drop=True)
 
+# %% ../../nbs/54_tables_infinibench.ipynb #050ad201
+def acc_interval(run, ci: float = 0.95) -> tuple:
+    "(low, high, method) of a run's grounding accuracy over its MCQ items (fractions); (None, None, '') without scored MCQ items."
+    import pandas as pd
+    df = run.scores()
+    df = df[df["subset"].isin(MCQ_SKILLS)] if "subset" in df.columns else df.iloc[:0]
+    v = pd.to_numeric(df["score"], errors="coerce").fillna(0.0).to_numpy(dtype=float)
+    if not len(v): return None, None, ""
+    interval = getattr(metrics, "mean_interval", None)                         # over videos, where the package has it
+    if interval is not None:
+        r = interval(v, df["cluster"].tolist() if "cluster" in df.columns else None, ci)
+        return r["ci_low"], r["ci_high"], r["method"]
+    lo, hi = wilson(float(v.mean()), len(v), ci)
+    return lo, hi, "wilson"
+
 # %% ../../nbs/54_tables_infinibench.ipynb #7b1737a8
 def _items(run) -> dict:
     "Grounding and reasoning items of a run, and whether its judge gave no valid score at all."
@@ -96,20 +113,25 @@ def _items(run) -> dict:
     return {"n_mcq": sum(sk[s].get("n") or 0 for s in MCQ_SKILLS if s in sk), "n_open": sum(sk[s].get("n") or 0 for s in OPEN_SKILLS if s in sk),
             "no_valid_judgment": bool(judged) and all((j.get("judge_invalid") or 0) >= j["n_judged"] for j in judged)}
 
-def frames_curve(runs, ax=None):
-    "Acc (%) and Score (0–10) against frames per video, one line per setting, n in the legend; a 6.9 in figure."
+def frames_curve(runs, ax=None, venue=None, column: bool = False):
+    "Acc (%, with its interval) and Score (0–10) against frames per video for runs that see video, one line per setting, n in the legend; sized for `venue`."
     import matplotlib.pyplot as plt
     rs, df = _selected(runs)
-    df = df[df["frames"].map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v == v)]
+    df = df[df["modality"].isin(VIDEO_MODALITIES) & df["frames"].map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v == v)]
+    ci = {r.name: acc_interval(r) for r in rs if r.name in set(df["run"])}
     lines = run_labels(RunSet(r for r in rs if r.name in set(df["run"])), exclude=("num_frames", "fps"))
     items = {r.name: _items(r) for r in rs}
     d = df.assign(line=df["run"].map(lines), frames=df["frames"].astype(float), acc_pct=100 * df["acc"].astype(float),
                   score=[None if items[r]["no_valid_judgment"] else v for r, v in zip(df["run"], df["score_0_10"])],
-                  n_mcq=df["run"].map(lambda r: items[r]["n_mcq"]), n_open=df["run"].map(lambda r: items[r]["n_open"]))
+                  n_mcq=df["run"].map(lambda r: items[r]["n_mcq"]), n_open=df["run"].map(lambda r: items[r]["n_open"]),
+                  acc_lo=[100 * ci[r][0] if ci[r][0] is not None else a for r, a in zip(df["run"], 100 * df["acc"].astype(float))],
+                  acc_hi=[100 * ci[r][1] if ci[r][1] is not None else a for r, a in zip(df["run"], 100 * df["acc"].astype(float))])
     if ax is None:
-        fig, ax = plt.subplots(1, 2, figsize=(TEXT_IN, 2.8)); fig.subplots_adjust(wspace=0.45)
+        fig, ax = plt.subplots(*((2, 1) if column else (1, 2)), figsize=figure_size(venue, column, 4.8 if column else 2.8))
+        fig.subplots_adjust(**({"hspace": 0.6} if column else {"wspace": 0.45})); fig._vlmlens_venue = get_venue(venue).name
     by = "line" if d["line"].nunique() > 1 else None
-    line_chart(d, "frames", "acc_pct", by=by, n="n_mcq", ax=ax[0], log2=True, xlabel="frames per video", ylabel="grounding Acc (%)")
+    line_chart(d, "frames", "acc_pct", by=by, n="n_mcq", ax=ax[0], log2=True, xlabel="frames per video", ylabel="grounding Acc (%)",
+               lo="acc_lo", hi="acc_hi")
     line_chart(d.assign(score=d["score"].astype(float)), "frames", "score", by=by, n="n_open", ax=ax[1], log2=True,
                xlabel="frames per video", ylabel="reasoning Score (/10)", legend_title="runs (n items)")
     if ax[0].get_legend(): ax[0].get_legend().remove()
