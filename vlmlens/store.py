@@ -611,7 +611,7 @@ def predictions(self: Run) -> dict[str, Prediction]: return self.store.load_pred
 def judgments(self: Run) -> list[Judgment]: return self.store.load_judgments() if self.config_hash else []
 
 # %% ../nbs/02_store.ipynb #4c9e2b71
-_ID_COLS = {"sample_id": str, "align_id": str, "subset": str, "language": str}
+_ID_COLS = {"sample_id": str, "align_id": str, "cluster": str, "subset": str, "language": str}
 
 @patch
 def scores(self: Run, columns=None):

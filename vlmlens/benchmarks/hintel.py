@@ -872,6 +872,14 @@ class HinTelBenchmark(Benchmark):
     def score(self, sample: Sample, pred: Prediction, judgment=None) -> dict: return score_hintel(sample, pred, judgment)
     def make_judge(self, cfg: RunConfig): return HinTelJudge(cfg.judge or HINTEL_JUDGE_MODEL, **(cfg.judge_kwargs or {}))
 
+# %% ../../nbs/32_benchmarks_hintel.ipynb #c1a5e0b2
+@patch
+def cluster(self: HinTelBenchmark, sample: Sample) -> str:
+    "The aligned item (`subset:align_id`, one image in every language) that `sample` is a version of."
+    return f"{sample.subset}:{sample.align_id}" if sample.align_id else f"item:{sample.id}"
+
+HinTelBenchmark.cluster_unit = "aligned item (image)"
+
 # %% ../../nbs/32_benchmarks_hintel.ipynb #2d4e6f8a
 @patch
 def needs_judge(self: HinTelBenchmark, sample: Sample, prediction: Prediction | None = None) -> bool:
