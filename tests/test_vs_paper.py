@@ -590,3 +590,49 @@ def test_report_csv_and_vs_paper_csv_share_one_schema(known_runs, capsys):
     assert rep[rep.run == "hi"].n.iloc[-1] == row["n"] == vs[vs.run == "hi"].n.item() == 1000          # the "all items" row
     first = next(csv.reader(io.StringIO(vs_text.splitlines()[1]), quoting=csv.QUOTE_NONNUMERIC))
     assert all(isinstance(v, str) for v in first[:2])                               # text fields quoted
+
+
+def _curve_2400(right_videos=((0, 100, 5), (240, 370, 4))):
+    "2,400 CURVE questions over 540 videos (240 with 5, 300 with 4), every question about a video answered alike: 1,021 right (42.54%)."
+    sizes = [5] * 240 + [4] * 300
+    right = {v: k for a, b, k in right_videos for v in range(a, b)}
+    right[100] = 1
+    return [_curve_item(f"{v}-{j}", float(j < right.get(v, 0)), video=v) for v, m in enumerate(sizes) for j in range(m)]
+
+
+def test_a_verdict_on_the_papers_release_uses_an_interval_over_videos(tmp_path, capsys):
+    "Gemini 2.5 Pro at 42.54% on CURVE's 2,400 questions (paper 45.07): outside a Wilson interval, inside the one over videos."
+    import numpy as np
+    from vlmlens.cli import main
+    rows = _curve_2400()
+    _fake_run(tmp_path, "pro", rows, benchmark="curve", model="gemini-2.5-pro", judge="gemini-2.5-flash", dataset=CURVE_RELEASE)
+    agg = V.compare(RunSet.discover(tmp_path)).set_index("column").loc["Aggregate"]
+    assert (agg.n, agg.n_clusters, agg.coverage, agg.ci_method, agg.verdict) == (2400, 540, "full", "cluster-bootstrap", "within")
+    assert round(agg.ours, 2) == 42.54 and agg["diff"] == -2.53
+    by_video = {}
+    for r in rows: by_video.setdefault(r["cluster"], []).append(r["score"])
+    groups, rng = list(by_video.values()), np.random.default_rng(3)
+    means = [sum(map(sum, p)) / sum(map(len, p)) for p in ([groups[i] for i in rng.integers(0, 540, 540)] for _ in range(3000))]
+    lo, hi = 100 * np.quantile(means, [0.025, 0.975])
+    assert agg.ci_low == pytest.approx(lo, abs=0.3) and agg.ci_high == pytest.approx(hi, abs=0.3) and lo < 45.07 < hi
+    wlo, whi = V.wilson(1021 / 2400, 2400)
+    assert 100 * whi < 45.07                                                     # independent items would say "outside"
+    assert main(["report", str(tmp_path), "--vs-paper"]) == 0
+    out = capsys.readouterr().out
+    line = next(l for l in out.splitlines() if "Aggregate" in l)
+    assert "45.07" in line and "42.54" in line and "paper within CI (cluster bootstrap over videos)" in line
+    assert "percentile bootstrap over videos (whole videos resampled)" in " ".join(out.split())
+
+
+def test_synthetic_data_and_more_items_than_the_paper_had_get_no_verdict(tmp_path):
+    rows = _curve_2400()
+    _fake_run(tmp_path, "synthetic", rows, benchmark="curve", model="gemini-2.5-pro", judge="gemini-2.5-flash",
+              dataset={"source": "local", "path": "/data/curve_synthetic.json"})
+    _fake_run(tmp_path, "more", rows + [_curve_item(f"x{i}", 0.0) for i in range(2600)], benchmark="curve", model="gemini-2.5-pro",
+              judge="gemini-2.5-flash", dataset=CURVE_RELEASE)
+    cmp = V.compare(RunSet.discover(tmp_path))
+    agg = cmp[cmp.column == "Aggregate"].set_index("run_name")
+    assert agg.loc["synthetic", "verdict"] == "not papers" and agg.loc["more", "verdict"] == "not papers"
+    assert agg.loc["more", "n"] == 5000 and agg.loc["more", "coverage"] != "subset"   # more than the paper's 2,400: never a subset
+    text = V.render_table(V.vs_paper_table(cmp), "text")
+    assert "none: not the paper's items" in text and "of 2,400" not in text and "paper outside CI" not in text

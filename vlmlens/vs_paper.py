@@ -324,7 +324,7 @@ def _dedupe(rows: list[dict]) -> list[dict]:
     "One row per run, paper, item set, value and protocol; the tables that print it joined."
     keep: dict = {}
     for r in rows:
-        k = (r["run"], r["paper"], r["items_key"], r["paper_value"], r["unit"], r["setting"])
+        k = (r["run_name"], r["paper"], r["items_key"], r["paper_value"], r["unit"], r["setting"])   # two runs with one label stay two
         if k in keep: keep[k]["tables"].append(r["table"])
         else: keep[k] = {**r, "tables": [r["table"]]}
     return [{**{k: v for k, v in r.items() if k not in ("tables", "items_key")}, "table": ", ".join(dict.fromkeys(r["tables"]))} for r in keep.values()]
