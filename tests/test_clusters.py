@@ -90,3 +90,45 @@ def test_interval_over_videos_matches_an_independent_cluster_bootstrap_and_is_wi
     assert se["design_effect"] > 3                                       # five questions a video, answered alike
     crs = mean_interval(vals, vids, method="cluster-se")
     assert crs["ci_low"] == pytest.approx(lo, abs=0.03) and crs["ci_high"] == pytest.approx(hi, abs=0.03)
+
+
+def test_vlmlens_compare_pairs_runs_on_shared_items_with_an_interval_over_videos(runs, capsys):
+    "strong − weak: 12 more videos read right; the interval resamples videos; an unshared run is counted, a tiny one is 'too few'."
+    import pandas as pd
+    from vlmlens.cli import main
+    from vlmlens.paired import compare_runs
+    rs = RunSet.discover(runs)
+    strong, weak = (next(r for r in rs if r.name == n) for n in ("strong", "weak"))
+    cmp = compare_runs([strong, weak])
+    r = cmp.iloc[0]
+    a = strong.scores().set_index("sample_id")["score"]
+    b = weak.scores().set_index("sample_id")["score"]
+    assert (r.n_pairs, r.n_clusters, r.only_a, r.only_b, r.interval) == (200, 40, 0, 0, "cluster-bootstrap")
+    assert r["diff"] == pytest.approx((a - b.reindex(a.index)).mean())
+    d = (a - b.reindex(a.index)).to_numpy()
+    lo, hi = _bootstrap_over_videos(d, strong.scores().set_index("sample_id").loc[a.index, "cluster"].tolist())
+    assert r.ci_low == pytest.approx(lo, abs=0.02) and r.ci_high == pytest.approx(hi, abs=0.02) and r.ci_low > 0
+    assert r.test == "exact sign test over clusters" and r.p_value < 0.01
+    tiny = runs.parent / "tiny"                                           # the weak run's first 6 items, one more of its own
+    tiny.mkdir()
+    import shutil
+    for f in ("run.json", "summary.json"): shutil.copy(runs / "weak" / f, tiny / f)
+    sc = pd.read_csv(runs / "weak" / "scores.csv").head(6)
+    pd.concat([sc, sc.head(1).assign(sample_id="extra")]).to_csv(tiny / "scores.csv", index=False)
+    assert main(["compare", str(runs / "strong"), str(runs / "weak"), str(tiny), "--mdd"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    big = next(l for l in lines if " 200 " in l)
+    assert re.search(r"\[\d+\.\d\d, \d+\.\d\d\]", big) and "0 / 0" in big
+    small = next(l for l in lines if " 6 " in l and "/" in l)
+    assert "–" in small and "[0.00, 0.00]" not in out and "194 / 1" in small      # too few: no interval; unshared items counted
+    assert "Holm-adjusted across the 2 comparisons" in " ".join(out.split())
+    assert "percentile bootstrap over videos" in out and "exact sign test over videos" in out
+
+
+def test_compare_refuses_one_run_and_an_ambiguous_key(runs, capsys):
+    from vlmlens.cli import main
+    assert main(["compare", str(runs / "strong")]) == 2
+    assert "at least two readable runs" in capsys.readouterr().err
+    assert main(["compare", str(runs / "strong"), str(runs / "weak"), "--key", "subset"]) == 2
+    assert "appears twice" in capsys.readouterr().err

@@ -26,6 +26,7 @@ from .runner import check_answered, estimate_run, launch_env, rescore, run
 from .store import RunSet, open_run
 from .sweep import compact_table, run_sweep
 from . import view
+from . import paired
 from .vs_paper import vs_paper_report
 
 # %% auto #0
@@ -90,6 +91,7 @@ def _add_subcommands(sub):
                    help="compile evidence graphs for failed items only, or for all (graph statistics over all, as the paper)")
     curation_cli.add_parser(sub, extensions=CURATE_EXTENSIONS)
     data.add_parser(sub); view.add_parser(sub)             # `vlmlens view`, and `report --to wandb`
+    paired.add_parser(sub)                                  # `vlmlens compare`
     s = sub.add_parser("demo", help="run the shipped demo benchmark on the tiny offline model")
     s.add_argument("--model", default="tiny-qwen2.5-vl"); s.add_argument("--output-root", default="outputs")
     s.add_argument("--frames", dest="num_frames", type=int, default=8); s.add_argument("--limit", type=int)
@@ -237,6 +239,7 @@ def _dispatch(a) -> int:
     elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view)
     elif a.command == "data": return data.main(a)
     elif a.command == "view": return view.main(a)
+    elif a.command == "compare": return paired.main(a)
     elif a.command == "curate": return curation_cli.main(a, extensions=CURATE_EXTENSIONS)
     return 0
 

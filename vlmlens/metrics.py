@@ -254,8 +254,9 @@ def paired_compare(a, b, clusters=None, ci: float = 0.95, n_resamples: int = 200
     out["n_clusters"] = k = int(codes.max()) + 1
     out["interval"] = "cluster-bootstrap" if k < n else "item-bootstrap"
     binary = np.isin(a, (0, 1)).all() and np.isin(b, (0, 1)).all()
-    t = mcnemar(a, b, exact=True) if binary else sign_test(d)
-    out.update(test="exact McNemar" if binary else t["method"], p_value=t["p_value"])
+    if k < n: t = {**sign_test(np.bincount(codes, weights=d) / np.bincount(codes)), "method": "exact sign test over clusters"}
+    else: t = {**mcnemar(a, b, exact=True), "method": "exact McNemar"} if binary else sign_test(d)
+    out.update(test=t["method"], p_value=t["p_value"])
     if n >= min_pairs and k >= 2:
         r = cluster_bootstrap(d, codes, n_resamples, seed, ci)
         if r["ci_high"] > r["ci_low"]: out.update(ci_low=r["ci_low"], ci_high=r["ci_high"], too_few=False)
@@ -276,7 +277,8 @@ def holm(p_values) -> list:
 
 fidelity.record("all", "paired comparison of two runs", "metric", "Miller 2024, Adding error bars to evals, §4 (paired differences), "
                 "§5 (power: minimum detectable difference); McNemar 1947 (exact binomial form); Holm 1979", "reading",
-                "cluster bootstrap of per-item differences; exact McNemar for 0/1 outcomes, exact sign test otherwise; Holm across a table")
+                "cluster bootstrap of per-item differences; exact McNemar for independent 0/1 outcomes, exact sign test otherwise "
+                "(over cluster mean differences where clusters hold several items); Holm across a table")
 
 # %% ../nbs/22_metrics.ipynb #9e16bb77
 def align_pairs(df, cond_col: str, a, b, id_col: str = "align_id", value: str = "score", by: Sequence[str] = ()):
