@@ -30,8 +30,8 @@ from . import paired
 from .vs_paper import vs_paper_report
 
 # %% auto #0
-__all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'partial_note', 'print_summary',
-           'report', 'print_estimate', 'check_isolatable', 'mistake_line', 'main']
+__all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'csv_context', 'partial_note',
+           'print_summary', 'report', 'print_estimate', 'check_isolatable', 'mistake_line', 'main']
 
 # %% ../nbs/42_cli.ipynb #6d2e3f40
 def _kind(f) -> str:
@@ -114,11 +114,20 @@ def parser() -> argparse.ArgumentParser:
     _add_subcommands(p.add_subparsers(dest="command", required=True))
     return p
 
+# %% ../nbs/42_cli.ipynb #c1a5e4a1
+def csv_context(summary: dict, config: dict | None = None) -> dict:
+    "The columns a run's CSV rows start with: its settings, token budget and benchmark options, its headline numbers and chance."
+    c, o, bs = config or {}, summary.get("overall") or {}, summary.get("benchmark_summary") or {}
+    opts = c.get("benchmark_kwargs") or {}
+    return {**run_context(summary, config), "max_new_tokens": c.get("max_new_tokens"),
+            "benchmark_kwargs": json.dumps(opts, sort_keys=True, ensure_ascii=False) if opts else None,
+            **{k: o.get(k) for k in (o.get("headline") or ())}, **({"chance": bs["chance"]} if isinstance(bs, dict) and "chance" in bs else {})}
+
 # %% ../nbs/42_cli.ipynb #ba03c699
 def _run_table(summary: dict, config: dict | None = None, run_dir=None):
     "A run's table: titled by its header line; its settings (and folder) as the columns a CSV starts with."
     t = summary_table(summary, title=run_header(summary, config))
-    t.context = {**run_context(summary, config), "run_dir": str(run_dir or summary.get("run_dir") or "")}
+    t.context = {**csv_context(summary, config), "run_dir": str(run_dir or summary.get("run_dir") or "")}
     return t
 
 def partial_note(n: int, missing: int) -> str | None:
