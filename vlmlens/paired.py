@@ -13,7 +13,8 @@ from .report import FORMATS, Table, clean_scores, num, render_table, run_labels
 from .store import Run, RunSet
 
 # %% auto #0
-__all__ = ['COMPARE_COLUMNS', 'item_scores', 'pair_items', 'compare_runs', 'compare_table', 'add_parser', 'main']
+__all__ = ['COMPARE_COLUMNS', 'item_scores', 'pair_items', 'compare_runs', 'compare_table', 'ablation_comparisons', 'add_parser',
+           'main']
 
 # %% ../nbs/58_paired.ipynb #bc96228f
 def item_scores(run: Run, key: str = "sample_id", value: str = "score", by=()) -> tuple:
@@ -95,6 +96,28 @@ def compare_table(cmp, mdd: bool = False) -> Table:
         t.notes.append("left unscored (no value, not compared): " + "; ".join(f"{labels.get(k, k)}: {v}" for k, v in unscored.items() if v))
     if mdd: t.notes.append("MDD: the smallest true difference these pairs detect at α = 0.05 with 80% power (cluster-robust SE)")
     return t
+
+# %% ../nbs/58_paired.ipynb #6a343cef
+def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min_pairs: int = 10, n_resamples: int = 2000):
+    "Paired comparisons of the runs that differ in one setting only (`settings`: those settings; None: every differing one)."
+    import json, pandas as pd
+    rs = RunSet([r for r in runs if r.config is not None and r.status != "broken"])
+    settings = [s for s in (rs.varying() if settings is None else settings) if s in rs.varying()]
+    frames = []
+    for k in settings:
+        groups: dict = {}
+        for r in rs:
+            rest = {a: b for a, b in r.settings().items() if a != k}
+            groups.setdefault(json.dumps(rest, sort_keys=True, default=str), []).append(r)
+        for g in (g for g in groups.values() if len(g) > 1):
+            g = sorted(g, key=lambda r: json.dumps(r.settings().get(k), default=str))
+            c = compare_runs(g, key=key, by=by, min_pairs=min_pairs, n_resamples=n_resamples)
+            frames.append(c.assign(setting=k))
+    if not frames: return pd.DataFrame(columns=["setting", *COMPARE_COLUMNS])
+    out = pd.concat(frames, ignore_index=True)[["setting", *COMPARE_COLUMNS]]
+    out["p_holm"] = holm(out["p_value"].tolist())
+    out.attrs.update(ci=0.95, min_pairs=min_pairs, labels=run_labels(rs), by=list(by), key=key)
+    return out
 
 # %% ../nbs/58_paired.ipynb #172b10c1
 def add_parser(sub):
