@@ -636,3 +636,11 @@ def test_synthetic_data_and_more_items_than_the_paper_had_get_no_verdict(tmp_pat
     assert agg.loc["more", "n"] == 5000 and agg.loc["more", "coverage"] != "subset"   # more than the paper's 2,400: never a subset
     text = V.render_table(V.vs_paper_table(cmp), "text")
     assert "none: not the paper's items" in text and "of 2,400" not in text and "paper outside CI" not in text
+
+
+def test_a_run_written_before_clusters_were_recorded_is_told_to_rescore(tmp_path):
+    rows = [{k: v for k, v in r.items() if k != "cluster"} for r in _curve_2400()]
+    _fake_run(tmp_path, "old", rows, benchmark="curve", model="gemini-2.5-pro", judge="gemini-2.5-flash", dataset=CURVE_RELEASE)
+    cmp = V.compare(RunSet.discover(tmp_path))
+    assert cmp[cmp.column == "Aggregate"].ci_method.iloc[0] == "wilson"
+    assert any("names no cluster" in m and "vlmlens score" in m for m in cmp.attrs["unmatched"])

@@ -302,6 +302,9 @@ def _run_cells(run: Run, paper: str, names: list, label: str, full: bool = False
         msgs.append(f"{run.name}: {n_left} paper cells left out, setting differs: " + "; ".join(f"{k}: {v} cell{'s' * (v != 1)}" for k, v in left.items())
                     + "; --include-departures shows them" + ("; --judge-reading compares the judge, flagged" if reading else ""))
     if errored: msgs.append(f"{run.name}: {errored} paper cells not compared: every one of their items errored")
+    if rows and len(scores) and "cluster" not in scores.columns and get_benchmark(run.config.benchmark).cluster_unit == "video":
+        msgs.append(f"{run.name}: its scores.csv names no cluster (written by an older vlmlens): its intervals treat items as independent; "
+                    f"`vlmlens score {run.dir}` rewrites it")
     return rows, msgs
 
 # %% ../nbs/56_vs_paper.ipynb #9a1b2c3e
