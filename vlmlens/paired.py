@@ -85,16 +85,16 @@ def compare_table(cmp, mdd: bool = False) -> Table:
         "B %": cmp.mean_b.map(pts), "A − B": cmp["diff"].map(pts),
         f"{ci:.0%} CI": [t.blank("too few pairs for an interval") if tf else f"[{pts(lo)}, {pts(hi)}]" for tf, lo, hi in zip(cmp.too_few, cmp.ci_low, cmp.ci_high)],
         "p (Holm)": [num(p, 3) for p in cmp.p_holm], **({"MDD": cmp.mdd.map(pts)} if mdd else {}),
-        "only A / only B": [f"{a} / {b}" for a, b in zip(cmp.only_a, cmp.only_b)]})
+        "only A/B": [f"{a}/{b}" for a, b in zip(cmp.only_a, cmp.only_b)]})
     t.notes += [f"A − B: mean of the per-item differences in points on the items both runs scored (errors count as wrong); {ci:.0%} CI: {_interval_note(cmp)}",
                 "p: " + " / ".join(sorted({t.replace("clusters", f"{u}s") for t, u in zip(cmp.test, cmp.cluster_unit) if isinstance(t, str)}))
                 + f", Holm-adjusted across the {len(cmp)} comparisons of this table",
                 f"too few: fewer than {cmp.attrs.get('min_pairs', 10)} pairs, or no pair differs; no interval is shown",
-                "only A / only B: items one run scored and the other did not (counted, not compared)"]
+                "only A/B: items one run scored and the other did not (counted, not compared)"]
     unscored = {**dict(zip(cmp.run_a, cmp.unscored_a)), **dict(zip(cmp.run_b, cmp.unscored_b))}
     if any(unscored.values()):
         t.notes.append("left unscored (no value, not compared): " + "; ".join(f"{labels.get(k, k)}: {v}" for k, v in unscored.items() if v))
-    if mdd: t.notes.append("MDD: the smallest true difference these pairs detect at α = 0.05 with 80% power (cluster-robust SE)")
+    if mdd: t.notes.append("MDD: the smallest true difference these pairs detect at the 5% level with 80% power (cluster-robust SE)")
     return t
 
 # %% ../nbs/58_paired.ipynb #6a343cef
