@@ -57,3 +57,18 @@ def test_report_on_runs_of_different_settings_renders_and_runs_select_picks_them
     assert "Paired English − Indic differences on aligned items" in picked and "not shown" not in picked
     with pytest.raises(Exception, match="no run has"):
         _render(hindi_runs, tmp_path / "none", runs_select={"max_new_tokens": 999})
+
+
+def test_compare_pairs_the_english_and_hindi_versions_of_aligned_items(hindi_runs, capsys):
+    from vlmlens.cli import main
+    from vlmlens.paired import compare_runs
+    from vlmlens.store import RunSet
+    rs = RunSet.discover(hindi_runs)
+    en = next(r for r in rs if r.config.language == "en")
+    hi = next(r for r in rs if r.config.language == "hi" and r.config.max_new_tokens == 64)
+    cmp = compare_runs([en, hi], key="align_id", by=["subset"])
+    assert set(cmp.group) >= {"vqav2", "vaani_h"} and (cmp.n_pairs == 3).all() and cmp.too_few.all()   # 3 aligned items a subset
+    assert cmp.ci_low.isna().all() and (cmp.p_holm >= cmp.p_value).all()
+    assert main(["compare", str(en.dir), str(hi.dir), "--key", "align_id", "--by", "subset"]) == 0
+    out = capsys.readouterr().out
+    assert "vqav2" in out and "[0.00, 0.00]" not in out and "too few pairs for an interval" in out

@@ -126,7 +126,7 @@ def add_parser(sub):
     s.add_argument("runs", nargs="+", help="run folders (or folders holding runs); the first is the baseline")
     s.add_argument("--baseline", help="the run (folder name) every other run is compared with (default: the first)")
     s.add_argument("--by", default="", help="compare within groups of these score columns (comma-separated, e.g. subset)")
-    s.add_argument("--key", default="sample_id", help="the column that identifies an item in both runs (align_id pairs HinTel languages)")
+    s.add_argument("--key", default="sample_id", help="the column that identifies an item in both runs (align_id pairs the languages of HinTel items; add --by subset where an id repeats across subsets)")
     s.add_argument("--min-pairs", type=int, default=10, help="fewer pairs: 'too few', no interval")
     s.add_argument("--mdd", action="store_true", help="also show the minimum detectable difference")
     s.add_argument("--format", default="text", choices=FORMATS)
