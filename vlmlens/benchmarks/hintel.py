@@ -1034,4 +1034,4 @@ record("hintel", "Figure 4, Table 5, Table 6", "table", _P + " §5.4-5.6", "verb
        "vlmlens.tables.hintel: gap_by_task (mean over models of En - Indic), strategy_table (one model, 3 strategies, Hindi), failure_table "
        "(four categories, shares of labelled failures per language)")
 record("hintel", "paired En - Indic CIs and McNemar", "metric", "vlmlens (not in the paper)", "reading",
-       "vlmlens.tables.hintel.paired_regression: bootstrap 95% CI over aligned items, McNemar on 0/1 outcomes (vlmlens.metrics)")
+       "vlmlens.tables.hintel.paired_regression: bootstrap 95% CI over aligned pairs (none below 10 pairs or with no differing pair), exact McNemar on 0/1 outcomes, Holm-adjusted across the table (vlmlens.metrics.paired_compare, holm)")
