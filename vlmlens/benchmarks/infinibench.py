@@ -674,6 +674,9 @@ def cluster(self: InfiniBenchBenchmark, sample: Sample) -> str:
     return str(v) if v else Benchmark.cluster(self, sample)
 
 InfiniBenchBenchmark.cluster_unit = "video"
+fidelity.record("infinibench", "statistics unit (cluster)", "metric", "InfiniBench §3.3 (several questions about each movie or "
+                "episode); Miller 2024, Adding error bars to evals, §2.2; lmms-eval cluster_key", "reading",
+                "the video: intervals, verdicts and paired comparisons resample whole videos")
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #74a98000
 @patch

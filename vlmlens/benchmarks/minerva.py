@@ -438,6 +438,10 @@ def cluster(self: MinervaBenchmark, sample: Sample) -> str:
     return f"video:{v}" if v else Benchmark.cluster(self, sample)
 
 MinervaBenchmark.cluster_unit = "video"
+for _b in ("minerva", "curve", "minerva-ego"):
+    fidelity.record(_b, "statistics unit (cluster)", "metric", "the release (several questions about each video; CURVE: 2,400 "
+                    "questions over 540 videos); Miller 2024, Adding error bars to evals, §2.2; lmms-eval cluster_key", "reading",
+                    "the video: intervals, verdicts and paired comparisons resample whole videos")
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #e90a1b05
 @patch
