@@ -86,7 +86,9 @@ def compare_table(cmp, mdd: bool = False) -> Table:
         f"{ci:.0%} CI": [t.blank("too few pairs for an interval") if tf else f"[{pts(lo)}, {pts(hi)}]" for tf, lo, hi in zip(cmp.too_few, cmp.ci_low, cmp.ci_high)],
         "p (Holm)": [num(p, 3) for p in cmp.p_holm], **({"MDD": cmp.mdd.map(pts)} if mdd else {}),
         "only A/B": [f"{a}/{b}" for a, b in zip(cmp.only_a, cmp.only_b)]})
-    t.notes += [f"A − B: mean of the per-item differences in points on the items both runs scored (errors count as wrong); {ci:.0%} CI: {_interval_note(cmp)}",
+    t.notes += [f"A %, B %: mean item score (a judged item on its scale mapped to 0–100; errors count as wrong); where a run mixes "
+                "0/1 items and judged ones, compare within --by subset",
+                f"A − B: mean of the per-item differences in points on the items both runs scored; {ci:.0%} CI: {_interval_note(cmp)}",
                 "p: " + " / ".join(sorted({t.replace("clusters", f"{u}s") for t, u in zip(cmp.test, cmp.cluster_unit) if isinstance(t, str)}))
                 + f", Holm-adjusted across the {len(cmp)} comparisons of this table",
                 f"too few: fewer than {cmp.attrs.get('min_pairs', 10)} pairs, or no pair differs; no interval is shown",
