@@ -639,3 +639,23 @@ def test_lmms_eval_protocol_fixes_the_frames_whatever_the_models_preset():
     assert preset and paper.num_frames == preset["num_frames"] != 768
     lmms, _, none = check_config(RunConfig("infinibench", "gpt-4o", modality="video", benchmark_kwargs={"protocol": "lmms-eval"}), spec)
     assert none is None and lmms.num_frames is None and lmms_frame_count(lmms) == 768
+
+
+def test_report_csv_carries_the_headline_chance_and_the_settings_that_tell_runs_apart(runs, capsys):
+    "Acc, Score, Overall and chance per run in `vlmlens report --format csv`; the IDK option in its options; one Random row per IDK setting."
+    import io
+    from vlmlens.cli import main
+    from vlmlens.store import RunSet
+    out, res = runs
+    assert main(["report", str(out / "syn-video"), str(out / "syn-noidk"), "--format", "csv"]) == 0
+    df = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    for name, key in (("syn-video", ("release", "video")), ("syn-noidk", "noidk")):
+        r, b = df[df.run == name].iloc[0], res[key]["benchmark_summary"]
+        for k in ("acc", "overall_0_100", "chance"):
+            assert r[k] == pytest.approx(b[k]), (name, k)
+        assert "max_new_tokens" in df.columns and "benchmark_kwargs" in df.columns
+    assert '"idk_option": false' in df[df.run == "syn-noidk"].benchmark_kwargs.iloc[0]
+    t3 = T.table3(RunSet([RunSet.discover(out / n)[0] for n in ("syn-video", "syn-noidk")]))
+    with_idk, without = t3.loc["Random (with the IDK option)", "Acc"], t3.loc["Random (without the IDK option)", "Acc"]
+    assert with_idk == round(100 * res[("release", "video")]["benchmark_summary"]["chance"], 2) and without > with_idk
+    assert "Random" not in t3.index                                     # never chance averaged over both settings

@@ -137,11 +137,20 @@ def test_printed_averages_match_the_cells_except_the_papers_own_listed_deviation
             assert len(parts) == 4 and abs(sum(parts) / 4 - c["value"]) <= 0.1, (row, c["column"])
 
 
-def _fake_run(root, name, rows, **cfg):
+def _fake_run(root, name, rows, dataset=None, **cfg):
     c = RunConfig(**{"benchmark": "hintel", "model": "gpt-4.1", **cfg}, run_name=name, output_root=str(root))
     st = RunStore(root / name, c.hash(), config=c.to_dict()).prepare()
     st.write_run_json({"config": c.to_dict(), "config_hash": c.hash(), "model": {"model_id": c.model}})
-    st.write_scores_csv(rows); st.write_summary({"overall": rates(rows)}); st.close()
+    st.write_scores_csv(rows); st.write_summary({"overall": rates(rows), **({"dataset": dataset} if dataset else {})}); st.close()
+
+
+def _curve_item(i, score, video=None):
+    return {"sample_id": f"q{i}", "cluster": f"video:{i if video is None else video}", "locale": "te-IN", "valid": True, "error": None,
+            "score": score}
+
+
+CURVE_RELEASE = {"benchmark": "curve", "source": "https", "location": "https://storage.googleapis.com/neptunedata/curve.json",
+                 "digest": "0f" * 32}     # what a run on `vlmlens data get curve` records (data.provenance)
 
 
 def _item(i, subset, lang, score, error=None):
@@ -162,14 +171,15 @@ def known_runs(tmp_path):
     return tmp_path
 
 
-def test_comparison_has_the_difference_and_a_wilson_verdict_on_the_papers_whole_item_set(known_runs):
+def test_local_hintel_items_get_the_difference_and_a_wilson_interval_but_never_a_verdict(known_runs):
+    "HinTel has no fetchable release: 1,000 local items a subset are counted like the paper's, but are not its items."
     cmp = V.compare(RunSet.discover(known_runs))
     assert sorted(cmp.column) == ["VQAv2 Hi", "VQAv2 Tel"] and not cmp.attrs["unmatched"]
     hi, te = (cmp[cmp.column == c].iloc[0] for c in ("VQAv2 Hi", "VQAv2 Tel"))
-    assert (hi.table, hi.model, hi.paper_value, hi.n, hi.paper_n, hi.coverage) == ("4", "GPT-4.1", 68.0, 1000, 1000, "full")
-    assert hi.ours == pytest.approx(68.0) and hi["diff"] == 0.0 and hi.verdict == "within" and hi.outside == False   # noqa: E712
-    assert (round(hi.ci_low, 2), round(hi.ci_high, 2)) == (65.04, 70.82)            # Wilson, 680 of 1,000
-    assert te.ours == pytest.approx(20.0) and te["diff"] == -48.7 and te.verdict == "outside"   # errors count as wrong
+    assert (hi.table, hi.model, hi.paper_value, hi.n, hi.paper_n, hi.coverage) == ("4", "GPT-4.1", 68.0, 1000, 1000, "not papers")
+    assert hi.ours == pytest.approx(68.0) and hi["diff"] == 0.0 and hi.verdict == "not papers" and pd.isna(hi.outside)
+    assert (round(hi.ci_low, 2), round(hi.ci_high, 2), hi.ci_method) == (65.04, 70.82, "wilson")   # Wilson, 680 of 1,000 images
+    assert te.ours == pytest.approx(20.0) and te["diff"] == -48.7 and te.verdict == "not papers"   # errors count as wrong
     assert te.ci_high < 68.7
 
 
@@ -177,12 +187,18 @@ def test_a_subset_of_the_papers_items_is_labelled_with_its_coverage_and_gets_no_
     from vlmlens.cli import main
     _fake_run(tmp_path, "four", [_item(i, "vqav2", "hi", 1.0) for i in range(4)], language="hi", judge=HINTEL_JUDGE, limit=4)
     _fake_run(tmp_path, "few", [_item(i, "vaani_h", "hi", 1.0) for i in range(945)], language="hi", judge=HINTEL_JUDGE, limit=945)
+    _fake_run(tmp_path, "cut", [_curve_item(i, 1.0) for i in range(100)], benchmark="curve", model="gemini-2.5-pro",
+              judge="gemini-2.5-flash", limit=100, dataset=CURVE_RELEASE)
     cmp = V.compare(RunSet.discover(tmp_path)).set_index("column")
-    assert (cmp.loc["VQAv2 Hi", "coverage"], cmp.loc["VQAv2 Hi", "verdict"]) == ("subset", "subset") and pd.isna(cmp.loc["VQAv2 Hi", "outside"])
-    assert cmp.loc["VAANI-H Hi", "verdict"] == "subset"                             # --limit: never the paper's set, whatever n
+    assert (cmp.loc["VQAv2 Hi", "coverage"], cmp.loc["VQAv2 Hi", "verdict"]) == ("not papers", "not papers") and pd.isna(cmp.loc["VQAv2 Hi", "outside"])
+    assert cmp.loc["VAANI-H Hi", "verdict"] == "not papers"                         # local items: never the paper's, whatever n
+    assert (cmp.loc["Aggregate", "coverage"], cmp.loc["Aggregate", "verdict"]) == ("subset", "subset")   # the release, cut by --limit
+    assert main(["report", str(tmp_path / "cut"), "--vs-paper"]) == 0
+    line = next(l for l in capsys.readouterr().out.splitlines() if "Aggregate" in l)
+    assert "100 of 2,400" in line and "none: subset of items" in line and "paper outside CI" not in line and "within" not in line
     assert main(["report", str(tmp_path / "four"), "--vs-paper"]) == 0
     line = next(l for l in capsys.readouterr().out.splitlines() if "VQAv2 Hi" in l)
-    assert "4 of 1,000" in line and "none: subset of items" in line and "paper outside CI" not in line and "within" not in line
+    assert "none: not the paper's items" in line and "paper outside CI" not in line and "within" not in line
     assert "100.00" in line and "51.01–100.00" in line                               # Wilson: 4 of 4 is not 100–100
 
 
@@ -204,8 +220,8 @@ def test_cli_prints_ours_beside_the_paper_and_a_message_for_a_model_no_paper_rep
     assert len(line) == 2, cap.out
     hi, te = (next(v for k, v in line.items() if k.endswith(c)) for c in ("Hi", "Tel"))
     assert "HinTel Table 4" in hi and "HinTel Table 3" in te and "hintel T" not in cap.out
-    assert re.search(r"68\.00\s+68\.00\s+\+0\.00\s+65\.04–70\.82\s+1,000\s+paper within CI\s*$", hi)
-    assert re.search(r"68\.70\s+20\.00\s+-48\.70\s+\d+\.\d\d–\d+\.\d\d\s+1,000\s+paper outside CI\s*$", te)
+    assert re.search(r"68\.00\s+68\.00\s+\+0\.00\s+65\.04–70\.82\s+1,000\s+none: not the paper's items\s*$", hi)
+    assert re.search(r"68\.70\s+20\.00\s+-48\.70\s+\d+\.\d\d–\d+\.\d\d\s+1,000\s+none: not the paper's items\s*$", te)
     assert "other: tiny-qwen2.5-vl is not a model the hintel paper reports" in cap.err and "Traceback" not in cap.err
     assert main(["report", str(known_runs / "other"), "--vs-paper"]) == 0     # nothing to compare: a message, exit 0
     cap = capsys.readouterr()
@@ -216,7 +232,7 @@ def test_cli_prints_ours_beside_the_paper_and_a_message_for_a_model_no_paper_rep
     assert main(["report", str(known_runs), "--vs-paper", "--format", "csv"]) == 0
     text = capsys.readouterr().out
     back = list(csv.DictReader(io.StringIO(text), quoting=csv.QUOTE_NONNUMERIC))     # text quoted, numbers bare
-    assert len(back) == 2 and {r["verdict"] for r in back} == {"within", "outside"}
+    assert len(back) == 2 and {r["verdict"] for r in back} == {"not papers"} and {r["ci_method"] for r in back} == {"wilson"}
     assert {r["paper_text"] for r in back} == {"68.00", "68.70"} and all(r["n"] == 1000 for r in back)
     assert ",1000," in text and "1000.0" not in text                                # counts are integers
     df = pd.read_csv(io.StringIO(text))
@@ -262,7 +278,7 @@ def test_a_real_hintel_run_of_a_served_paper_model(tmp_path, monkeypatch):
     cmp = V.compare(runs)
     s = runs[0].scores()
     got = cmp[~cmp.derived].set_index("column")
-    assert set(got.model) == {"GPT-4.1"} and len(got) >= 3 and set(got.verdict) == {"subset"}   # 2 synthetic items of hundreds
+    assert set(got.model) == {"GPT-4.1"} and len(got) >= 3 and set(got.verdict) == {"not papers"}   # synthetic items: never the paper's
     assert not got.index.str.startswith(("VQAv2", "CLEVR-Math")).any()      # unjudged: not the paper's hybrid scoring
     assert any("paper cells left out, setting differs: judge none (paper GPT-4.1 (2025-04-14))" in m
                for m in cmp.attrs["unmatched"]), cmp.attrs["unmatched"]
@@ -355,7 +371,7 @@ def test_curve_locale_cells_the_aggregate_and_one_comparison_per_number(tmp_path
     _fake_run(tmp_path, "pro", rows, benchmark="curve", model="gemini-2.5-pro", judge="gemini-2.5-flash")
     cmp = V.compare(RunSet.discover(tmp_path)).set_index("column")
     assert cmp.loc["Aggregate", "ours"] == pytest.approx(45.0) and cmp.loc["Aggregate", "n"] == 20
-    assert (cmp.loc["Aggregate", "paper_n"], cmp.loc["Aggregate", "verdict"]) == (2400, "subset")
+    assert (cmp.loc["Aggregate", "paper_n"], cmp.loc["Aggregate", "verdict"]) == (2400, "not papers")    # no release lock recorded
     assert cmp.loc["Lowest Region (te-IN)", "ours"] == pytest.approx(30.0)
     assert cmp.loc["Lowest Region (te-IN)", "table"] == "main, key findings"          # 28.00 printed twice: one comparison
     assert cmp.loc["Highest Region (ko-KR)", "table"] == "main, key findings" and "ko-KR" not in cmp.index
@@ -574,3 +590,57 @@ def test_report_csv_and_vs_paper_csv_share_one_schema(known_runs, capsys):
     assert rep[rep.run == "hi"].n.iloc[-1] == row["n"] == vs[vs.run == "hi"].n.item() == 1000          # the "all items" row
     first = next(csv.reader(io.StringIO(vs_text.splitlines()[1]), quoting=csv.QUOTE_NONNUMERIC))
     assert all(isinstance(v, str) for v in first[:2])                               # text fields quoted
+
+
+def _curve_2400(right_videos=((0, 100, 5), (240, 370, 4))):
+    "2,400 CURVE questions over 540 videos (240 with 5, 300 with 4), every question about a video answered alike: 1,021 right (42.54%)."
+    sizes = [5] * 240 + [4] * 300
+    right = {v: k for a, b, k in right_videos for v in range(a, b)}
+    right[100] = 1
+    return [_curve_item(f"{v}-{j}", float(j < right.get(v, 0)), video=v) for v, m in enumerate(sizes) for j in range(m)]
+
+
+def test_a_verdict_on_the_papers_release_uses_an_interval_over_videos(tmp_path, capsys):
+    "Gemini 2.5 Pro at 42.54% on CURVE's 2,400 questions (paper 45.07): outside a Wilson interval, inside the one over videos."
+    import numpy as np
+    from vlmlens.cli import main
+    rows = _curve_2400()
+    _fake_run(tmp_path, "pro", rows, benchmark="curve", model="gemini-2.5-pro", judge="gemini-2.5-flash", dataset=CURVE_RELEASE)
+    agg = V.compare(RunSet.discover(tmp_path)).set_index("column").loc["Aggregate"]
+    assert (agg.n, agg.n_clusters, agg.coverage, agg.ci_method, agg.verdict) == (2400, 540, "full", "cluster-bootstrap", "within")
+    assert round(agg.ours, 2) == 42.54 and agg["diff"] == -2.53
+    by_video = {}
+    for r in rows: by_video.setdefault(r["cluster"], []).append(r["score"])
+    groups, rng = list(by_video.values()), np.random.default_rng(3)
+    means = [sum(map(sum, p)) / sum(map(len, p)) for p in ([groups[i] for i in rng.integers(0, 540, 540)] for _ in range(3000))]
+    lo, hi = 100 * np.quantile(means, [0.025, 0.975])
+    assert agg.ci_low == pytest.approx(lo, abs=0.3) and agg.ci_high == pytest.approx(hi, abs=0.3) and lo < 45.07 < hi
+    wlo, whi = V.wilson(1021 / 2400, 2400)
+    assert 100 * whi < 45.07                                                     # independent items would say "outside"
+    assert main(["report", str(tmp_path), "--vs-paper"]) == 0
+    out = capsys.readouterr().out
+    line = next(l for l in out.splitlines() if "Aggregate" in l)
+    assert "45.07" in line and "42.54" in line and "paper within CI (cluster bootstrap over videos)" in line
+    assert "percentile bootstrap over videos (whole videos resampled)" in " ".join(out.split())
+
+
+def test_synthetic_data_and_more_items_than_the_paper_had_get_no_verdict(tmp_path):
+    rows = _curve_2400()
+    _fake_run(tmp_path, "synthetic", rows, benchmark="curve", model="gemini-2.5-pro", judge="gemini-2.5-flash",
+              dataset={"source": "local", "path": "/data/curve_synthetic.json"})
+    _fake_run(tmp_path, "more", rows + [_curve_item(f"x{i}", 0.0) for i in range(2600)], benchmark="curve", model="gemini-2.5-pro",
+              judge="gemini-2.5-flash", dataset=CURVE_RELEASE)
+    cmp = V.compare(RunSet.discover(tmp_path))
+    agg = cmp[cmp.column == "Aggregate"].set_index("run_name")
+    assert agg.loc["synthetic", "verdict"] == "not papers" and agg.loc["more", "verdict"] == "not papers"
+    assert agg.loc["more", "n"] == 5000 and agg.loc["more", "coverage"] != "subset"   # more than the paper's 2,400: never a subset
+    text = V.render_table(V.vs_paper_table(cmp), "text")
+    assert "none: not the paper's items" in text and "of 2,400" not in text and "paper outside CI" not in text
+
+
+def test_a_run_written_before_clusters_were_recorded_is_told_to_rescore(tmp_path):
+    rows = [{k: v for k, v in r.items() if k != "cluster"} for r in _curve_2400()]
+    _fake_run(tmp_path, "old", rows, benchmark="curve", model="gemini-2.5-pro", judge="gemini-2.5-flash", dataset=CURVE_RELEASE)
+    cmp = V.compare(RunSet.discover(tmp_path))
+    assert cmp[cmp.column == "Aggregate"].ci_method.iloc[0] == "wilson"
+    assert any("names no cluster" in m and "vlmlens score" in m for m in cmp.attrs["unmatched"])

@@ -32,12 +32,13 @@ from .runner import check_answered, estimate_run, launch_env, rescore, run
 from .store import RunSet, open_run
 from .sweep import compact_table, run_sweep
 from . import view
+from . import paired
 from .vs_paper import vs_paper_report
 
 # %% auto #0
-__all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'shown_path', 'partial_note',
-           'print_summary', 'distinct_labels', 'report', 'latex_report', 'print_estimate', 'check_isolatable',
-           'report_check', 'mistake_line', 'use_plugins', 'main']
+__all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'csv_context', 'shown_path',
+           'partial_note', 'print_summary', 'distinct_labels', 'report', 'latex_report', 'print_estimate',
+           'check_isolatable', 'report_check', 'mistake_line', 'use_plugins', 'main']
 
 # %% ../nbs/42_cli.ipynb #6d2e3f40
 def add_config_args(p: argparse.ArgumentParser):
@@ -92,6 +93,7 @@ def _add_subcommands(sub):
                    help="compile evidence graphs for failed items only, or for all (graph statistics over all, as the paper)")
     curation_cli.add_parser(sub, extensions=CURATE_EXTENSIONS)
     data.add_parser(sub); view.add_parser(sub)             # `vlmlens view`, and `report --to wandb`
+    paired.add_parser(sub)                                  # `vlmlens compare`
     s = sub.add_parser("demo", help="run the shipped demo benchmark on the tiny offline model")
     s.add_argument("--model", default="tiny-qwen2.5-vl"); s.add_argument("--output-root", default="outputs")
     s.add_argument("--frames", dest="num_frames", default=8); s.add_argument("--limit")       # typed by core.check_field
@@ -116,11 +118,20 @@ def parser() -> argparse.ArgumentParser:
     _add_subcommands(p.add_subparsers(dest="command", required=True))
     return p
 
+# %% ../nbs/42_cli.ipynb #c1a5e4a1
+def csv_context(summary: dict, config: dict | None = None) -> dict:
+    "The columns a run's CSV rows start with: its settings, token budget and benchmark options, its headline numbers and chance."
+    c, o, bs = config or {}, summary.get("overall") or {}, summary.get("benchmark_summary") or {}
+    opts = c.get("benchmark_kwargs") or {}
+    return {**run_context(summary, config), "max_new_tokens": c.get("max_new_tokens"),
+            "benchmark_kwargs": json.dumps(opts, sort_keys=True, ensure_ascii=False) if opts else None,
+            **{k: o.get(k) for k in (o.get("headline") or ())}, **({"chance": bs["chance"]} if isinstance(bs, dict) and "chance" in bs else {})}
+
 # %% ../nbs/42_cli.ipynb #ba03c699
 def _run_table(summary: dict, config: dict | None = None, run_dir=None, distinct: str | None = None):
     "A run's table: titled by its header line (and `distinct`: the settings that tell it from runs of the same header); its settings (and folder) as the columns a CSV starts with."
     t = summary_table(summary, title=run_header(summary, config) + (f" · {distinct}" if distinct else ""))
-    t.context = {**run_context(summary, config), "run_dir": str(run_dir or summary.get("run_dir") or "")}
+    t.context = {**csv_context(summary, config), "run_dir": str(run_dir or summary.get("run_dir") or "")}
     return t
 
 def shown_path(path) -> str:
@@ -279,6 +290,7 @@ def _dispatch(a) -> int:
     elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view)
     elif a.command == "data": return data.main(a)
     elif a.command == "view": return view.main(a)
+    elif a.command == "compare": return paired.main(a)
     elif a.command == "curate": return curation_cli.main(a, extensions=CURATE_EXTENSIONS)
     return 0
 

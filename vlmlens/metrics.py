@@ -11,13 +11,15 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from . import fidelity
 from .core import Judgment
 
 # %% auto #0
-__all__ = ['OUTCOMES', 'KRIPPENDORFF_LEVELS', 'judge_rates', 'outcome', 'outcome_codes', 'usage_totals', 'rates', 'aggregate',
-           'round_half_up', 'paired_bootstrap', 'mcnemar', 'align_pairs', 'paired_differences', 'pivot_scores',
-           'mean_columns', 'add_mean_row', 'category_table', 'judge_scores', 'correlation', 'krippendorff_alpha',
-           'human_correlation', 'agreement_report']
+__all__ = ['OUTCOMES', 'INTERVAL_METHODS', 'KRIPPENDORFF_LEVELS', 'judge_rates', 'outcome', 'outcome_codes', 'usage_totals',
+           'rates', 'aggregate', 'round_half_up', 'paired_bootstrap', 'mcnemar', 'cluster_codes', 'cluster_se',
+           'cluster_bootstrap', 'wilson', 'mean_interval', 'sign_test', 'paired_compare', 'holm', 'align_pairs',
+           'paired_differences', 'pivot_scores', 'mean_columns', 'add_mean_row', 'category_table', 'judge_scores',
+           'correlation', 'krippendorff_alpha', 'human_correlation', 'agreement_report']
 
 # %% ../nbs/22_metrics.ipynb #da11c06d
 def judge_rates(rows: Sequence[dict]) -> dict:
@@ -150,6 +152,133 @@ def mcnemar(a: Sequence[float], b: Sequence[float], exact: bool | None = None, e
         p = float(stats.chi2.sf(stat, 1))
     return {"n": len(a), "n10": n10, "n01": n01, "n_discordant": nd, "statistic": float(stat),
             "p_value": min(1.0, p), "method": "exact-binomial" if use_exact else "chi2-continuity"}
+
+# %% ../nbs/22_metrics.ipynb #c1a5e1a1
+def cluster_codes(clusters, n: int) -> np.ndarray:
+    "Integer codes `0..k-1` of `n` items' cluster labels (None: every item its own cluster; a missing label: its item's own)."
+    if clusters is None: return np.arange(n)
+    labels = list(clusters)
+    if len(labels) != n: raise ValueError(f"clusters must label every item: {len(labels)} labels for {n} items")
+    seen: dict = {}
+    return np.array([seen.setdefault(("c", str(c)) if c is not None and c == c else ("i", i), len(seen)) for i, c in enumerate(labels)], dtype=int)
+
+def cluster_se(values, clusters=None) -> dict:
+    "The mean, its independent-items SE, its cluster-robust SE (Miller 2024, eq. 4) and the design effect."
+    v = _as_array(values, "values")
+    n = len(v)
+    if n < 2: raise ValueError(f"a standard error needs at least 2 items, got {n}")
+    codes = cluster_codes(clusters, n)
+    e = v - v.mean()
+    se_clt2 = v.var(ddof=1) / n
+    sums, sq = np.bincount(codes, weights=e), np.bincount(codes, weights=e * e)
+    se2 = max(0.0, se_clt2 + float((sums ** 2 - sq).sum()) / n ** 2)
+    return {"mean": float(v.mean()), "se_clt": math.sqrt(se_clt2), "se": math.sqrt(se2), "n": n, "n_clusters": int(codes.max()) + 1,
+            "design_effect": se2 / se_clt2 if se_clt2 > 0 else float("nan")}
+
+# %% ../nbs/22_metrics.ipynb #c1a5e1a4
+def cluster_bootstrap(values, clusters=None, n_resamples: int = 2000, seed: int = 0, ci: float = 0.95) -> dict:
+    "Mean of `values` with a percentile bootstrap interval that resamples whole clusters (items when `clusters` is None)."
+    v = _as_array(values, "values")
+    if len(v) == 0: raise ValueError("no items: cannot compute an interval")
+    if not 0 < ci < 1: raise ValueError(f"ci must be in (0, 1), got {ci}")
+    codes = cluster_codes(clusters, len(v))
+    k = int(codes.max()) + 1
+    sums, sizes = np.bincount(codes, weights=v, minlength=k), np.bincount(codes, minlength=k).astype(float)
+    rng, stats = np.random.default_rng(seed), []
+    for start in range(0, n_resamples, 500):                         # chunks bound memory: 500 × clusters draws at a time
+        idx = rng.integers(0, k, size=(min(500, n_resamples - start), k))
+        stats.append(sums[idx].sum(axis=1) / sizes[idx].sum(axis=1))
+    st = np.concatenate(stats)
+    lo, hi = np.quantile(st, [(1 - ci) / 2, 1 - (1 - ci) / 2])
+    return {"mean": float(v.mean()), "ci_low": float(lo), "ci_high": float(hi), "n": len(v), "n_clusters": k,
+            "n_resamples": int(n_resamples), "seed": int(seed), "ci": ci}
+
+# %% ../nbs/22_metrics.ipynb #c1a5e1b1
+INTERVAL_METHODS = {"wilson": "Wilson score interval over items (independent items)",
+                    "cluster-bootstrap": "percentile bootstrap over {unit}s (whole {unit}s resampled)",
+                    "cluster-se": "normal interval on the cluster-robust SE over {unit}s (Miller 2024, eq. 4)"}
+
+def wilson(mean: float, n: int, ci: float = 0.95) -> tuple[float, float]:
+    "Wilson's score interval for a mean of `n` values in [0, 1] (a proportion; a bounded mean, conservatively)."
+    from statistics import NormalDist
+    z = NormalDist().inv_cdf(0.5 + ci / 2)
+    den = 1 + z * z / n
+    mid, half = (mean + z * z / (2 * n)) / den, z * math.sqrt(max(0.0, mean * (1 - mean)) / n + z * z / (4 * n * n)) / den
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+def mean_interval(values, clusters=None, ci: float = 0.95, method: str = "auto", n_resamples: int = 2000, seed: int = 0) -> dict:
+    "Mean of `values` in [0, 1] with a cluster-aware interval: Wilson for independent items, else over clusters."
+    from statistics import NormalDist
+    v = _as_array(values, "values")
+    n, codes = len(v), cluster_codes(clusters, len(v))
+    k = int(codes.max()) + 1 if n else 0
+    if method == "auto": method = "wilson" if k == n else "cluster-bootstrap"
+    if method not in INTERVAL_METHODS: raise ValueError(f"method must be auto or one of {', '.join(INTERVAL_METHODS)}, got {method!r}")
+    out = {"mean": float(v.mean()), "n": n, "n_clusters": k, "method": method}
+    if method == "wilson": lo, hi = wilson(out["mean"], n, ci)
+    elif method == "cluster-bootstrap":
+        b = cluster_bootstrap(v, codes, n_resamples, seed, ci); lo, hi = b["ci_low"], b["ci_high"]
+    else:
+        z, se = NormalDist().inv_cdf(0.5 + ci / 2), cluster_se(v, codes)["se"]
+        lo, hi = max(0.0, out["mean"] - z * se), min(1.0, out["mean"] + z * se)
+    return {**out, "ci_low": lo, "ci_high": hi, "design_effect": cluster_se(v, codes)["design_effect"] if n > 1 else float("nan")}
+
+fidelity.record("all", "interval over items in clusters (videos)", "metric", "Miller 2024, Adding error bars to evals, §2.2 eq. 4 "
+                "(cluster-robust SE); lmms-eval cluster_key (clustered SE keyed by video)", "reading",
+                "cluster bootstrap over the unit each benchmark declares (Benchmark.cluster); Wilson only where every unit holds one item",
+                "mean_interval(method='cluster-se') gives the CR-SE interval")
+fidelity.record("all", "interval over independent items", "metric", "Wilson 1927 score interval", "reading",
+                "used only where each item is its own cluster")
+
+# %% ../nbs/22_metrics.ipynb #c1a5e1c1
+def sign_test(d) -> dict:
+    "Exact two-sided sign test of paired differences `d` (zero differences dropped)."
+    from scipy import stats
+    d = _as_array(d, "d")
+    pos, neg = int((d > 0).sum()), int((d < 0).sum())
+    p = 1.0 if pos + neg == 0 else float(stats.binomtest(pos, pos + neg, 0.5).pvalue)
+    return {"n_pos": pos, "n_neg": neg, "p_value": min(1.0, p), "method": "exact sign test"}
+
+def paired_compare(a, b, clusters=None, ci: float = 0.95, n_resamples: int = 2000, seed: int = 0, min_pairs: int = 10,
+                   alpha: float = 0.05, power: float = 0.8) -> dict:
+    "A − B on paired items: difference, cluster-aware bootstrap interval (None when too few), exact test, minimum detectable difference."
+    from statistics import NormalDist
+    a, b = _as_array(a, "a"), _as_array(b, "b")
+    if len(a) != len(b): raise ValueError(f"a and b must be aligned (same length), got {len(a)} and {len(b)}")
+    d, n = a - b, len(a)
+    out = {"n_pairs": n, "mean_a": float(a.mean()) if n else None, "mean_b": float(b.mean()) if n else None,
+           "diff": float(d.mean()) if n else None, "ci_low": None, "ci_high": None, "too_few": True, "n_clusters": 0,
+           "interval": None, "test": None, "p_value": None, "mdd": None}
+    if n == 0: return out
+    codes = cluster_codes(clusters, n)
+    out["n_clusters"] = k = int(codes.max()) + 1
+    out["interval"] = "cluster-bootstrap" if k < n else "item-bootstrap"
+    binary = np.isin(a, (0, 1)).all() and np.isin(b, (0, 1)).all()
+    if k < n: t = {**sign_test(np.bincount(codes, weights=d) / np.bincount(codes)), "method": "exact sign test over clusters"}
+    else: t = {**mcnemar(a, b, exact=True), "method": "exact McNemar"} if binary else sign_test(d)
+    out.update(test=t["method"], p_value=t["p_value"])
+    if n >= min_pairs and k >= 2:
+        r = cluster_bootstrap(d, codes, n_resamples, seed, ci)
+        if r["ci_high"] > r["ci_low"]: out.update(ci_low=r["ci_low"], ci_high=r["ci_high"], too_few=False)
+        z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+        out["mdd"] = z * cluster_se(d, codes)["se"] if not out["too_few"] else None
+    return out
+
+# %% ../nbs/22_metrics.ipynb #c1a5e1c4
+def holm(p_values) -> list:
+    "Holm-adjusted p-values, in the input order (None stays None)."
+    idx = [i for i, p in enumerate(p_values) if p is not None and p == p]
+    order = sorted(idx, key=lambda i: p_values[i])
+    out, run = [None] * len(p_values), 0.0
+    for rank, i in enumerate(order):
+        run = max(run, min(1.0, (len(order) - rank) * float(p_values[i])))
+        out[i] = run
+    return out
+
+fidelity.record("all", "paired comparison of two runs", "metric", "Miller 2024, Adding error bars to evals, §4 (paired differences), "
+                "§5 (power: minimum detectable difference); McNemar 1947 (exact binomial form); Holm 1979", "reading",
+                "cluster bootstrap of per-item differences; exact McNemar for independent 0/1 outcomes, exact sign test otherwise "
+                "(over cluster mean differences where clusters hold several items); Holm across a table")
 
 # %% ../nbs/22_metrics.ipynb #9e16bb77
 def align_pairs(df, cond_col: str, a, b, id_col: str = "align_id", value: str = "score", by: Sequence[str] = ()):

@@ -259,7 +259,7 @@ _ROW_USAGE = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "outp
 def score_row(bench: Benchmark, s: Sample, p: Prediction, judgment: Judgment | None = None) -> dict:
     "One scored row: the item, the answer, usage and the benchmark's score fields."
     row = {"sample_id": s.id, "subset": s.subset, "language": s.language, "locale": s.locale, "answer_type": s.answer_type,
-           "align_id": s.align_id, "question": s.question, "gold": s.answer, "gold_text": gold_text(s), "parsed": p.parsed,
+           "align_id": s.align_id, "cluster": bench.cluster(s), "question": s.question, "gold": s.answer, "gold_text": gold_text(s), "parsed": p.parsed,
            "valid": p.valid, "error": p.error, "raw": p.raw, "finish_reason": p.finish_reason,
            **{k: p.usage.get(k) for k in _ROW_USAGE}, "cached": bool(p.usage.get("cached", False)), "latency_s": p.latency_s}
     try:

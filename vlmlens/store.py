@@ -611,7 +611,7 @@ def predictions(self: Run) -> dict[str, Prediction]: return self.store.load_pred
 def judgments(self: Run) -> list[Judgment]: return self.store.load_judgments() if self.config_hash else []
 
 # %% ../nbs/02_store.ipynb #4c9e2b71
-_ID_COLS = {"sample_id": str, "align_id": str, "subset": str, "language": str}
+_ID_COLS = {"sample_id": str, "align_id": str, "cluster": str, "subset": str, "language": str}
 
 def read_scores_csv(p, columns=None):
     "A `scores.csv` as a DataFrame: ids as text, only empty cells missing; `columns`: only those that exist."
@@ -745,4 +745,20 @@ def varying(self: RunSet) -> dict[str, list]:
     for k in dict.fromkeys(k for c in confs for k in c):
         vals = {json.dumps(c.get(k), sort_keys=True, default=str): c.get(k) for c in confs}
         if len(vals) > 1: out[k] = list(vals.values())
+    return out
+
+# %% ../nbs/02_store.ipynb #c1a5e3a1
+@patch
+def select(self: RunSet, spec=None) -> "RunSet":
+    "The runs named in `spec` (a list of run names), or whose settings have `spec`'s values (a dict); all runs for None."
+    if spec is None or spec == {} or spec == []: return self
+    if isinstance(spec, str): spec = [spec]
+    if isinstance(spec, (list, tuple)):
+        names = {r.name for r in self.runs}
+        if (missing := [n for n in spec if n not in names]): raise ValueError(f"no run named {', '.join(missing)}; the runs: {', '.join(sorted(names))}")
+        return RunSet(r for r in self.runs if r.name in spec)
+    if not isinstance(spec, dict): raise ValueError(f"select runs by a list of names or a dict of settings, got {spec!r}")
+    same = lambda a, b: json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+    out = RunSet(r for r in self.runs if r.config is not None and all(same(r.settings().get(k), v) for k, v in spec.items()))
+    if not len(out): raise ValueError(f"no run has {spec}; the settings that differ: {self.varying()}")
     return out

@@ -11,10 +11,10 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-from . import fidelity
+from . import data, fidelity
 from .benchmarks.base import get_benchmark
 from .core import VIDEO_MODALITIES, as_bool
-from .metrics import rates, round_half_up
+from .metrics import INTERVAL_METHODS, mean_interval, rates, round_half_up, wilson
 from .models import registry
 from .report import BLANK, Table, as_runset, clean_scores, judge_model, judge_name, model_name, render_table, run_labels
 from .store import Run
@@ -22,8 +22,8 @@ from .store import Run
 # %% auto #0
 __all__ = ['COMPARED', 'PAPER_OF_BENCHMARK', 'ITEM_KEYS', 'SCALE', 'MIN_ITEMS', 'COLUMNS', 'LABEL_CHARS', 'VERDICTS',
            'paper_cells', 'model_id_of', 'paper_models', 'cell_protocol', 'paper_items', 'run_judge', 'run_value',
-           'departures', 'departure_text', 'item_rows', 'item_values', 'wilson', 'cell_value', 'paper_label',
-           'short_labels', 'compare', 'vs_paper_table', 'vs_paper_report']
+           'departures', 'departure_text', 'item_rows', 'item_values', 'cell_value', 'papers_release', 'paper_label',
+           'short_labels', 'compare', 'method_text', 'vs_paper_table', 'vs_paper_report']
 
 # %% ../nbs/56_vs_paper.ipynb #b6e9ae44
 COMPARED = ("accuracy", "score_0_10")   # the metrics a run's per-item scores measure
@@ -202,24 +202,15 @@ def item_values(scores, where: dict) -> list[float]:
     "Per-item values of the score rows selected by `where`'s item keys: the score, 0 for an errored item."
     return [0.0 if r.get("error") else float(r["score"]) for r in item_rows(scores, where) if r.get("error") or r.get("score") is not None]
 
-def wilson(mean: float, n: int, ci: float = 0.95) -> tuple[float, float]:
-    "Wilson's score interval for a mean of `n` values in [0, 1] (a proportion; a bounded mean, conservatively)."
-    from statistics import NormalDist
-    z = NormalDist().inv_cdf(0.5 + ci / 2)
-    den = 1 + z * z / n
-    mid, half = (mean + z * z / (2 * n)) / den, z * math.sqrt(max(0.0, mean * (1 - mean)) / n + z * z / (4 * n * n)) / den
-    return max(0.0, mid - half), min(1.0, mid + half)
-
-def cell_value(values: list[float], unit: str, ci: float = 0.95) -> dict:
-    "Our mean on the paper's scale with its Wilson interval and n."
-    k, n = SCALE.get(unit, 1.0), len(values)
-    m = sum(values) / n
-    lo, hi = wilson(m, n, ci)
-    return {"ours": k * m, "ci_low": k * lo, "ci_high": k * hi, "n": n}
+def cell_value(values: list[float], unit: str, ci: float = 0.95, clusters=None) -> dict:
+    "Our mean on the paper's scale with its interval (`metrics.mean_interval`: Wilson for independent items, else over `clusters`), n and the method."
+    k, r = SCALE.get(unit, 1.0), mean_interval(values, clusters, ci)
+    return {"ours": k * r["mean"], "ci_low": k * r["ci_low"], "ci_high": k * r["ci_high"], "n": r["n"], "n_clusters": r["n_clusters"],
+            "ci_method": r["method"]}
 
 # %% ../nbs/56_vs_paper.ipynb #2611cdbd
 COLUMNS = ["paper", "table", "section", "model", "column", "unit", "paper_value", "paper_text", "ours", "diff", "ci_low", "ci_high",
-           "n", "paper_n", "coverage", "verdict", "outside", "setting", "run", "run_name", "derived"]
+           "ci_method", "cluster_unit", "n", "n_clusters", "paper_n", "coverage", "verdict", "outside", "setting", "run", "run_name", "derived"]
 
 def _decimals(text: str) -> int: return len(text.split(".")[1]) if "." in str(text) else 0
 
@@ -249,7 +240,7 @@ def _measure(c: dict, scores, ci: float) -> dict | None:
         rows = [r for r in item_rows(scores, c["where"]) if r.get("error") or r.get("score") is not None]
         if not rows: return None
         if all(r.get("error") for r in rows): return {}
-        return cell_value([0.0 if r.get("error") else float(r["score"]) for r in rows], c["unit"], ci)
+        return cell_value([0.0 if r.get("error") else float(r["score"]) for r in rows], c["unit"], ci, [r.get("cluster") for r in rows])
     key = "subset" if c["paper"] == "hintel" else "skill"
     items = {k: v for k, v in c["where"].items() if k in ITEM_KEYS}
     parts = [_measure({**c, "mean_of": None, "where": {**items, key: k}}, scores, ci) for k in c["mean_of"]]
@@ -257,16 +248,25 @@ def _measure(c: dict, scores, ci: float) -> dict | None:
     if any(p == {} for p in parts): return {}
     return {"ours": sum(p["ours"] for p in parts) / len(parts), "n": sum(p["n"] for p in parts)}
 
+# %% ../nbs/56_vs_paper.ipynb #c1a5e2a3
+def papers_release(run: Run) -> bool:
+    "Whether `run` read its items from the official release the paper used, unedited (its recorded lock digest names the release's location)."
+    rel = data.RELEASES.get(run.config.benchmark) if run.config is not None else None
+    ds = (run.info or {}).get("dataset") or (run.summary or {}).get("dataset") or {}
+    if rel is None or rel.source == "none" or not ds.get("digest"): return False
+    return ds.get("source") == rel.source and ds.get("location") == rel.location and ds.get("benchmark", rel.benchmark) == rel.benchmark
+
 # %% ../nbs/56_vs_paper.ipynb #2611cdbe
 def _coverage(run: Run, n: int, paper_n: int | None) -> str:
-    "'full' (the paper's count, no limit or shard), 'subset', or 'unknown' (the paper does not print its count)."
+    "'full' (the paper's release, its count, no limit or shard), 'subset', 'not papers' (other data, or more items) or 'unknown'."
     if paper_n is None: return "unknown"
+    if not papers_release(run) or n > paper_n: return "not papers"    # synthetic, local or edited data; more items than the paper had
     cut = run.config is not None and (run.config.limit is not None or run.config.shard not in (None, ""))
     return "full" if n == paper_n and not cut else "subset"
 
 def _verdict(deps, coverage: str, n: int, lo, inside) -> str:
     if deps: return "setting differs"
-    if coverage != "full": return {"subset": "subset", "unknown": "items unknown"}[coverage]
+    if coverage != "full": return {"subset": "subset", "unknown": "items unknown", "not papers": "not papers"}[coverage]
     if n < MIN_ITEMS: return "too few"
     return "no CI" if lo is None else ("within" if inside else "outside")
 
@@ -274,12 +274,14 @@ def _row(run: Run, c: dict, deps, note: str, m: dict | None, label: str) -> dict
     base = {"paper": c["paper"], "table": c["table"], "section": c["section"], "model": c["model"], "column": c["column"], "unit": c["unit"],
             "paper_value": c["value"], "paper_text": c["text"], "setting": "; ".join([note] * bool(note) + [departure_text(d) for d in deps]),
             "run": label, "run_name": run.name, "derived": bool(c.get("mean_of")), "paper_n": paper_items(c)}
-    if not m: return {**base, "ours": None, "diff": None, "ci_low": None, "ci_high": None, "n": None, "coverage": None, "verdict": None, "outside": None}
+    if not m: return {**base, "ours": None, "diff": None, "ci_low": None, "ci_high": None, "ci_method": None, "n": None, "n_clusters": None,
+                      "coverage": None, "verdict": None, "outside": None, "cluster_unit": None}
     d, lo, hi = _decimals(c["text"]), m.get("ci_low"), m.get("ci_high")
     diff = round_half_up(round_half_up(m["ours"], d) - c["value"], d)                # from the two numbers shown
     cov = _coverage(run, m["n"], base["paper_n"])
     verdict = _verdict(deps, cov, m["n"], lo, lo is not None and lo <= c["value"] <= hi)
-    return {**base, "ours": m["ours"], "diff": diff, "ci_low": lo, "ci_high": hi, "n": m["n"], "coverage": cov, "verdict": verdict,
+    return {**base, "ours": m["ours"], "diff": diff, "ci_low": lo, "ci_high": hi, "ci_method": m.get("ci_method"), "n": m["n"],
+            "n_clusters": m.get("n_clusters"), "cluster_unit": get_benchmark(run.config.benchmark).cluster_unit, "coverage": cov, "verdict": verdict,
             "outside": {"outside": True, "within": False}.get(verdict)}
 
 # %% ../nbs/56_vs_paper.ipynb #2611cdbf
@@ -300,6 +302,9 @@ def _run_cells(run: Run, paper: str, names: list, label: str, full: bool = False
         msgs.append(f"{run.name}: {n_left} paper cells left out, setting differs: " + "; ".join(f"{k}: {v} cell{'s' * (v != 1)}" for k, v in left.items())
                     + "; --include-departures shows them" + ("; --judge-reading compares the judge, flagged" if reading else ""))
     if errored: msgs.append(f"{run.name}: {errored} paper cells not compared: every one of their items errored")
+    if rows and len(scores) and "cluster" not in scores.columns and get_benchmark(run.config.benchmark).cluster_unit == "video":
+        msgs.append(f"{run.name}: its scores.csv names no cluster (written by an older vlmlens): its intervals treat items as independent; "
+                    f"`vlmlens score {run.dir}` rewrites it")
     return rows, msgs
 
 # %% ../nbs/56_vs_paper.ipynb #9a1b2c3e
@@ -322,7 +327,7 @@ def _dedupe(rows: list[dict]) -> list[dict]:
     "One row per run, paper, item set, value and protocol; the tables that print it joined."
     keep: dict = {}
     for r in rows:
-        k = (r["run"], r["paper"], r["items_key"], r["paper_value"], r["unit"], r["setting"])
+        k = (r["run_name"], r["paper"], r["items_key"], r["paper_value"], r["unit"], r["setting"])   # two runs with one label stay two
         if k in keep: keep[k]["tables"].append(r["table"])
         else: keep[k] = {**r, "tables": [r["table"]]}
     return [{**{k: v for k, v in r.items() if k not in ("tables", "items_key")}, "table": ", ".join(dict.fromkeys(r["tables"]))} for r in keep.values()]
@@ -358,8 +363,19 @@ def compare(runs, full: bool = False, ci: float = 0.95, judge_reading: bool = Fa
     out.attrs["unmatched"] = unmatched
     return out
 
+# %% ../nbs/56_vs_paper.ipynb #c1a5e2c1
+def method_text(method: str | None, unit: str | None = None) -> str:
+    "How an interval was computed, in words ('cluster bootstrap over videos', 'Wilson')."
+    return {"wilson": "Wilson", "cluster-bootstrap": f"cluster bootstrap over {unit or 'cluster'}s",
+            "cluster-se": f"cluster-robust SE over {unit or 'cluster'}s"}.get(method or "", "")
+
+def _verdict_text(r) -> str:
+    v = VERDICTS.get(r["verdict"], BLANK)
+    return f"{v} ({method_text(r['ci_method'], r['cluster_unit'])})" if r["verdict"] in ("within", "outside") else v
+
 # %% ../nbs/56_vs_paper.ipynb #02f008c7
 VERDICTS = {"outside": "paper outside CI", "within": "paper within CI", "subset": "none: subset of items",
+            "not papers": "none: not the paper's items",
             "items unknown": "none: paper's items unknown", "too few": "too few items", "no CI": "none: mean of columns",
             "setting differs": "none: setting differs"}
 
@@ -383,11 +399,15 @@ def vs_paper_table(cmp, ci: float = 0.95) -> Table:
         rows.append({"run": r["run"], "paper": paper_label(r["paper"], str(r["table"]).split(", ")), "paper's model": r["model"], "column": r["column"],
                      "unit": r["unit"], "paper's value": r["paper_text"], "ours": _fmt(r["ours"], d), "ours − paper": _fmt(r["diff"], d, True),
                      f"our {ci:.0%} CI": f"{_fmt(r['ci_low'], d)}–{_fmt(r['ci_high'], d)}" if has_ci else BLANK,
-                     "items": _items(r), "verdict": VERDICTS.get(r["verdict"], BLANK), "setting differs": r["setting"] or ""})
+                     "items": _items(r), "verdict": _verdict_text(r), "setting differs": r["setting"] or ""})
     t = Table(pd.DataFrame(rows, columns=["run", "paper", "paper's model", "column", "unit", "paper's value", "ours", "ours − paper",
                                           f"our {ci:.0%} CI", "items", "verdict", "setting differs"]), title="Ours beside the papers' numbers")
-    t.notes += [f"verdict: whether the paper's value lies in our {ci:.0%} Wilson score interval (errors count as wrong); "
-                f"only on the paper's protocol, its whole item set and at least {MIN_ITEMS} items",
+    used = dict.fromkeys((m, u) for m, u in zip(cmp["ci_method"], cmp["cluster_unit"]) if isinstance(m, str))
+    how = "; ".join(f"{method_text(m, u)}: {INTERVAL_METHODS[m].format(unit=u)}" for m, u in used) or "none computed"
+    t.notes += [f"our {ci:.0%} CI (errors count as wrong): {how}; several questions about one {'/'.join(sorted({u for _, u in used})) or 'unit'} "
+                "are not independent, so where a unit holds more than one item the interval resamples whole units",
+                f"verdict: whether the paper's value lies in that interval; only on the paper's protocol, its whole item set from the "
+                f"release the paper used (synthetic, local or edited data: none) and at least {MIN_ITEMS} items",
                 "ours − paper: the difference of the two numbers shown (rounded half-up at the paper's precision)",
                 "a mean of other columns (Ours-H/T, Avg.) is our mean of the same columns, without an interval",
                 "setting differs: the run departs from the paper's protocol in these settings (shown only with --include-departures)",

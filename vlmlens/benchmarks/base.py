@@ -40,6 +40,8 @@ class Benchmark:
     strategies: tuple = GENERIC_STRATEGIES
     #: the dataset splits `--split` may name (None: whichever the data holds, checked when it is read; empty: no splits)
     splits: tuple | None = None
+    #: what `cluster(sample)` names: the unit items are drawn in (questions about one video move together)
+    cluster_unit = "media file"
 
     def load(self, cfg: RunConfig) -> tuple[list[Sample], list]:
         "Return `(samples, row_errors)` for `cfg`."
@@ -76,6 +78,12 @@ def judge_item(self: Benchmark, sample: Sample, prediction: Prediction) -> Judge
 def make_judge(self: Benchmark, cfg: RunConfig):
     "The judge for this benchmark's judged answers: the 0–10 open-ended judge on `cfg.judge` (default gpt-4o-mini)."
     return open_ended_judge(cfg.judge or DEFAULT_JUDGE_MODEL, **cfg.judge_kwargs)
+
+# %% ../../nbs/30_benchmarks_base.ipynb #c1a5e0a2
+@patch
+def cluster(self: Benchmark, sample: Sample) -> str:
+    "The unit `sample` is drawn in (`cluster_unit`): its first media file, else the item itself."
+    return str(sample.media[0].path) if sample.media else f"item:{sample.id}"
 
 # %% ../../nbs/30_benchmarks_base.ipynb #b3a1c9e2
 @patch

@@ -874,6 +874,17 @@ class HinTelBenchmark(Benchmark):
     def score(self, sample: Sample, pred: Prediction, judgment=None) -> dict: return score_hintel(sample, pred, judgment)
     def make_judge(self, cfg: RunConfig): return HinTelJudge(cfg.judge or HINTEL_JUDGE_MODEL, **(cfg.judge_kwargs or {}))
 
+# %% ../../nbs/32_benchmarks_hintel.ipynb #c1a5e0b2
+@patch
+def cluster(self: HinTelBenchmark, sample: Sample) -> str:
+    "The aligned item (`subset:align_id`, one image in every language) that `sample` is a version of."
+    return f"{sample.subset}:{sample.align_id}" if sample.align_id else f"item:{sample.id}"
+
+HinTelBenchmark.cluster_unit = "aligned item (image)"
+record("hintel", "statistics unit (cluster)", "metric", "HinTel-AlignBench §3 (each item aligned across English, Hindi and "
+       "Telugu); Miller 2024, Adding error bars to evals, §2.2", "reading",
+       "the aligned item: one draw in every language; within one language every item is independent (Wilson intervals)")
+
 # %% ../../nbs/32_benchmarks_hintel.ipynb #2d4e6f8a
 @patch
 def needs_judge(self: HinTelBenchmark, sample: Sample, prediction: Prediction | None = None) -> bool:
@@ -1028,4 +1039,4 @@ record("hintel", "Figure 4, Table 5, Table 6", "table", _P + " §5.4-5.6", "verb
        "vlmlens.tables.hintel: gap_by_task (mean over models of En - Indic), strategy_table (one model, 3 strategies, Hindi), failure_table "
        "(four categories, shares of labelled failures per language)")
 record("hintel", "paired En - Indic CIs and McNemar", "metric", "vlmlens (not in the paper)", "reading",
-       "vlmlens.tables.hintel.paired_regression: bootstrap 95% CI over aligned items, McNemar on 0/1 outcomes (vlmlens.metrics)")
+       "vlmlens.tables.hintel.paired_regression: bootstrap 95% CI over aligned pairs (none below 10 pairs or with no differing pair), exact McNemar on 0/1 outcomes, Holm-adjusted across the table (vlmlens.metrics.paired_compare, holm)")

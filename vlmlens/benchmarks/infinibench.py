@@ -665,6 +665,19 @@ def _options(cfg: RunConfig) -> dict:
         if out[k] not in ch: raise ValueError(f"benchmark_kwargs {k} must be one of {', '.join(map(repr, ch))}, got {out[k]!r}")
     return out
 
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #c1a5e0c2
+@patch
+def cluster(self: InfiniBenchBenchmark, sample: Sample) -> str:
+    "The video `sample` asks about: the release's video path, else the movie's or episode's key."
+    m = sample.metadata
+    v = m.get("video_path_mp4") or m.get("video_key") or m.get("imdb_id")
+    return str(v) if v else Benchmark.cluster(self, sample)
+
+InfiniBenchBenchmark.cluster_unit = "video"
+fidelity.record("infinibench", "statistics unit (cluster)", "metric", "InfiniBench §3.3 (several questions about each movie or "
+                "episode); Miller 2024, Adding error bars to evals, §2.2; lmms-eval cluster_key", "reading",
+                "the video: intervals, verdicts and paired comparisons resample whole videos")
+
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #74a98000
 @patch
 def source(self: InfiniBenchBenchmark, cfg: RunConfig) -> str:

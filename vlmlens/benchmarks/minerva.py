@@ -432,6 +432,19 @@ class MinervaBenchmark(Benchmark):
         if pred.error is not None: return {"score": None, **self.columns(sample)}
         return {"score": score_answer(sample, pred.parsed) if pred.valid else 0.0, **self.columns(sample)}
 
+# %% ../../nbs/34_benchmarks_minerva.ipynb #c1a5e0d2
+@patch
+def cluster(self: MinervaBenchmark, sample: Sample) -> str:
+    "The video `sample` asks about (its release id)."
+    v = sample.metadata.get("video_id")
+    return f"video:{v}" if v else Benchmark.cluster(self, sample)
+
+MinervaBenchmark.cluster_unit = "video"
+for _b in ("minerva", "curve", "minerva-ego"):
+    fidelity.record(_b, "statistics unit (cluster)", "metric", "the release (several questions about each video; CURVE: 2,400 "
+                    "questions over 540 videos); Miller 2024, Adding error bars to evals, §2.2; lmms-eval cluster_key", "reading",
+                    "the video: intervals, verdicts and paired comparisons resample whole videos")
+
 # %% ../../nbs/34_benchmarks_minerva.ipynb #e90a1b05
 @patch
 def media_roots(self: MinervaBenchmark, cfg: RunConfig) -> list[Path]:

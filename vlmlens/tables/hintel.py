@@ -12,7 +12,7 @@ from ..benchmarks.hintel import (FAILURE_CATEGORIES, JEE_SUBSETS, LANG_LABEL, OU
                                        SUBSET_NAMES)
 from ..core import Request, message
 from ..judges import load_judge_model
-from ..metrics import aggregate, mcnemar, paired_bootstrap
+from ..metrics import aggregate, holm, mcnemar, paired_compare
 from ..report import PoolingError, answered_nothing, as_runset, clean_scores, language_name, model_name
 
 # %% auto #0
@@ -129,19 +129,23 @@ def _pairs(s, lang: str, value: str):
     w = w.dropna(subset=["en", lang])
     return {k: (g["en"].to_numpy(float), g[lang].to_numpy(float)) for k, g in w.groupby(level=[0, 1, 2])}
 
-def paired_regression(runs, value: str = "score", n_resamples: int = 10000, seed: int = 0):
-    "En − Indic per model × strategy × subset on aligned items: mean difference (fraction), bootstrap CI, McNemar p."
+# %% ../../nbs/53_tables_hintel.ipynb #c1a5e5a1
+def paired_regression(runs, value: str = "score", n_resamples: int = 10000, seed: int = 0, min_pairs: int = 10):
+    "En − Indic per model × strategy × subset on aligned items: difference (fraction), bootstrap CI (None when too few), McNemar p, Holm-adjusted."
     import numpy as np, pandas as pd
     s, out = _scores(runs), []
     for lang in ("hi", "te"):
         for (model, strategy, subset), (en, ind) in _pairs(s[s["subset"].isin(OURS[lang])], lang, value).items():
-            b = paired_bootstrap(en, ind, n_resamples=n_resamples, seed=seed)
-            row = {"model": model, "strategy": strategy, "indic": lang, "subset": subset, "task": SUBSET_NAMES[subset], "n_pairs": b["n"],
-                   "en": b["mean_a"], "indic_acc": b["mean_b"], "diff": b["diff"], "ci_low": b["ci_low"], "ci_high": b["ci_high"]}
+            b = paired_compare(en, ind, n_resamples=n_resamples, seed=seed, min_pairs=min_pairs)   # one pair an aligned item
+            row = {"model": model, "strategy": strategy, "indic": lang, "subset": subset, "task": SUBSET_NAMES[subset], "n_pairs": b["n_pairs"],
+                   "en": b["mean_a"], "indic_acc": b["mean_b"], "diff": b["diff"], "ci_low": b["ci_low"], "ci_high": b["ci_high"], "too_few": b["too_few"]}
             if np.isin(en, (0, 1)).all() and np.isin(ind, (0, 1)).all():
-                m = mcnemar(en, ind); row.update(mcnemar_n10=m["n10"], mcnemar_n01=m["n01"], mcnemar_p=m["p_value"])
+                m = mcnemar(en, ind, exact=True); row.update(mcnemar_n10=m["n10"], mcnemar_n01=m["n01"], mcnemar_p=m["p_value"])
             out.append(row)
-    cols = ["model", "strategy", "indic", "subset", "task", "n_pairs", "en", "indic_acc", "diff", "ci_low", "ci_high", "mcnemar_n10", "mcnemar_n01", "mcnemar_p"]
+    cols = ["model", "strategy", "indic", "subset", "task", "n_pairs", "en", "indic_acc", "diff", "ci_low", "ci_high", "too_few",
+            "mcnemar_n10", "mcnemar_n01", "mcnemar_p", "mcnemar_p_holm"]
+    out = pd.DataFrame(out, columns=cols)
+    out["mcnemar_p_holm"] = holm([None if p != p else p for p in out["mcnemar_p"]])    # across every row of the table
     return pd.DataFrame(out, columns=cols).sort_values(["model", "strategy", "indic", "subset"]).reset_index(drop=True)
 
 # %% ../../nbs/53_tables_hintel.ipynb #308be7fc

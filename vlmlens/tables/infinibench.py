@@ -69,9 +69,10 @@ def table3(runs, where: dict | None = None, random_row: bool = True) -> "pd.Data
     for _, r in df.iterrows():
         cells = {SKILL_TITLES[s]: (_pct(r[s]) if s in MCQ_SKILLS else _r2(r[s])) for s in SKILLS if s in df.columns}
         out.append({"model": labels[r["run"]], **cells, "Acc": _pct(r["acc"]), "Score": _r2(r["score_0_10"]), "Overall": _r2(r["overall_0_100"])})
-    if random_row and len(df):
-        rr = {"model": "Random", **{SKILL_TITLES[s]: _pct(df[f"{s}_chance"].mean()) for s in MCQ_SKILLS if f"{s}_chance" in df}}
-        out.append({**rr, "Acc": _pct(df["chance"].mean()), "Score": None, "Overall": None})
+    for idk, g in (df.groupby("idk_option", sort=False) if random_row and len(df) else []):   # chance differs with the IDK option
+        name = "Random" if df["idk_option"].nunique() == 1 else f"Random ({'with' if idk else 'without'} the IDK option)"
+        rr = {"model": name, **{SKILL_TITLES[s]: _pct(g[f"{s}_chance"].mean()) for s in MCQ_SKILLS if f"{s}_chance" in g}}
+        out.append({**rr, "Acc": _pct(g["chance"].mean()), "Score": None, "Overall": None})
     return pd.DataFrame(out, columns=["model", *(SKILL_TITLES[s] for s in SKILLS if s in df.columns), "Acc", "Score", "Overall"]).set_index("model")
 
 # %% ../../nbs/54_tables_infinibench.ipynb #d140aafc
