@@ -606,6 +606,29 @@ def _scored_run(root, name, rows, **cfg):
     st.close()
 
 
+def test_the_pager_and_keys_leave_the_page_of_the_open_item(tmp_path, browser):
+    "With an item open on page 2, '‹ prev' shows page 1 (the item stays open); j on a page's last row goes on to the next page, k back."
+    from selenium.webdriver.common.by import By
+    _scored_run(tmp_path / "runs", "hi", [{"sample_id": f"q-{i:03d}", "subset": "vqav2", "language": "hi", "valid": True, "error": None,
+                                           "score": float(i % 2)} for i in range(120)], language="hi")
+    site = view.write_site(tmp_path / "runs", tmp_path / "site", frames=False, progress=False).parent
+    pager = lambda d: d.find_element(By.ID, "pager").text
+    title = lambda d: d.execute_script("return document.getElementById('item-title')?.textContent")
+    _open(browser, (site / "index.html").as_uri() + "#item=q-060")
+    _wait(browser, lambda d: title(d) == "q-060" and "page 2 of 3" in pager(d))
+    browser.find_element(By.ID, "prev").click()
+    _wait(browser, lambda d: "page 1 of 3" in pager(d))
+    assert _rows(browser)[0] == "q-000" and title(browser) == "q-060"
+    browser.find_elements(By.CSS_SELECTOR, "#list tr.item")[-1].click()
+    _wait(browser, lambda d: title(d) == "q-049")
+    browser.find_element(By.TAG_NAME, "body").send_keys("j")
+    _wait(browser, lambda d: title(d) == "q-050" and "page 2 of 3" in pager(d))
+    assert browser.find_element(By.CSS_SELECTOR, "#list tr.sel").get_attribute("data-key") == "q-050"
+    browser.find_element(By.TAG_NAME, "body").send_keys("k")
+    _wait(browser, lambda d: title(d) == "q-049" and "page 1 of 3" in pager(d))
+    assert _errors(browser) == []
+
+
 def test_report_rows_and_vs_paper_rows_link_to_their_items_in_the_view(tmp_path, browser):
     "`vlmlens report RUNS --format md --vs-paper --view DIR`: each row links to the view's list of its items; the links open them."
     item = lambda i, lang, score, error=None: {"sample_id": f"vqav2-{lang}-{i}", "subset": "vqav2", "language": lang, "valid": error is None,

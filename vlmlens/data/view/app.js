@@ -64,15 +64,15 @@ function start(IX) {
     pageGiven = p.has("page");
     for (const k of Object.keys(DEFAULTS)) if (p.has(k)) state[k] = p.get(k);
   }
-  function hashOf(s) {
+  function hashOf(s, pin) {           // pin: the page was chosen (pager, keys), so page 0 is written too and beats the item's own page
     const p = new URLSearchParams();
-    for (const k of Object.keys(DEFAULTS)) if (s[k] !== DEFAULTS[k]) p.set(k, s[k]);
+    for (const k of Object.keys(DEFAULTS)) if (s[k] !== DEFAULTS[k] || (pin && k === "page" && s.item)) p.set(k, s[k]);
     return "#" + p.toString();
   }
   function go(changes) {
     const next = { ...state, ...changes };
     if (!("page" in changes) && !("item" in changes) && !("aligned" in changes)) next.page = "0";
-    const target = hashOf(next);
+    const target = hashOf(next, "page" in changes);
     if (target === location.hash || (target === "#" && !location.hash)) { state = next; render(); }
     else location.hash = target;
   }
@@ -212,7 +212,7 @@ function start(IX) {
     if (focused && focused.startsWith("f-")) { const e = document.getElementById(focused); if (e) { e.focus(); if (e.type === "search") e.setSelectionRange(e.value.length, e.value.length); } }
   }
 
-  let shownRows = [];
+  let listRows = [], listPage = 0;
   const common = (ks) => { if (ks.length < 2) return 0; let n = 0; while (ks.every((k) => k.length > n + 1 && k[n] === ks[0][n])) n++; return n; };   // run-000, run-001: 000, 001
   function renderList(rows) {
     const lost = state.run !== "any" && !RUNS.some((r) => r.key === state.run);
@@ -221,7 +221,7 @@ function start(IX) {
     const at = state.item && !pageGiven ? rows.indexOf(keyAt.get(state.item)) : -1;
     if (at >= 0) p = Math.floor(at / PAGE);                       // a link to an item: the page its row is on
     const shown = rows.slice(p * PAGE, p * PAGE + PAGE);
-    shownRows = shown.map((i) => IX.keys[i]);
+    listRows = rows; listPage = p;
     $("#count").textContent = (lost ? `no run ${state.run} in this view · ` : "") + (rows.length === N ? `${N} items` : `${rows.length} of ${N} items`);
     const ks = listed(), each = ks.length <= BADGES;
     const th = (col, label, attrs) => h("th", { ...attrs, class: ((attrs || {}).class || "") + " sortable" + (state.sort.replace(/^-/, "") === col ? " sorted" : ""), "data-sort": col,
@@ -406,11 +406,11 @@ function start(IX) {
     if (e.key === "Escape") { $("#zoom").hidden = true; togglePicker(false); return; }
     const t = e.target;
     if (e.altKey || e.ctrlKey || e.metaKey || (t && (t.tagName === "INPUT" || t.tagName === "SELECT" || t.tagName === "TEXTAREA"))) return;
-    const at = shownRows.indexOf(state.item);
     const move = { j: 1, ArrowDown: 1, k: -1, ArrowUp: -1 }[e.key];
-    if (move !== undefined && shownRows.length) {
-      const next = shownRows[Math.max(0, Math.min(shownRows.length - 1, at < 0 ? 0 : at + move))];
-      e.preventDefault(); go({ item: next, aligned: "" });
+    if (move !== undefined && listRows.length) {                   // on to the next or previous page at its end
+      const at = state.item ? listRows.indexOf(keyAt.get(state.item)) : -1;
+      const j = Math.max(0, Math.min(listRows.length - 1, at < 0 ? listPage * PAGE : at + move));
+      e.preventDefault(); go({ item: IX.keys[listRows[j]], aligned: "", page: String(Math.floor(j / PAGE)) });
     } else if (e.key === "n" || e.key === "ArrowRight") { e.preventDefault(); const b = $("#next"); if (b && !b.disabled) b.click(); }
     else if (e.key === "p" || e.key === "ArrowLeft") { e.preventDefault(); const b = $("#prev"); if (b && !b.disabled) b.click(); }
     else if (e.key === "/") { e.preventDefault(); $("#f-q").focus(); }
