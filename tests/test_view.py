@@ -430,6 +430,16 @@ def test_judge_reply_and_evidence_graph_show_beside_the_answer(runs, site, brows
     assert _errors(browser) == []
 
 
+def test_a_hand_made_link_naming_no_run_breaks_nothing(site, browser):
+    "Run keys and escapes a link may carry that name no run of the view ('constructor', a cut %-escape): the list says so, no script error."
+    from selenium.webdriver.common.by import By
+    for frag in ("run=constructor", "runs=toString,%25E0&cmp=constructor", "sort=r:__proto__&flipA=constructor&flipB=hasOwnProperty"):
+        _open(browser, (site / "index.html").as_uri() + "#" + frag)
+        assert _errors(browser) == [], frag
+        count = browser.find_element(By.ID, "count").text
+        assert count.startswith("no run constructor") if frag.startswith("run=") else count.endswith("items"), (frag, count)
+
+
 def test_served_view_has_no_console_errors(site, browser):
     srv = view.server(site, 0)
     threading.Thread(target=srv.serve_forever, daemon=True).start()

@@ -21,6 +21,7 @@
 function start(IX) {
   const $ = (s) => document.querySelector(s);
   if (!IX) return fail("data.js is missing: write this view again with `vlmlens view`.");
+  IX.res = Object.assign(Object.create(null), IX.res);              // run keys from a link: "constructor" names no run
   const OUT = IX.outcomes, N = IX.keys.length, RUNS = IX.runs, PAGE = 50, CATS = ["benchmark", "subset", "language", "locale"];
   const MARK = { missing: "–", correct: "✓", wrong: "✗", invalid: "?", errored: "!", unscored: "·" };
   const keyAt = new Map(IX.keys.map((k, i) => [k, i]));
@@ -80,7 +81,8 @@ function start(IX) {
 
   // ---- which runs the list shows (a column each, or their counts when many) and which the item compares side by side
   const WITH = RUNS.filter((r) => IX.res[r.key]), BADGES = 6;
-  const keysOf = (v) => v.split(",").map(decodeURIComponent).filter((k) => IX.res[k]);
+  const decoded = (x) => { try { return decodeURIComponent(x); } catch (e) { return null; } };    // a link cut mid-escape
+  const keysOf = (v) => v.split(",").map(decoded).filter((k) => k !== null && IX.res[k]);
   const joinKeys = (ks) => ks.map(encodeURIComponent).join(",");
   const listed = () => (state.runs ? keysOf(state.runs) : WITH.slice(0, WITH.length <= BADGES ? BADGES : 4).map((r) => r.key));
   const compared = () => (state.cmp ? keysOf(state.cmp) : listed().slice(0, 4));
