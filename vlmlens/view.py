@@ -766,7 +766,7 @@ def wandb_row(item: dict, res: dict, folder, image) -> list:
 # %% ../nbs/57_view.ipynb #4b5c6d7e
 def wandb_ready(timeout_s: float = 5.0) -> None:
     "Refuse at once (one line) what makes W&B fail slowly: no API key, or a server that does not answer within `timeout_s`."
-    import netrc, socket
+    import netrc, socket, urllib.request
     from urllib.parse import urlsplit
     if os.environ.get("WANDB_MODE", "").strip().lower() in ("offline", "disabled", "dryrun"): return
     base = os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai"
@@ -774,12 +774,15 @@ def wandb_ready(timeout_s: float = 5.0) -> None:
     host, port = u.hostname or "api.wandb.ai", u.port or (80 if u.scheme == "http" else 443)
     key = os.environ.get("WANDB_API_KEY")
     if not key:
-        try: key = (netrc.netrc().authenticators(host) or (None, None, None))[2]
+        try: key = (netrc.netrc(os.environ.get("NETRC") or None).authenticators(host) or (None, None, None))[2]     # where `wandb login` wrote it
         except (OSError, netrc.NetrcParseError): key = None
     if not key: raise ValueError(f"W&B has no API key for {host}: set WANDB_API_KEY or run `wandb login` (WANDB_MODE=offline logs locally)")
+    proxy = None if urllib.request.proxy_bypass(host) else urllib.request.getproxies().get(u.scheme or "https")
+    if proxy: pu = urlsplit(proxy if "://" in proxy else f"http://{proxy}"); host, port = pu.hostname, pu.port or (443 if pu.scheme == "https" else 80)
     try: socket.create_connection((host, port), timeout=timeout_s).close()
     except OSError as e:
-        raise ValueError(f"W&B at {base} cannot be reached ({type(e).__name__}: {e}); check the network (WANDB_MODE=offline logs locally)") from None
+        raise ValueError(f"W&B at {base} cannot be reached{f' through the proxy {host}:{port}' if proxy else ''} ({type(e).__name__}: {e}); "
+                         "check the network (WANDB_MODE=offline logs locally)") from None
 
 # %% ../nbs/57_view.ipynb #36743651
 def _summary(overall: dict) -> dict:
