@@ -603,13 +603,14 @@ def show(runs, out="vlmlens-view", height: int = 720, frames: bool = True, progr
     "Write the view of `runs` to `out` and return an inline IFrame of it with a link to it (displayed when it ends a cell)."
     from IPython.display import IFrame
     from html import escape
+    from urllib.parse import quote, unquote
     page = write_site(runs, out, frames=frames, progress=progress)
-    try: src = os.path.relpath(page).replace(os.sep, "/")
+    try: src = quote(os.path.relpath(page).replace(os.sep, "/"))
     except ValueError: src = page.as_uri()           # another drive (Windows)
     class ViewFrame(IFrame):
         def _repr_html_(self):
-            return (f'<p><a href="{escape(self.src)}" target="_blank">open the view ({escape(self.src)})</a></p>' + super()._repr_html_())
-        def __repr__(self): return f"vlmlens view: {self.src}"
+            return (f'<p><a href="{escape(self.src)}" target="_blank">open the view ({escape(unquote(self.src))})</a></p>' + super()._repr_html_())
+        def __repr__(self): return f"vlmlens view: {unquote(self.src)}"
     return ViewFrame(src, width="100%", height=height)
 
 # %% ../nbs/57_view.ipynb #2e8a671b
