@@ -594,14 +594,15 @@ def test_triage_search_answers_sort_keys_provenance_and_a_larger_frame(runs, sit
 
 
 def test_served_search_reads_answers_too(runs, browser, tmp_path):
-    "Under --serve the texts search reads are built on the first search, from every page of details."
-    page, pages = view.build_site(runs["runs"] / "gold", tmp_path / "lazy", frames=False, progress=False, pages=False)
+    "Under --serve the texts search reads are built on the first search, from every page's text: no frame is decoded for it."
+    page, pages = view.build_site(runs["runs"] / "gold", tmp_path / "lazy", progress=False, pages=False)
     srv = view.server(page.parent, 0, pages)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
         _open(browser, srv.url + "#q=servererror")
         _wait(browser, lambda d: _rows(d) == [runs["err"]])
         assert _errors(browser) == []
+        assert not (page.parent / "thumbs").exists() and not list((page.parent / "details").iterdir())
     finally:
         srv.shutdown(); srv.server_close()
 

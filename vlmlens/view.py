@@ -403,11 +403,11 @@ class Pages:
         self.cache = FrameCache(8) if self.thumbs is not None else None          # in memory: the view writes nothing to the cache
         self.lock = threading.Lock()
 
-    def _result(self, rk, run, d, sid, p, row):
+    def _result(self, rk, run, d, sid, p, row, media: bool = True):
         if p is None and row is None: return None
         res = result_fields(p, row, d.judgments.get(sid))
-        bench, samples = d.data if self.thumbs is not None else (None, {})
-        if self.thumbs is not None:
+        bench, samples = d.data if self.thumbs is not None and media else (None, {})
+        if self.thumbs is not None and media:
             s = samples.get(sid)
             res["media"] = item_media(bench, s, located_config(run), run.info, self.thumbs, self.cache) if s is not None and bench is not None else \
                 {"frames": [], "images": [], "text": [], "missing": ["the run's data could not be loaded: the media it was given is unknown"]}
@@ -415,13 +415,13 @@ class Pages:
         if ev: res["evidence"] = ev
         return res
 
-    def page(self, i: int) -> dict:
-        "`{key: {item, runs: {run key: result}}}` of page `i`."
+    def page(self, i: int, media: bool = True) -> dict:
+        "`{key: {item, runs: {run key: result}}}` of page `i` (without frames or images unless `media`)."
         out = {}
         with self.lock:
             for k, (b, sid) in zip(self.keys[i * CHUNK:(i + 1) * CHUNK], self.ids[i * CHUNK:(i + 1) * CHUNK]):
                 mine = [(rk, r, d, d.pred(sid), d.rows.get(sid)) for rk, r, d in self.runs if r.config.benchmark == b]
-                got = {rk: res for rk, r, d, p, row in mine if (res := self._result(rk, r, d, sid, p, row)) is not None}
+                got = {rk: res for rk, r, d, p, row in mine if (res := self._result(rk, r, d, sid, p, row, media)) is not None}
                 sample = next((d.data[1][sid] for _, _, d, _, _ in mine if sid in d.data[1]), None)
                 first = next(((p, row) for *_, p, row in mine if p is not None or row is not None), (None, None))
                 out[k] = {"item": item_fields(sid, sample, *first, b), "runs": got}
@@ -560,14 +560,14 @@ def served_json(handler: ViewHandler, path: str) -> bytes | None:
     return raw[raw.index(b",") + 1:raw.rindex(b")")]
 
 def served_search(handler: ViewHandler) -> bytes | None:
-    "`search.js` as JSON; under `--serve` written on the first search from every page of details (those not yet built are built)."
+    "`search.js` as JSON; under `--serve` written on the first search from the text of every page (no frames decoded: search reads text only)."
     root, P = Path(handler.directory), handler.pages
     p = root / "search.js"
     if not p.is_file() and P is not None:
         with handler.locks.setdefault("search", threading.Lock()):
             if not p.is_file():
                 texts = {}
-                for i in range(P.n): texts.update(search_texts(json.loads(served_json(handler, f"/details/{i:05d}.json"))))
+                for i in range(P.n): texts.update(search_texts(P.page(i, media=False)))
                 write_search(root, P.keys, texts)
     return p.read_bytes()[len(b"window.VLMLENS_SEARCH="):].rstrip().rstrip(b";") if p.is_file() else None
 
