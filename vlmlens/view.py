@@ -85,10 +85,10 @@ def located_config(run: Run):
     cfg, info = run.config, run.info or {}
     bases = [Path(b) for b in (info.get("cwd"), run.dir, run.dir.parent) if b]
     def find(v):
-        if not v or Path(v).is_absolute() or Path(v).exists(): return v
-        return next((str((b / v).resolve()) for b in bases if (b / v).exists()), v)
+        if not v or Path(v).is_absolute(): return v
+        return next((str((b / v).resolve()) for b in bases if (b / v).exists()), v)     # else as given: this process's folder
     dp, rec = cfg.data_path, (info.get("dataset") or {}).get("path")
-    if dp and not Path(dp).is_absolute() and not Path(dp).exists(): dp = rec if rec and Path(rec).exists() else find(dp)
+    if dp and not Path(dp).is_absolute(): dp = rec if rec and Path(rec).exists() else find(dp)
     kw = {k: find(v) if isinstance(v, str) and (k.endswith("_root") or k == "video_map") else v for k, v in (cfg.benchmark_kwargs or {}).items()}
     return dataclasses.replace(cfg, data_path=dp, benchmark_kwargs=kw) if (dp, kw) != (cfg.data_path, cfg.benchmark_kwargs or {}) else cfg
 
