@@ -13,7 +13,6 @@ import os
 import math
 import shutil
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
@@ -487,7 +486,8 @@ def build_site(runs, out="vlmlens-view", frames: bool = True, progress: bool = T
     rs = _runs_of(runs)
     out = check_out(out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))     # ours alone: nothing else is removed
+    tmp = out.parent / f".{out.name}.{os.urandom(6).hex()}.tmp"
+    tmp.mkdir()             # ours alone (an existing one is refused, never removed); its mode follows the umask, as the view folder's did
     try:
         details = [RunDetails(r) for r in rs]
         index, ids = site_index(rs, details, run_labels(list(rs)) if len(rs) > 1 else {})
