@@ -440,6 +440,38 @@ def test_a_hand_made_link_naming_no_run_breaks_nothing(site, browser):
         assert count.startswith("no run constructor") if frag.startswith("run=") else count.endswith("items"), (frag, count)
 
 
+PAYLOAD = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
+
+
+def test_hostile_text_in_every_new_field_is_shown_as_text(runs, browser, tmp_path):
+    "A run folder, model id, commit, data source, answer, thinking and error that hold markup: shown as text in the list, the search "
+    "results, the run picker (provenance, problems) and the comparison; none of it runs."
+    from selenium.webdriver.common.by import By
+    run_dir = tmp_path / "runs" / PAYLOAD.replace("/", "|")
+    shutil.copytree(runs["runs"] / "gold", run_dir, ignore=shutil.ignore_patterns(".lock*"))
+    info = json.loads((run_dir / "run.json").read_text())
+    info.update(model_id=PAYLOAD, git={"commit": PAYLOAD, "dirty": True}, dataset={"source": PAYLOAD, "location": PAYLOAD})
+    (run_dir / "run.json").write_text(json.dumps(info))
+    lines = [json.loads(l) for l in (run_dir / "predictions.jsonl").read_text().splitlines()]
+    for d in lines: d.update(raw=PAYLOAD + " basket", extra={**(d.get("extra") or {}), "thinking": PAYLOAD})
+    (run_dir / "predictions.jsonl").write_text("".join(json.dumps(d) + "\n" for d in lines) + '{"cut')      # a problem to show, too
+    site = view.write_site(tmp_path / "runs", tmp_path / "site", frames=False, progress=False).parent
+    key = next(k for k in _index(site)["keys"] if "video_color" in k)
+    _open(browser, (site / "index.html").as_uri() + "#q=basket&item=" + key)
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#compare tr[data-field=answer] td"))
+    browser.find_element(By.ID, "pick").click()
+    _wait(browser, lambda d: d.find_element(By.ID, "picker").is_displayed())
+    browser.execute_script("document.querySelectorAll('#compare details').forEach((e) => e.open = true)")
+    assert browser.execute_script("return window.pwned") is None
+    assert not browser.find_elements(By.CSS_SELECTOR, "#runs img, #picker img, #list img, #compare img, script:not([src])")
+    assert len(_rows(browser)) == 45                                        # the search found the answers
+    text = lambda sel: browser.find_element(By.CSS_SELECTOR, sel).text
+    assert PAYLOAD + " basket" in text("#compare tr[data-field=answer]") and PAYLOAD in text("#compare tr[data-field=thinking]")
+    row = text("#run-table tr:nth-child(2)")
+    assert row.count(PAYLOAD) >= 3 and "line" in row, row                   # folder, model, commit, data; the cut line named
+    assert _errors(browser) == []
+
+
 def test_served_view_has_no_console_errors(site, browser):
     srv = view.server(site, 0)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
