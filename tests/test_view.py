@@ -649,6 +649,22 @@ def _scored_run(root, name, rows, **cfg):
     st.close()
 
 
+def test_an_item_id_reads_as_written_in_the_list(tmp_path, browser):
+    "The id column cuts a long id at its start ('…clip(17)') yet shows each id in its own order: '(2)q' is not drawn 'q(2)'."
+    ids = ("(2)q", "a-very-long-video-file-name-of-the-benchmark.mp4#clip(17)")
+    _scored_run(tmp_path / "runs", "hi", [{"sample_id": sid, "subset": "vqav2", "language": "hi", "valid": True, "error": None, "score": 1.0}
+                                          for sid in ids], language="hi")
+    site = view.write_site(tmp_path / "runs", tmp_path / "site", frames=False, progress=False).parent
+    _open(browser, (site / "index.html").as_uri())
+    got = browser.execute_script("""return [...document.querySelectorAll('#list td.k')].map((td) => {
+      const w = document.createTreeWalker(td, NodeFilter.SHOW_TEXT), n = w.nextNode(), r = document.createRange(), L = n.textContent.length;
+      const x = (i) => { r.setStart(n, i); r.setEnd(n, i + 1); return r.getBoundingClientRect(); };
+      const b = td.getBoundingClientRect();
+      return [n.textContent, x(0).left < x(L - 1).left, x(L - 1).right <= b.right + 1, x(0).left >= b.left]; })""")
+    assert got == [[ids[0], True, True, True], [ids[1], True, True, False]], got      # in order; the long one keeps its end
+    assert _errors(browser) == []
+
+
 def test_the_pager_and_keys_leave_the_page_of_the_open_item(tmp_path, browser):
     "With an item open on page 2, '‹ prev' shows page 1 (the item stays open); j on a page's last row goes on to the next page, k back."
     from selenium.webdriver.common.by import By

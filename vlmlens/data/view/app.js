@@ -237,7 +237,7 @@ function start(IX) {
       const k = IX.keys[i], c = (n) => token(IX.cats[n].v[IX.cats[n].c[i]]);
       const n = (o) => ks.reduce((m, r) => m + (IX.res[r].o[i] === OUT.indexOf(o)), 0);
       return h("tr", { class: "item" + (k === state.item ? " sel" : ""), "data-key": k, onclick: () => go({ item: k, aligned: "" }) },
-        h("td", { class: "k", title: k }, k),
+        h("td", { class: "k", title: k }, h("bdi", { dir: "ltr" }, k)),      // the cell is right-to-left (its ellipsis on the left), the id is not
         each ? ks.map((r) => h("td", { class: "r" }, badge(OUT[IX.res[r].o[i]], runOf.get(r).label + ": " + OUT[IX.res[r].o[i]]))) :
           h("td", { class: "counts" }, h("span", { class: "ok" }, n("correct")), "/", h("span", { class: "bad" }, n("wrong")), "/", h("span", { class: "err" }, n("invalid") + n("errored"))),
         h("td", { class: "s" }, c("subset")), h("td", { class: "l" }, c("locale") !== "(none)" ? c("locale") : c("language")),
