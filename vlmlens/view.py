@@ -726,7 +726,13 @@ def add_parser(sub):
 
 def main(a) -> int:
     "Run `vlmlens view`."
+    import socket
     if not 0 <= a.port <= 65535: raise ValueError(f"--port {a.port}: a port is 1 to 65535 (0: any free port)")
+    if a.serve and a.port:                                  # a port in use is said before the view folder is replaced
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)       # as the server binds: a port a stopped view left is free
+            try: s.bind(("127.0.0.1", a.port))
+            except OSError as e: raise ValueError(f"--port {a.port}: {e.strerror or e} on 127.0.0.1 (choose another, or 0: any free port)") from None
     page, pages = build_site(a.runs, a.out, frames=a.frames, progress=a.progress, pages=not a.serve)
     if not a.serve: print(f"view: {page.as_uri()}  (open it in a browser)")
     else:
