@@ -430,6 +430,48 @@ def test_judge_reply_and_evidence_graph_show_beside_the_answer(runs, site, brows
     assert _errors(browser) == []
 
 
+def test_a_hand_made_link_naming_no_run_breaks_nothing(site, browser):
+    "Run keys and escapes a link may carry that name no run of the view ('constructor', a cut %-escape): the list says so, no script error."
+    from selenium.webdriver.common.by import By
+    for frag in ("run=constructor", "runs=toString,%25E0&cmp=constructor", "sort=r:__proto__&flipA=constructor&flipB=hasOwnProperty"):
+        _open(browser, (site / "index.html").as_uri() + "#" + frag)
+        assert _errors(browser) == [], frag
+        count = browser.find_element(By.ID, "count").text
+        assert count.startswith("no run constructor") if frag.startswith("run=") else count.endswith("items"), (frag, count)
+
+
+PAYLOAD = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
+
+
+def test_hostile_text_in_every_new_field_is_shown_as_text(runs, browser, tmp_path):
+    "A run folder, model id, commit, data source, answer, thinking and error that hold markup: shown as text in the list, the search "
+    "results, the run picker (provenance, problems) and the comparison; none of it runs."
+    from selenium.webdriver.common.by import By
+    run_dir = tmp_path / "runs" / PAYLOAD.replace("/", "|")
+    shutil.copytree(runs["runs"] / "gold", run_dir, ignore=shutil.ignore_patterns(".lock*"))
+    info = json.loads((run_dir / "run.json").read_text())
+    info.update(model_id=PAYLOAD, git={"commit": PAYLOAD, "dirty": True}, dataset={"source": PAYLOAD, "location": PAYLOAD})
+    (run_dir / "run.json").write_text(json.dumps(info))
+    lines = [json.loads(l) for l in (run_dir / "predictions.jsonl").read_text().splitlines()]
+    for d in lines: d.update(raw=PAYLOAD + " basket", extra={**(d.get("extra") or {}), "thinking": PAYLOAD})
+    (run_dir / "predictions.jsonl").write_text("".join(json.dumps(d) + "\n" for d in lines) + '{"cut')      # a problem to show, too
+    site = view.write_site(tmp_path / "runs", tmp_path / "site", frames=False, progress=False).parent
+    key = next(k for k in _index(site)["keys"] if "video_color" in k)
+    _open(browser, (site / "index.html").as_uri() + "#q=basket&item=" + key)
+    _wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#compare tr[data-field=answer] td"))
+    browser.find_element(By.ID, "pick").click()
+    _wait(browser, lambda d: d.find_element(By.ID, "picker").is_displayed())
+    browser.execute_script("document.querySelectorAll('#compare details').forEach((e) => e.open = true)")
+    assert browser.execute_script("return window.pwned") is None
+    assert not browser.find_elements(By.CSS_SELECTOR, "#runs img, #picker img, #list img, #compare img, script:not([src])")
+    assert len(_rows(browser)) == 45                                        # the search found the answers
+    text = lambda sel: browser.find_element(By.CSS_SELECTOR, sel).text
+    assert PAYLOAD + " basket" in text("#compare tr[data-field=answer]") and PAYLOAD in text("#compare tr[data-field=thinking]")
+    row = text("#run-table tr:nth-child(2)")
+    assert row.count(PAYLOAD) >= 3 and "line" in row, row                   # folder, model, commit, data; the cut line named
+    assert _errors(browser) == []
+
+
 def test_served_view_has_no_console_errors(site, browser):
     srv = view.server(site, 0)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
@@ -584,14 +626,15 @@ def test_triage_search_answers_sort_keys_provenance_and_a_larger_frame(runs, sit
 
 
 def test_served_search_reads_answers_too(runs, browser, tmp_path):
-    "Under --serve the texts search reads are built on the first search, from every page of details."
-    page, pages = view.build_site(runs["runs"] / "gold", tmp_path / "lazy", frames=False, progress=False, pages=False)
+    "Under --serve the texts search reads are built on the first search, from every page's text: no frame is decoded for it."
+    page, pages = view.build_site(runs["runs"] / "gold", tmp_path / "lazy", progress=False, pages=False)
     srv = view.server(page.parent, 0, pages)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
         _open(browser, srv.url + "#q=servererror")
         _wait(browser, lambda d: _rows(d) == [runs["err"]])
         assert _errors(browser) == []
+        assert not (page.parent / "thumbs").exists() and not list((page.parent / "details").iterdir())
     finally:
         srv.shutdown(); srv.server_close()
 
@@ -604,6 +647,45 @@ def _scored_run(root, name, rows, **cfg):
     st.write_run_json({"config": c.to_dict(), "config_hash": c.hash(), "model": {"model_id": c.model}})
     st.write_scores_csv(rows); st.write_summary({"overall": rates(rows), "groups": [{"subset": "vqav2", "language": cfg["language"], **rates(rows)}]})
     st.close()
+
+
+def test_an_item_id_reads_as_written_in_the_list(tmp_path, browser):
+    "The id column cuts a long id at its start ('…clip(17)') yet shows each id in its own order: '(2)q' is not drawn 'q(2)'."
+    ids = ("(2)q", "a-very-long-video-file-name-of-the-benchmark.mp4#clip(17)")
+    _scored_run(tmp_path / "runs", "hi", [{"sample_id": sid, "subset": "vqav2", "language": "hi", "valid": True, "error": None, "score": 1.0}
+                                          for sid in ids], language="hi")
+    site = view.write_site(tmp_path / "runs", tmp_path / "site", frames=False, progress=False).parent
+    _open(browser, (site / "index.html").as_uri())
+    got = browser.execute_script("""return [...document.querySelectorAll('#list td.k')].map((td) => {
+      const w = document.createTreeWalker(td, NodeFilter.SHOW_TEXT), n = w.nextNode(), r = document.createRange(), L = n.textContent.length;
+      const x = (i) => { r.setStart(n, i); r.setEnd(n, i + 1); return r.getBoundingClientRect(); };
+      const b = td.getBoundingClientRect();
+      return [n.textContent, x(0).left < x(L - 1).left, x(L - 1).right <= b.right + 1, x(0).left >= b.left]; })""")
+    assert got == [[ids[0], True, True, True], [ids[1], True, True, False]], got      # in order; the long one keeps its end
+    assert _errors(browser) == []
+
+
+def test_the_pager_and_keys_leave_the_page_of_the_open_item(tmp_path, browser):
+    "With an item open on page 2, '‹ prev' shows page 1 (the item stays open); j on a page's last row goes on to the next page, k back."
+    from selenium.webdriver.common.by import By
+    _scored_run(tmp_path / "runs", "hi", [{"sample_id": f"q-{i:03d}", "subset": "vqav2", "language": "hi", "valid": True, "error": None,
+                                           "score": float(i % 2)} for i in range(120)], language="hi")
+    site = view.write_site(tmp_path / "runs", tmp_path / "site", frames=False, progress=False).parent
+    pager = lambda d: d.find_element(By.ID, "pager").text
+    title = lambda d: d.execute_script("return document.getElementById('item-title')?.textContent")
+    _open(browser, (site / "index.html").as_uri() + "#item=q-060")
+    _wait(browser, lambda d: title(d) == "q-060" and "page 2 of 3" in pager(d))
+    browser.find_element(By.ID, "prev").click()
+    _wait(browser, lambda d: "page 1 of 3" in pager(d))
+    assert _rows(browser)[0] == "q-000" and title(browser) == "q-060"
+    browser.find_elements(By.CSS_SELECTOR, "#list tr.item")[-1].click()
+    _wait(browser, lambda d: title(d) == "q-049")
+    browser.find_element(By.TAG_NAME, "body").send_keys("j")
+    _wait(browser, lambda d: title(d) == "q-050" and "page 2 of 3" in pager(d))
+    assert browser.find_element(By.CSS_SELECTOR, "#list tr.sel").get_attribute("data-key") == "q-050"
+    browser.find_element(By.TAG_NAME, "body").send_keys("k")
+    _wait(browser, lambda d: title(d) == "q-049" and "page 1 of 3" in pager(d))
+    assert _errors(browser) == []
 
 
 def test_report_rows_and_vs_paper_rows_link_to_their_items_in_the_view(tmp_path, browser):
@@ -733,7 +815,7 @@ def test_show_leaves_a_link_in_a_notebook_executed_elsewhere(runs, tmp_path):
     assert out["text/plain"] == "vlmlens view: vlmlens-view/index.html" and (tmp_path / "vlmlens-view" / "index.html").is_file()
 
 
-def test_view_writes_nothing_to_the_cache(runs, tmp_path):
+def test_view_writes_nothing_to_the_cache(runs, tmp_path, monkeypatch):
     "A demo run whose generated data has gone from the cache is shown with what it recorded; nothing is generated or decoded into the cache."
     run(RunConfig(benchmark="demo", model="scripted", num_frames=2, output_root=str(tmp_path / "runs"), run_name="demo", progress=False),
         backend=Scripted())
@@ -745,11 +827,11 @@ def test_view_writes_nothing_to_the_cache(runs, tmp_path):
     ix = _index(tmp_path / "site")
     assert any("demo data is not in" in x for x in ix["runs"][0]["problems"]) and len(ix["keys"]) == 45
     assert _details(tmp_path / "site", ix["keys"][0])["runs"]["demo"]["raw"] == "A"
-    # with the data there, frames are shown and the frame cache on disk is not written either
-    from vlmlens.core import cache_root
-    before = sorted((cache_root() / "frames").glob("*.npy")) if (cache_root() / "frames").is_dir() else []
+    # with the data there, frames are shown, decoded in memory: the frame cache on disk is not even opened (the run filled it
+    # with these very frames, so a view writing there would add no file: counting files could not tell)
+    from vlmlens import media
+    def opened(*a, **k): raise AssertionError("the view opened the frame cache on disk")
+    monkeypatch.setattr(media.DiskFrameStore, "__init__", opened)
     view.write_site(tmp_path / "runs", tmp_path / "site2", progress=False)
-    after = sorted((cache_root() / "frames").glob("*.npy")) if (cache_root() / "frames").is_dir() else []
-    assert before == after
     key = next(k for k in _index(tmp_path / "site2")["keys"] if "video_color" in k)
     assert len(_details(tmp_path / "site2", key)["runs"]["demo"]["media"]["frames"]) == 2

@@ -13,7 +13,6 @@ import os
 import math
 import shutil
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
@@ -85,10 +84,10 @@ def located_config(run: Run):
     cfg, info = run.config, run.info or {}
     bases = [Path(b) for b in (info.get("cwd"), run.dir, run.dir.parent) if b]
     def find(v):
-        if not v or Path(v).is_absolute() or Path(v).exists(): return v
-        return next((str((b / v).resolve()) for b in bases if (b / v).exists()), v)
+        if not v or Path(v).is_absolute(): return v
+        return next((str((b / v).resolve()) for b in bases if (b / v).exists()), v)     # else as given: this process's folder
     dp, rec = cfg.data_path, (info.get("dataset") or {}).get("path")
-    if dp and not Path(dp).is_absolute() and not Path(dp).exists(): dp = rec if rec and Path(rec).exists() else find(dp)
+    if dp and not Path(dp).is_absolute(): dp = rec if rec and Path(rec).exists() else find(dp)
     kw = {k: find(v) if isinstance(v, str) and (k.endswith("_root") or k == "video_map") else v for k, v in (cfg.benchmark_kwargs or {}).items()}
     return dataclasses.replace(cfg, data_path=dp, benchmark_kwargs=kw) if (dp, kw) != (cfg.data_path, cfg.benchmark_kwargs or {}) else cfg
 
@@ -403,11 +402,11 @@ class Pages:
         self.cache = FrameCache(8) if self.thumbs is not None else None          # in memory: the view writes nothing to the cache
         self.lock = threading.Lock()
 
-    def _result(self, rk, run, d, sid, p, row):
+    def _result(self, rk, run, d, sid, p, row, media: bool = True):
         if p is None and row is None: return None
         res = result_fields(p, row, d.judgments.get(sid))
-        bench, samples = d.data if self.thumbs is not None else (None, {})
-        if self.thumbs is not None:
+        bench, samples = d.data if self.thumbs is not None and media else (None, {})
+        if self.thumbs is not None and media:
             s = samples.get(sid)
             res["media"] = item_media(bench, s, located_config(run), run.info, self.thumbs, self.cache) if s is not None and bench is not None else \
                 {"frames": [], "images": [], "text": [], "missing": ["the run's data could not be loaded: the media it was given is unknown"]}
@@ -415,13 +414,13 @@ class Pages:
         if ev: res["evidence"] = ev
         return res
 
-    def page(self, i: int) -> dict:
-        "`{key: {item, runs: {run key: result}}}` of page `i`."
+    def page(self, i: int, media: bool = True) -> dict:
+        "`{key: {item, runs: {run key: result}}}` of page `i` (without frames or images unless `media`)."
         out = {}
         with self.lock:
             for k, (b, sid) in zip(self.keys[i * CHUNK:(i + 1) * CHUNK], self.ids[i * CHUNK:(i + 1) * CHUNK]):
                 mine = [(rk, r, d, d.pred(sid), d.rows.get(sid)) for rk, r, d in self.runs if r.config.benchmark == b]
-                got = {rk: res for rk, r, d, p, row in mine if (res := self._result(rk, r, d, sid, p, row)) is not None}
+                got = {rk: res for rk, r, d, p, row in mine if (res := self._result(rk, r, d, sid, p, row, media)) is not None}
                 sample = next((d.data[1][sid] for _, _, d, _, _ in mine if sid in d.data[1]), None)
                 first = next(((p, row) for *_, p, row in mine if p is not None or row is not None), (None, None))
                 out[k] = {"item": item_fields(sid, sample, *first, b), "runs": got}
@@ -487,7 +486,8 @@ def build_site(runs, out="vlmlens-view", frames: bool = True, progress: bool = T
     rs = _runs_of(runs)
     out = check_out(out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))     # ours alone: nothing else is removed
+    tmp = out.parent / f".{out.name}.{os.urandom(6).hex()}.tmp"
+    tmp.mkdir()             # ours alone (an existing one is refused, never removed); its mode follows the umask, as the view folder's did
     try:
         details = [RunDetails(r) for r in rs]
         index, ids = site_index(rs, details, run_labels(list(rs)) if len(rs) > 1 else {})
@@ -560,14 +560,14 @@ def served_json(handler: ViewHandler, path: str) -> bytes | None:
     return raw[raw.index(b",") + 1:raw.rindex(b")")]
 
 def served_search(handler: ViewHandler) -> bytes | None:
-    "`search.js` as JSON; under `--serve` written on the first search from every page of details (those not yet built are built)."
+    "`search.js` as JSON; under `--serve` written on the first search from the text of every page (no frames decoded: search reads text only)."
     root, P = Path(handler.directory), handler.pages
     p = root / "search.js"
     if not p.is_file() and P is not None:
         with handler.locks.setdefault("search", threading.Lock()):
             if not p.is_file():
                 texts = {}
-                for i in range(P.n): texts.update(search_texts(json.loads(served_json(handler, f"/details/{i:05d}.json"))))
+                for i in range(P.n): texts.update(search_texts(P.page(i, media=False)))
                 write_search(root, P.keys, texts)
     return p.read_bytes()[len(b"window.VLMLENS_SEARCH="):].rstrip().rstrip(b";") if p.is_file() else None
 
@@ -603,13 +603,14 @@ def show(runs, out="vlmlens-view", height: int = 720, frames: bool = True, progr
     "Write the view of `runs` to `out` and return an inline IFrame of it with a link to it (displayed when it ends a cell)."
     from IPython.display import IFrame
     from html import escape
+    from urllib.parse import quote, unquote
     page = write_site(runs, out, frames=frames, progress=progress)
-    try: src = os.path.relpath(page).replace(os.sep, "/")
+    try: src = quote(os.path.relpath(page).replace(os.sep, "/"))
     except ValueError: src = page.as_uri()           # another drive (Windows)
     class ViewFrame(IFrame):
         def _repr_html_(self):
-            return (f'<p><a href="{escape(self.src)}" target="_blank">open the view ({escape(self.src)})</a></p>' + super()._repr_html_())
-        def __repr__(self): return f"vlmlens view: {self.src}"
+            return (f'<p><a href="{escape(self.src)}" target="_blank">open the view ({escape(unquote(self.src))})</a></p>' + super()._repr_html_())
+        def __repr__(self): return f"vlmlens view: {unquote(self.src)}"
     return ViewFrame(src, width="100%", height=height)
 
 # %% ../nbs/57_view.ipynb #2e8a671b
@@ -725,7 +726,13 @@ def add_parser(sub):
 
 def main(a) -> int:
     "Run `vlmlens view`."
+    import socket
     if not 0 <= a.port <= 65535: raise ValueError(f"--port {a.port}: a port is 1 to 65535 (0: any free port)")
+    if a.serve and a.port:                                  # a port in use is said before the view folder is replaced
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)       # as the server binds: a port a stopped view left is free
+            try: s.bind(("127.0.0.1", a.port))
+            except OSError as e: raise ValueError(f"--port {a.port}: {e.strerror or e} on 127.0.0.1 (choose another, or 0: any free port)") from None
     page, pages = build_site(a.runs, a.out, frames=a.frames, progress=a.progress, pages=not a.serve)
     if not a.serve: print(f"view: {page.as_uri()}  (open it in a browser)")
     else:
@@ -766,7 +773,7 @@ def wandb_row(item: dict, res: dict, folder, image) -> list:
 # %% ../nbs/57_view.ipynb #4b5c6d7e
 def wandb_ready(timeout_s: float = 5.0) -> None:
     "Refuse at once (one line) what makes W&B fail slowly: no API key, or a server that does not answer within `timeout_s`."
-    import netrc, socket
+    import netrc, socket, urllib.request
     from urllib.parse import urlsplit
     if os.environ.get("WANDB_MODE", "").strip().lower() in ("offline", "disabled", "dryrun"): return
     base = os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai"
@@ -774,12 +781,15 @@ def wandb_ready(timeout_s: float = 5.0) -> None:
     host, port = u.hostname or "api.wandb.ai", u.port or (80 if u.scheme == "http" else 443)
     key = os.environ.get("WANDB_API_KEY")
     if not key:
-        try: key = (netrc.netrc().authenticators(host) or (None, None, None))[2]
+        try: key = (netrc.netrc(os.environ.get("NETRC") or None).authenticators(host) or (None, None, None))[2]     # where `wandb login` wrote it
         except (OSError, netrc.NetrcParseError): key = None
     if not key: raise ValueError(f"W&B has no API key for {host}: set WANDB_API_KEY or run `wandb login` (WANDB_MODE=offline logs locally)")
+    proxy = None if urllib.request.proxy_bypass(host) else urllib.request.getproxies().get(u.scheme or "https")
+    if proxy: pu = urlsplit(proxy if "://" in proxy else f"http://{proxy}"); host, port = pu.hostname, pu.port or (443 if pu.scheme == "https" else 80)
     try: socket.create_connection((host, port), timeout=timeout_s).close()
     except OSError as e:
-        raise ValueError(f"W&B at {base} cannot be reached ({type(e).__name__}: {e}); check the network (WANDB_MODE=offline logs locally)") from None
+        raise ValueError(f"W&B at {base} cannot be reached{f' through the proxy {host}:{port}' if proxy else ''} ({type(e).__name__}: {e}); "
+                         "check the network (WANDB_MODE=offline logs locally)") from None
 
 # %% ../nbs/57_view.ipynb #36743651
 def _summary(overall: dict) -> dict:

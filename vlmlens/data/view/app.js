@@ -21,6 +21,7 @@
 function start(IX) {
   const $ = (s) => document.querySelector(s);
   if (!IX) return fail("data.js is missing: write this view again with `vlmlens view`.");
+  IX.res = Object.assign(Object.create(null), IX.res);              // run keys from a link: "constructor" names no run
   const OUT = IX.outcomes, N = IX.keys.length, RUNS = IX.runs, PAGE = 50, CATS = ["benchmark", "subset", "language", "locale"];
   const MARK = { missing: "–", correct: "✓", wrong: "✗", invalid: "?", errored: "!", unscored: "·" };
   const keyAt = new Map(IX.keys.map((k, i) => [k, i]));
@@ -64,15 +65,15 @@ function start(IX) {
     pageGiven = p.has("page");
     for (const k of Object.keys(DEFAULTS)) if (p.has(k)) state[k] = p.get(k);
   }
-  function hashOf(s) {
+  function hashOf(s, pin) {           // pin: the page was chosen (pager, keys), so page 0 is written too and beats the item's own page
     const p = new URLSearchParams();
-    for (const k of Object.keys(DEFAULTS)) if (s[k] !== DEFAULTS[k]) p.set(k, s[k]);
+    for (const k of Object.keys(DEFAULTS)) if (s[k] !== DEFAULTS[k] || (pin && k === "page" && s.item)) p.set(k, s[k]);
     return "#" + p.toString();
   }
   function go(changes) {
     const next = { ...state, ...changes };
     if (!("page" in changes) && !("item" in changes) && !("aligned" in changes)) next.page = "0";
-    const target = hashOf(next);
+    const target = hashOf(next, "page" in changes);
     if (target === location.hash || (target === "#" && !location.hash)) { state = next; render(); }
     else location.hash = target;
   }
@@ -80,7 +81,8 @@ function start(IX) {
 
   // ---- which runs the list shows (a column each, or their counts when many) and which the item compares side by side
   const WITH = RUNS.filter((r) => IX.res[r.key]), BADGES = 6;
-  const keysOf = (v) => v.split(",").map(decodeURIComponent).filter((k) => IX.res[k]);
+  const decoded = (x) => { try { return decodeURIComponent(x); } catch (e) { return null; } };    // a link cut mid-escape
+  const keysOf = (v) => v.split(",").map(decoded).filter((k) => k !== null && IX.res[k]);
   const joinKeys = (ks) => ks.map(encodeURIComponent).join(",");
   const listed = () => (state.runs ? keysOf(state.runs) : WITH.slice(0, WITH.length <= BADGES ? BADGES : 4).map((r) => r.key));
   const compared = () => (state.cmp ? keysOf(state.cmp) : listed().slice(0, 4));
@@ -212,7 +214,7 @@ function start(IX) {
     if (focused && focused.startsWith("f-")) { const e = document.getElementById(focused); if (e) { e.focus(); if (e.type === "search") e.setSelectionRange(e.value.length, e.value.length); } }
   }
 
-  let shownRows = [];
+  let listRows = [], listPage = 0;
   const common = (ks) => { if (ks.length < 2) return 0; let n = 0; while (ks.every((k) => k.length > n + 1 && k[n] === ks[0][n])) n++; return n; };   // run-000, run-001: 000, 001
   function renderList(rows) {
     const lost = state.run !== "any" && !RUNS.some((r) => r.key === state.run);
@@ -221,7 +223,7 @@ function start(IX) {
     const at = state.item && !pageGiven ? rows.indexOf(keyAt.get(state.item)) : -1;
     if (at >= 0) p = Math.floor(at / PAGE);                       // a link to an item: the page its row is on
     const shown = rows.slice(p * PAGE, p * PAGE + PAGE);
-    shownRows = shown.map((i) => IX.keys[i]);
+    listRows = rows; listPage = p;
     $("#count").textContent = (lost ? `no run ${state.run} in this view · ` : "") + (rows.length === N ? `${N} items` : `${rows.length} of ${N} items`);
     const ks = listed(), each = ks.length <= BADGES;
     const th = (col, label, attrs) => h("th", { ...attrs, class: ((attrs || {}).class || "") + " sortable" + (state.sort.replace(/^-/, "") === col ? " sorted" : ""), "data-sort": col,
@@ -235,7 +237,7 @@ function start(IX) {
       const k = IX.keys[i], c = (n) => token(IX.cats[n].v[IX.cats[n].c[i]]);
       const n = (o) => ks.reduce((m, r) => m + (IX.res[r].o[i] === OUT.indexOf(o)), 0);
       return h("tr", { class: "item" + (k === state.item ? " sel" : ""), "data-key": k, onclick: () => go({ item: k, aligned: "" }) },
-        h("td", { class: "k", title: k }, k),
+        h("td", { class: "k", title: k }, h("bdi", { dir: "ltr" }, k)),      // the cell is right-to-left (its ellipsis on the left), the id is not
         each ? ks.map((r) => h("td", { class: "r" }, badge(OUT[IX.res[r].o[i]], runOf.get(r).label + ": " + OUT[IX.res[r].o[i]]))) :
           h("td", { class: "counts" }, h("span", { class: "ok" }, n("correct")), "/", h("span", { class: "bad" }, n("wrong")), "/", h("span", { class: "err" }, n("invalid") + n("errored"))),
         h("td", { class: "s" }, c("subset")), h("td", { class: "l" }, c("locale") !== "(none)" ? c("locale") : c("language")),
@@ -406,11 +408,11 @@ function start(IX) {
     if (e.key === "Escape") { $("#zoom").hidden = true; togglePicker(false); return; }
     const t = e.target;
     if (e.altKey || e.ctrlKey || e.metaKey || (t && (t.tagName === "INPUT" || t.tagName === "SELECT" || t.tagName === "TEXTAREA"))) return;
-    const at = shownRows.indexOf(state.item);
     const move = { j: 1, ArrowDown: 1, k: -1, ArrowUp: -1 }[e.key];
-    if (move !== undefined && shownRows.length) {
-      const next = shownRows[Math.max(0, Math.min(shownRows.length - 1, at < 0 ? 0 : at + move))];
-      e.preventDefault(); go({ item: next, aligned: "" });
+    if (move !== undefined && listRows.length) {                   // on to the next or previous page at its end
+      const at = state.item ? listRows.indexOf(keyAt.get(state.item)) : -1;
+      const j = Math.max(0, Math.min(listRows.length - 1, at < 0 ? listPage * PAGE : at + move));
+      e.preventDefault(); go({ item: IX.keys[listRows[j]], aligned: "", page: String(Math.floor(j / PAGE)) });
     } else if (e.key === "n" || e.key === "ArrowRight") { e.preventDefault(); const b = $("#next"); if (b && !b.disabled) b.click(); }
     else if (e.key === "p" || e.key === "ArrowLeft") { e.preventDefault(); const b = $("#prev"); if (b && !b.disabled) b.click(); }
     else if (e.key === "/") { e.preventDefault(); $("#f-q").focus(); }
