@@ -92,6 +92,9 @@ def test_a_figure_for_another_venue_or_too_wide_is_listed(tmp_path):
     problems = check([side], tmp_path / "w")
     assert any(p.startswith(f"{good[1]}: 6.72 in wide after cropping, more than the 6.3 in of the acl text") for p in problems), problems
     assert any("at 6.30 in in the acl text (under 8 pt)" in p for p in problems), problems  # shrunk to fit, its text falls below 8 pt
+    for alone in good:                                                                  # the figure named alone is measured by its sidecar
+        assert check([alone], tmp_path / "w") == [p for p in problems if "Type 3" not in p], alone
+    assert check([tmp_path], tmp_path / "w").count(problems[0]) == 1                    # PDF, PNG and sidecar: each problem once
     side.write_text(json.dumps(rec))
     neurips = check([side], tmp_path / "w", figure_venue="neurips")                      # made for ACL's 6.3 in, printed at 5.5 in
     assert any("in the neurips text (under 8 pt)" in p for p in neurips), neurips

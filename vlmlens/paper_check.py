@@ -204,7 +204,7 @@ def figure_problems(path, venue=None) -> list[str]:
     v = get_venue(venue or (json.loads(side.read_text(encoding="utf-8")).get("venue") if side.is_file() else None))
     fonts = type3_fonts(path) if path.suffix == ".pdf" else []
     out = [f"{path}: {FONTS_UNCHECKED}"] if fonts is None else [f"{path}: Type 3 fonts"] if fonts else []
-    if side.is_file(): return out                                           # measured from its sidecar
+    if side.is_file(): return out + figure_problems(side, venue)            # measured from its sidecar
     if path.suffix == ".pdf":
         raw = path.read_bytes()
         box = re.search(rb"/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]", raw)
@@ -232,7 +232,8 @@ def check(paths, work=None, venues=CHECK_VENUES, figure_venue=None) -> list[str]
     joined = "\n".join(texs.values())
     problems = [f"tables: {p}" for p in structure_problems(joined)] + (compile_tables(texs, work, venues) if texs else [])
     files = [f for f in files if not (f.suffix == ".pdf" and f.with_suffix(".tex").exists())]      # a compiled document is no figure
-    return problems + [p for f in files if f.suffix in (".pdf", ".png", ".json") for p in figure_problems(f, figure_venue)]
+    figures = [p for f in files if f.suffix in (".pdf", ".png", ".json") for p in figure_problems(f, figure_venue)]
+    return problems + list(dict.fromkeys(figures))                          # a figure's PDF, PNG and sidecar: each problem once
 
 def check_latex(text: str, work=None, venues=CHECK_VENUES) -> tuple[Path, list[str]]:
     "(file, problems) of LaTeX a report printed, written to `<work>/report.tex` and checked as `check` does."
