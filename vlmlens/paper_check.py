@@ -60,13 +60,14 @@ def _arg(body: str, cmd: str) -> str | None:
     return body[m.end():i - 1]
 
 def floats(tex: str) -> list[dict]:
-    "Each table float of `tex`: env, caption, label, its rows' first cells, and the line it starts on."
+    "Each table float of `tex`: env, caption, label, its column heads, its rows' first cells, and the line it starts on."
     out = []
     for m in _FLOAT.finditer(tex):
         body = m.group(2)
         rows = body.split(r"\midrule", 1)[1].split(r"\bottomrule", 1)[0] if r"\midrule" in body else ""
         keys = [r.split("&", 1)[0].strip() for r in re.split(r"\\\\", rows) if "&" in r]
-        out.append({"env": m.group(1), "caption": _arg(body, "caption"), "label": _arg(body, "label"), "keys": keys,
+        head = body.split(r"\toprule", 1)[1].split(r"\midrule", 1)[0].strip() if r"\toprule" in body and r"\midrule" in body else ""
+        out.append({"env": m.group(1), "caption": _arg(body, "caption"), "label": _arg(body, "label"), "head": head, "keys": keys,
                     "line": tex.count("\n", 0, m.start()) + 1})
     return out
 
@@ -78,7 +79,8 @@ def structure_problems(tex: str) -> list[str]:
     for f in fl: stems.setdefault(_CONTINUED.sub("", f["caption"] or ""), []).append(f)
     for stem, group in stems.items():
         seen = Counter(tuple(f["keys"]) for f in group if f["keys"])
-        cut = [k for k, c in seen.items() if c > 1]
+        parts = lambda k: [f for f in group if tuple(f["keys"]) == k]         # a cut: other columns, or said to continue; else a copy
+        cut = [k for k, c in seen.items() if c > 1 and (len({f["head"] for f in parts(k)}) > 1 or any(_CONTINUED.search(f["caption"] or "") for f in parts(k)))]
         if stem and cut: out.append(f"table {stem[:60]!r} is cut by columns: {sum(seen[k] for k in cut)} floats repeat the same "
                                     f"{len(cut[0])} rows ({', '.join(str(f['label']) for f in group[:4])}{' …' if len(group) > 4 else ''})")
     for cap, c in Counter(f["caption"] for f in fl if f["caption"]).items():
