@@ -253,7 +253,7 @@ def _outputs(nb_path):
 
 
 def check_paper(report_dir: Path, tmp: Path):
-    "tools/paper_check.py on the report: every table typesets in a two-column paper alone and together (no error, overfull box,\n    text below 8 pt, float too tall or label twice), every figure fits the text width; labels name benchmark and table."
+    "vlmlens.paper_check on the report: all its tables set together, twice, in ACL, NeurIPS and IEEE pages (no error, overfull box,\n    text below 8 pt, stuck float or label twice), every figure fits its venue; labels name benchmark and table."
     from texcheck import check
     problems = check([report_dir], tmp)
     assert not problems, "\n".join(problems[:20])
