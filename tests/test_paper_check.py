@@ -92,6 +92,9 @@ def test_a_figure_for_another_venue_or_too_wide_is_listed(tmp_path):
     problems = check([side], tmp_path / "w")
     assert any(p.startswith(f"{good[1]}: 6.72 in wide after cropping, more than the 6.3 in of the acl text") for p in problems), problems
     assert any("at 6.30 in in the acl text (under 8 pt)" in p for p in problems), problems  # shrunk to fit, its text falls below 8 pt
+    for alone in good:                                                                  # the figure named alone is measured by its sidecar
+        assert check([alone], tmp_path / "w") == [p for p in problems if "Type 3" not in p], alone
+    assert check([tmp_path], tmp_path / "w").count(problems[0]) == 1                    # PDF, PNG and sidecar: each problem once
     side.write_text(json.dumps(rec))
     neurips = check([side], tmp_path / "w", figure_venue="neurips")                      # made for ACL's 6.3 in, printed at 5.5 in
     assert any("in the neurips text (under 8 pt)" in p for p in neurips), neurips
@@ -181,3 +184,16 @@ def test_a_figure_made_for_each_venue_fits_it(tmp_path):
     for name in VENUES:
         assert json.loads((tmp_path / f"{name}-column.json").read_text())["venue"] == name
         assert check([tmp_path / f"{name}-text.json", tmp_path / f"{name}-column.json"], tmp_path / "w") == []
+
+
+@needs_tex
+def test_without_pdffonts_a_pdf_it_cannot_read_is_said_not_checked(tmp_path, monkeypatch):
+    "No pdffonts: pdfLaTeX's uncompressed PDF is still read (the '·' Type 3 font found); a XeLaTeX PDF, whose fonts are compressed, is named as not checked, never passed."
+    from vlmlens import paper_check as pc
+    which = pc.shutil.which
+    monkeypatch.setattr(pc.shutil, "which", lambda name, *a, **k: None if name == "pdffonts" else which(name, *a, **k))
+    dot, _ = pc.compile_paper(_table("Accuracy per task · n 20", "tab:dot"), tmp_path / "pdf", "dot", "neurips", "pdflatex")
+    assert any(p.startswith("Type 3 font in the PDF") for p in dot), dot
+    if not ENGINES["xelatex"]: pytest.skip("xelatex is not installed (make tex)")
+    xe, pdf = pc.compile_paper(_table("Accuracy per task", "tab:xe"), tmp_path / "xe", "xe", "acl", "xelatex")
+    assert pdf and b"/ObjStm" in pdf.read_bytes() and xe == [pc.FONTS_UNCHECKED], xe

@@ -239,7 +239,7 @@ def test_latex_reads_like_a_paper_table(hintel_runs):
 
 @pytest.mark.parametrize("engine", ["pdflatex", "xelatex"])
 def test_every_emitted_table_compiles_inside_the_text_width(hintel_runs, tmp_path, engine):
-    "Each table typesets on a 6.9 in two-column page with no error and no overfull box."
+    "All tables of one output set together, twice, in ACL, NeurIPS and IEEE pages: no error, overfull box, lost float or label twice."
     from texcheck import ENGINES, compile_tables, engine_for, paper_check
     if not ENGINES[engine]: pytest.skip(f"{engine} is not installed (make install installs TeX Live for this check)")
     texs = {k: R.render_table(t, "latex") for k, t in _paper_tables(RunSet.discover(hintel_runs)).items() if t.paper}

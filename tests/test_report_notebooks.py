@@ -253,7 +253,7 @@ def _outputs(nb_path):
 
 
 def check_paper(report_dir: Path, tmp: Path):
-    "tools/paper_check.py on the report: every table typesets in a two-column paper alone and together (no error, overfull box,\n    text below 8 pt, float too tall or label twice), every figure fits the text width; labels name benchmark and table."
+    "vlmlens.paper_check on the report: all its tables set together, twice, in ACL, NeurIPS and IEEE pages (no error, overfull box,\n    text below 8 pt, stuck float or label twice), every figure fits its venue; labels name benchmark and table."
     from texcheck import check
     problems = check([report_dir], tmp)
     assert not problems, "\n".join(problems[:20])
@@ -326,9 +326,12 @@ def test_infinibench_report(infinibench_runs, tmp_path, capfd):
     runs, robust = infinibench_runs
     out_nb, rdir = tmp_path / "report.ipynb", tmp_path / "report"
     render_report(REPO / "evalnb" / "report_infinibench.ipynb", out_nb,
-                  {"runs_root": str(runs), "report_dir": str(rdir), "robustness_run": str(robust)}, cwd=tmp_path)
+                  {"runs_root": str(runs), "report_dir": str(rdir), "robustness_run": str(robust), "venue": "neurips"}, cwd=tmp_path)
     assert "without encryption" not in capfd.readouterr().err
-    text = check_report(out_nb, rdir, min_figures=1)
+    text = check_report(out_nb, rdir, min_figures=1)                                  # the check measures it in NeurIPS's 5.5 in
+    curve = json.loads((rdir / "figures" / "frames_curve.json").read_text(encoding="utf-8"))
+    assert curve["venue"] == "neurips" and curve["made_for_in"] == 5.5 and curve["width_in"] <= 5.5, curve   # made for the venue asked
+    assert re.search(r"Acc bars: 95% interval over each run's multiple-choice items \((wilson|[a-z ]*cluster[a-z ]*)\)", text), text  # the method is said
     for want in ("Table 3: InfiniBench skills, Acc (%), Score (/10) and Overall (/100)", "Grounding skills (accuracy %)",
                  "Reasoning skills (score /10)", "Random", "Input modalities: Acc (%)", "video (2 frames)", "metadata",
                  "Table 9", "idk_option=False", "no valid judgments", "Judge robustness", "bad-scorer", "Krippendorff",

@@ -282,6 +282,8 @@ def _dispatch(a) -> int:
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),
                  lambda out: print(json.dumps(out, indent=1, default=str)))
     elif a.command == "report" and a.to == "wandb": return view.report_to_wandb(a.run_dirs)
+    elif a.command == "report" and a.venue and not a.check:   # the tables are one for every venue: only the check's page changes
+        raise ValueError(f"--venue {a.venue} chooses the page --check sets the tables in: add --check")
     elif a.command == "report" and a.check:
         rc = (latex_report(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, a.view) if a.format == "latex" else
               report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view))

@@ -18,9 +18,9 @@ from pathlib import Path
 from .analysis import MIN_PT, VENUES, Venue, get_venue
 
 # %% auto #0
-__all__ = ['CHECK_VENUES', 'ENGINES', 'SHRUNK', 'LOG_PROBLEMS', 'engine_for', 'preamble', 'floats', 'structure_problems',
-           'type3_fonts', 'compile_paper', 'compile_tables', 'record_problems', 'figure_problems', 'check',
-           'check_latex']
+__all__ = ['CHECK_VENUES', 'ENGINES', 'SHRUNK', 'LOG_PROBLEMS', 'FONTS_UNCHECKED', 'engine_for', 'preamble', 'floats',
+           'structure_problems', 'type3_fonts', 'font_problems', 'compile_paper', 'compile_tables', 'record_problems',
+           'figure_problems', 'check', 'check_latex']
 
 # %% ../nbs/58_paper_check.ipynb #c0dce362
 CHECK_VENUES = ("acl", "neurips", "ieee")
@@ -60,13 +60,14 @@ def _arg(body: str, cmd: str) -> str | None:
     return body[m.end():i - 1]
 
 def floats(tex: str) -> list[dict]:
-    "Each table float of `tex`: env, caption, label, its rows' first cells, and the line it starts on."
+    "Each table float of `tex`: env, caption, label, its column heads, its rows' first cells, and the line it starts on."
     out = []
     for m in _FLOAT.finditer(tex):
         body = m.group(2)
         rows = body.split(r"\midrule", 1)[1].split(r"\bottomrule", 1)[0] if r"\midrule" in body else ""
         keys = [r.split("&", 1)[0].strip() for r in re.split(r"\\\\", rows) if "&" in r]
-        out.append({"env": m.group(1), "caption": _arg(body, "caption"), "label": _arg(body, "label"), "keys": keys,
+        head = body.split(r"\toprule", 1)[1].split(r"\midrule", 1)[0].strip() if r"\toprule" in body and r"\midrule" in body else ""
+        out.append({"env": m.group(1), "caption": _arg(body, "caption"), "label": _arg(body, "label"), "head": head, "keys": keys,
                     "line": tex.count("\n", 0, m.start()) + 1})
     return out
 
@@ -78,7 +79,8 @@ def structure_problems(tex: str) -> list[str]:
     for f in fl: stems.setdefault(_CONTINUED.sub("", f["caption"] or ""), []).append(f)
     for stem, group in stems.items():
         seen = Counter(tuple(f["keys"]) for f in group if f["keys"])
-        cut = [k for k, c in seen.items() if c > 1]
+        parts = lambda k: [f for f in group if tuple(f["keys"]) == k]         # a cut: other columns, or said to continue; else a copy
+        cut = [k for k, c in seen.items() if c > 1 and (len({f["head"] for f in parts(k)}) > 1 or any(_CONTINUED.search(f["caption"] or "") for f in parts(k)))]
         if stem and cut: out.append(f"table {stem[:60]!r} is cut by columns: {sum(seen[k] for k in cut)} floats repeat the same "
                                     f"{len(cut[0])} rows ({', '.join(str(f['label']) for f in group[:4])}{' …' if len(group) > 4 else ''})")
     for cap, c in Counter(f["caption"] for f in fl if f["caption"]).items():
@@ -101,12 +103,22 @@ def _log_problems(log: str) -> list[str]:
         elif any(x in l for x in LOG_PROBLEMS): out.append(l)
     return out
 
-def type3_fonts(pdf: Path) -> list[str]:
-    "The Type 3 (bitmap) fonts a PDF embeds: `pdffonts` when installed, else read from the (uncompressed) file."
+FONTS_UNCHECKED = ("Type 3 fonts not checked: pdffonts (poppler-utils, installed by make tex) is missing or cannot read the PDF, "
+                   "and the PDF keeps its fonts in compressed object streams")
+
+def type3_fonts(pdf: Path) -> list[str] | None:
+    "The Type 3 (bitmap) fonts a PDF embeds: `pdffonts` when it reads the PDF, else read from the file; None when neither can tell."
     if shutil.which("pdffonts"):
-        rows = subprocess.run(["pdffonts", str(pdf)], capture_output=True, text=True, errors="replace").stdout.splitlines()[2:]
-        return [r.split()[0] for r in rows if "Type 3" in r]
-    return ["[Type 3]"] if b"/Type3" in Path(pdf).read_bytes() else []
+        p = subprocess.run(["pdffonts", str(pdf)], capture_output=True, text=True, errors="replace")
+        if p.returncode == 0: return [r.split()[0] for r in p.stdout.splitlines()[2:] if "Type 3" in r]
+    raw = Path(pdf).read_bytes()
+    if b"/Type3" in raw: return ["[Type 3]"]
+    return None if b"/ObjStm" in raw else []                              # fonts hidden in compressed objects: unknown, never a pass
+
+def font_problems(pdf: Path) -> list[str]:
+    "A PDF's Type 3 fonts as problems, or one line saying they could not be checked (`FONTS_UNCHECKED`)."
+    found = type3_fonts(pdf)
+    return [FONTS_UNCHECKED] if found is None else [f"Type 3 font in the PDF ({f})" for f in found]
 
 # %% ../nbs/58_paper_check.ipynb #821c90d3
 _LOG_ENV = {**os.environ, "max_print_line": "100000", "error_line": "254", "half_error_line": "238"}   # one log line per message
@@ -128,7 +140,7 @@ def compile_paper(tex: str, folder, name: str = "paper", venue="acl", engine: st
     if p.returncode and not problems: problems = [f"{engine} exited {p.returncode}"]
     pdf = folder / f"{name}.pdf"
     if p.returncode or not pdf.exists(): return problems, None
-    return problems + [f"Type 3 font in the PDF ({f})" for f in type3_fonts(pdf)], pdf
+    return problems + font_problems(pdf), pdf
 
 # %% ../nbs/58_paper_check.ipynb #cdfd619c
 def _blame(problem: str, names: list, starts: list) -> str:
@@ -192,8 +204,9 @@ def figure_problems(path, venue=None) -> list[str]:
         figure = next((f for f in (path.with_suffix(".pdf"), path.with_suffix(".png")) if f.exists()), None)
         return record_problems(rec, figure, venue) if figure and isinstance(rec, dict) and {"width_in", "texts"} <= set(rec) else []
     v = get_venue(venue or (json.loads(side.read_text(encoding="utf-8")).get("venue") if side.is_file() else None))
-    out = [f"{path}: Type 3 fonts" for _ in [0] if path.suffix == ".pdf" and type3_fonts(path)]
-    if side.is_file(): return out                                           # measured from its sidecar
+    fonts = type3_fonts(path) if path.suffix == ".pdf" else []
+    out = [f"{path}: {FONTS_UNCHECKED}"] if fonts is None else [f"{path}: Type 3 fonts"] if fonts else []
+    if side.is_file(): return out + figure_problems(side, venue)            # measured from its sidecar
     if path.suffix == ".pdf":
         raw = path.read_bytes()
         box = re.search(rb"/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]", raw)
@@ -221,7 +234,8 @@ def check(paths, work=None, venues=CHECK_VENUES, figure_venue=None) -> list[str]
     joined = "\n".join(texs.values())
     problems = [f"tables: {p}" for p in structure_problems(joined)] + (compile_tables(texs, work, venues) if texs else [])
     files = [f for f in files if not (f.suffix == ".pdf" and f.with_suffix(".tex").exists())]      # a compiled document is no figure
-    return problems + [p for f in files if f.suffix in (".pdf", ".png", ".json") for p in figure_problems(f, figure_venue)]
+    figures = [p for f in files if f.suffix in (".pdf", ".png", ".json") for p in figure_problems(f, figure_venue)]
+    return problems + list(dict.fromkeys(figures))                          # a figure's PDF, PNG and sidecar: each problem once
 
 def check_latex(text: str, work=None, venues=CHECK_VENUES) -> tuple[Path, list[str]]:
     "(file, problems) of LaTeX a report printed, written to `<work>/report.tex` and checked as `check` does."

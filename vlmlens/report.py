@@ -503,7 +503,7 @@ def _paper_notes(notes: list[str]) -> list[str]:
     return [re.sub(r"\s*\([^()]*\.json\b[^()]*\)", "", n) for n in keep]
 
 def _latex(df, t: Table, notes: list[str]) -> str:
-    "One `table`/`table*` float at 9 pt (8 pt if that fits; long row labels as codes, or turned, when too wide): caption, label, booktabs rules, wrapping prose; too long: continued by rows."
+    "One `table`/`table*` float at 9 pt (8 pt if that fits; long row labels as codes, or turned, when too wide): caption, label, booktabs rules, wrapping prose; too long: continued by rows under the same table number."
     size, df, key, pad = _fit(df)
     notes = _paper_notes(notes) + key
     caption, label = latex_caption(t.title, t.label)
@@ -516,6 +516,7 @@ def _latex(df, t: Table, notes: list[str]) -> str:
     for k, (heads, spec, _, body) in enumerate(parts):
         cap = caption if k == 0 else f"{caption} (continued, part {k + 1} of {len(parts)})"
         out += [rf"\begin{{{env}}}[tp]", r"\centering", "\\" + size, *([rf"\setlength{{\tabcolsep}}{{{pad / 2:g}pt}}"] if pad != 12 else []),
+                *([r"\addtocounter{table}{-1}"] if k and caption else []),       # a continuation keeps its table's number
                 *([rf"\caption{{{_tex(cap)}}}"] if caption else []),
                 rf"\label{{{label if k == 0 else f'{label}-{k + 1}'}}}", r"\begin{tabular}{" + (spec if pad == 12 else f"@{{}}{spec}@{{}}") + "}", r"\toprule", *heads,
                 r"\midrule", *body, r"\bottomrule", r"\end{tabular}", *(foot if k == len(parts) - 1 else []), rf"\end{{{env}}}"]
