@@ -257,7 +257,7 @@ def paired_compare(a, b, clusters=None, ci: float = 0.95, n_resamples: int = 200
     if k < n: t = {**sign_test(np.bincount(codes, weights=d) / np.bincount(codes)), "method": "exact sign test over clusters"}
     else: t = {**mcnemar(a, b, exact=True), "method": "exact McNemar"} if binary else sign_test(d)
     out.update(test=t["method"], p_value=t["p_value"])
-    if n >= min_pairs and k >= 2:
+    if k >= max(min_pairs, 2):                                        # independent units: pairs, or clusters of pairs
         r = cluster_bootstrap(d, codes, n_resamples, seed, ci)
         if r["ci_high"] > r["ci_low"]: out.update(ci_low=r["ci_low"], ci_high=r["ci_high"], too_few=False)
         z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)

@@ -91,7 +91,8 @@ def compare_table(cmp, mdd: bool = False) -> Table:
                 f"A − B: mean of the per-item differences in points on the items both runs scored; {ci:.0%} CI: {_interval_note(cmp)}",
                 "p: " + " / ".join(sorted({t.replace("clusters", f"{u}s") for t, u in zip(cmp.test, cmp.cluster_unit) if isinstance(t, str)}))
                 + f", Holm-adjusted across the {len(cmp)} comparisons of this table",
-                f"too few: fewer than {cmp.attrs.get('min_pairs', 10)} pairs, or no pair differs; no interval is shown",
+                f"too few: fewer than {cmp.attrs.get('min_pairs', 10)} independent units (pairs, or {'/'.join(sorted(set(cmp.cluster_unit.dropna()))) or 'unit'}s "
+                "where one holds several pairs), or no pair differs; no interval is shown",
                 "only A/B: items one run scored and the other did not (counted, not compared)"]
     unscored = {**dict(zip(cmp.run_a, cmp.unscored_a)), **dict(zip(cmp.run_b, cmp.unscored_b))}
     if any(unscored.values()):
@@ -129,7 +130,7 @@ def add_parser(sub):
     s.add_argument("--baseline", help="the run (folder name) every other run is compared with (default: the first)")
     s.add_argument("--by", default="", help="compare within groups of these score columns (comma-separated, e.g. subset)")
     s.add_argument("--key", default="sample_id", help="the column that identifies an item in both runs (align_id pairs the languages of HinTel items; add --by subset where an id repeats across subsets)")
-    s.add_argument("--min-pairs", type=int, default=10, help="fewer pairs: 'too few', no interval")
+    s.add_argument("--min-pairs", type=int, default=10, help="fewer independent pairs (videos, where a video holds several): 'too few', no interval")
     s.add_argument("--mdd", action="store_true", help="also show the minimum detectable difference")
     s.add_argument("--format", default="text", choices=FORMATS)
 
