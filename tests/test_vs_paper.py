@@ -621,7 +621,7 @@ def test_a_verdict_on_the_papers_release_uses_an_interval_over_videos(tmp_path, 
     out = capsys.readouterr().out
     line = next(l for l in out.splitlines() if "Aggregate" in l)
     assert "45.07" in line and "42.54" in line and "paper within CI (cluster bootstrap over videos)" in line
-    assert "percentile bootstrap over videos (whole videos resampled)" in " ".join(out.split())
+    assert "percentile bootstrap over videos (whole videos resampled) (2,000 resamples, seed 0)" in " ".join(out.split())
 
 
 def test_a_run_on_a_fetched_copy_of_the_release_gets_a_verdict_through_its_lock(tmp_path, monkeypatch):

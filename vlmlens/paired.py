@@ -66,7 +66,7 @@ def compare_runs(runs, baseline: str | None = None, key: str = "sample_id", by=(
                          ("unscored_a", "unscored_b")}, **r, "cluster_unit": get_benchmark(base.config.benchmark).cluster_unit})
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
     out["p_holm"] = holm(out["p_value"].tolist())
-    out.attrs.update(ci=ci, min_pairs=min_pairs, labels=run_labels(RunSet(runs)), by=by, key=key)
+    out.attrs.update(ci=ci, min_pairs=min_pairs, labels=run_labels(RunSet(runs)), by=by, key=key, n_resamples=n_resamples, seed=seed)
     return out
 
 # %% ../nbs/58_paired.ipynb #76fa1241
@@ -90,7 +90,8 @@ def compare_table(cmp, mdd: bool = False) -> Table:
         "only A/B": [f"{a}/{b}" for a, b in zip(cmp.only_a, cmp.only_b)]})
     t.notes += [f"A %, B %: mean item score (a judged item on its scale mapped to 0–100; errors count as wrong); where a run mixes "
                 "0/1 items and judged ones, compare within --by subset",
-                f"A − B: mean of the per-item differences in points on the items both runs scored; {ci:.0%} CI: {_interval_note(cmp)}",
+                f"A − B: mean of the per-item differences in points on the items both runs scored; {ci:.0%} CI: {_interval_note(cmp)} "
+                f"({cmp.attrs.get('n_resamples', 2000):,} resamples, seed {cmp.attrs.get('seed', 0)})",
                 "p: " + " / ".join(sorted({t.replace("clusters", f"{u}s") for t, u in zip(cmp.test, cmp.cluster_unit) if isinstance(t, str)}))
                 + f", Holm-adjusted across the {int(cmp.p_value.notna().sum())} comparisons of this table that have pairs",
                 f"too few: fewer than {cmp.attrs.get('min_pairs', 10)} independent units (pairs, or {'/'.join(sorted(set(cmp.cluster_unit.dropna()))) or 'unit'}s "
@@ -121,7 +122,7 @@ def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min
     if not frames: return pd.DataFrame(columns=["setting", *COMPARE_COLUMNS])
     out = pd.concat(frames, ignore_index=True)[["setting", *COMPARE_COLUMNS]]
     out["p_holm"] = holm(out["p_value"].tolist())
-    out.attrs.update(ci=0.95, min_pairs=min_pairs, labels=run_labels(rs), by=list(by), key=key)
+    out.attrs.update(ci=0.95, min_pairs=min_pairs, labels=run_labels(rs), by=list(by), key=key, n_resamples=n_resamples, seed=0)
     return out
 
 # %% ../nbs/58_paired.ipynb #172b10c1

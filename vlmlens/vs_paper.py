@@ -403,7 +403,8 @@ def vs_paper_table(cmp, ci: float = 0.95) -> Table:
     t = Table(pd.DataFrame(rows, columns=["run", "paper", "paper's model", "column", "unit", "paper's value", "ours", "ours − paper",
                                           f"our {ci:.0%} CI", "items", "verdict", "setting differs"]), title="Ours beside the papers' numbers")
     used = dict.fromkeys((m, u) for m, u in zip(cmp["ci_method"], cmp["cluster_unit"]) if isinstance(m, str))
-    how = "; ".join(f"{method_text(m, u)}: {INTERVAL_METHODS[m].format(unit=u)}" for m, u in used) or "none computed"
+    how = "; ".join(f"{method_text(m, u)}: {INTERVAL_METHODS[m].format(unit=u)}" + (" (2,000 resamples, seed 0)" if m == "cluster-bootstrap" else "")
+                    for m, u in used) or "none computed"
     t.notes += [f"our {ci:.0%} CI (errors count as wrong): {how}; several questions about one {'/'.join(sorted({u for _, u in used})) or 'unit'} "
                 "are not independent, so where a unit holds more than one item the interval resamples whole units",
                 f"verdict: whether the paper's value lies in that interval; only on the paper's protocol, its whole item set from the "
