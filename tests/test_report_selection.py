@@ -67,8 +67,11 @@ def test_compare_pairs_the_english_and_hindi_versions_of_aligned_items(hindi_run
     en = next(r for r in rs if r.config.language == "en")
     hi = next(r for r in rs if r.config.language == "hi" and r.config.max_new_tokens == 64)
     cmp = compare_runs([en, hi], key="align_id", by=["subset"])
-    assert set(cmp.group) >= {"vqav2", "vaani_h"} and (cmp.n_pairs == 3).all() and cmp.too_few.all()   # 3 aligned items a subset
-    assert cmp.ci_low.isna().all() and (cmp.p_holm >= cmp.p_value).all()
+    assert set(cmp.group) >= {"vqav2", "vaani_h"} and cmp.too_few.all()
+    shared, te = cmp[cmp.n_pairs > 0], cmp[cmp.group.isin(["jee_t", "vaani_t"])]
+    assert (shared.n_pairs == 3).all() and (shared.only_a == 0).all()                   # 3 aligned items a subset
+    assert len(te) == 2 and (te.n_pairs == 0).all() and (te.only_a == 3).all()          # Telugu subsets' English items: counted per subset
+    assert cmp.ci_low.isna().all() and (shared.p_holm >= shared.p_value).all() and te.p_value.isna().all()
     assert main(["compare", str(en.dir), str(hi.dir), "--key", "align_id", "--by", "subset"]) == 0
     out = capsys.readouterr().out
     assert "vqav2" in out and "[0.00, 0.00]" not in out and "too few pairs for an interval" in out

@@ -621,7 +621,29 @@ def test_a_verdict_on_the_papers_release_uses_an_interval_over_videos(tmp_path, 
     out = capsys.readouterr().out
     line = next(l for l in out.splitlines() if "Aggregate" in l)
     assert "45.07" in line and "42.54" in line and "paper within CI (cluster bootstrap over videos)" in line
-    assert "percentile bootstrap over videos (whole videos resampled)" in " ".join(out.split())
+    assert "percentile bootstrap over videos (whole videos resampled) (2,000 resamples, seed 0)" in " ".join(out.split())
+
+
+def test_a_run_on_a_fetched_copy_of_the_release_gets_a_verdict_through_its_lock(tmp_path, monkeypatch):
+    "The dataset a run records (data.provenance) for the fetched release, locked by data.write_lock from another mirror: a verdict; the same file copied elsewhere: none."
+    import shutil
+    from vlmlens import data
+    monkeypatch.setenv("VLMLENS_DATA", str(tmp_path / "data"))
+    folder = data.release_dir("curve")
+    folder.mkdir(parents=True)
+    rows = _curve_2400()
+    (folder / "curve.json").write_text(json.dumps([{"key": r["sample_id"], "video_id": r["cluster"]} for r in rows]), encoding="utf-8")
+    lock = data.write_lock(folder, data.RELEASES["curve"], '"etag-1"', address="http://127.0.0.1:1/mirror/curve.json")
+    fetched = data.provenance(folder / "curve.json")
+    assert fetched["digest"] == lock["digest"] and fetched["address"].startswith("http://127.0.0.1")      # a mirror, not the bucket
+    shutil.copy(folder / "curve.json", tmp_path / "copy.json")
+    elsewhere = data.provenance(tmp_path / "copy.json")
+    assert elsewhere["source"] == "local"
+    for name, ds in (("fetched", fetched), ("copied", elsewhere)):
+        _fake_run(tmp_path / "out", name, rows, benchmark="curve", model="gemini-2.5-pro", judge="gemini-2.5-flash", dataset=ds)
+    agg = V.compare(RunSet.discover(tmp_path / "out")).query("column == 'Aggregate'").set_index("run_name")
+    assert (agg.loc["fetched", "coverage"], agg.loc["fetched", "verdict"]) == ("full", "within")
+    assert (agg.loc["copied", "coverage"], agg.loc["copied", "verdict"]) == ("not papers", "not papers")
 
 
 def test_synthetic_data_and_more_items_than_the_paper_had_get_no_verdict(tmp_path):

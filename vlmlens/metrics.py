@@ -223,8 +223,9 @@ def mean_interval(values, clusters=None, ci: float = 0.95, method: str = "auto",
         lo, hi = max(0.0, out["mean"] - z * se), min(1.0, out["mean"] + z * se)
     return {**out, "ci_low": lo, "ci_high": hi, "design_effect": cluster_se(v, codes)["design_effect"] if n > 1 else float("nan")}
 
-fidelity.record("all", "interval over items in clusters (videos)", "metric", "Miller 2024, Adding error bars to evals, §2.2 eq. 4 "
-                "(cluster-robust SE); lmms-eval cluster_key (clustered SE keyed by video)", "reading",
+fidelity.record("all", "interval over items in clusters (videos)", "metric", "Field & Welsh 2007, Bootstrapping clustered data; "
+                "Cameron, Gelbach & Miller 2008 (cluster bootstrap, percentile, ratio of sums); Miller 2024, Adding error bars to "
+                "evals, §2.2 eq. 4 (cluster-robust SE, no small-sample correction); lmms-eval cluster_key (clustered SE keyed by video)", "reading",
                 "cluster bootstrap over the unit each benchmark declares (Benchmark.cluster); Wilson only where every unit holds one item",
                 "mean_interval(method='cluster-se') gives the CR-SE interval")
 fidelity.record("all", "interval over independent items", "metric", "Wilson 1927 score interval", "reading",
@@ -257,7 +258,7 @@ def paired_compare(a, b, clusters=None, ci: float = 0.95, n_resamples: int = 200
     if k < n: t = {**sign_test(np.bincount(codes, weights=d) / np.bincount(codes)), "method": "exact sign test over clusters"}
     else: t = {**mcnemar(a, b, exact=True), "method": "exact McNemar"} if binary else sign_test(d)
     out.update(test=t["method"], p_value=t["p_value"])
-    if n >= min_pairs and k >= 2:
+    if k >= max(min_pairs, 2):                                        # independent units: pairs, or clusters of pairs
         r = cluster_bootstrap(d, codes, n_resamples, seed, ci)
         if r["ci_high"] > r["ci_low"]: out.update(ci_low=r["ci_low"], ci_high=r["ci_high"], too_few=False)
         z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
@@ -276,7 +277,8 @@ def holm(p_values) -> list:
     return out
 
 fidelity.record("all", "paired comparison of two runs", "metric", "Miller 2024, Adding error bars to evals, §4 (paired differences), "
-                "§5 (power: minimum detectable difference); McNemar 1947 (exact binomial form); Holm 1979", "reading",
+                "§5 (power: minimum detectable difference); McNemar 1947 (exact binomial form); Dixon & Mood 1946 (sign test); "
+                "Field & Welsh 2007 (cluster bootstrap); Holm 1979", "reading",
                 "cluster bootstrap of per-item differences; exact McNemar for independent 0/1 outcomes, exact sign test otherwise "
                 "(over cluster mean differences where clusters hold several items); Holm across a table")
 

@@ -33,12 +33,13 @@ def item_scores(run: Run, key: str = "sample_id", value: str = "score", by=()) -
 
 # %% ../nbs/59_paired.ipynb #0eefa96b
 def pair_items(a: Run, b: Run, key: str = "sample_id", value: str = "score", by=()) -> dict:
-    "The items `a` and `b` both scored (`keys`, `a`, `b`, `cluster`) and the counts of those only one of them has."
+    "The items `a` and `b` both scored (`keys`, `a`, `b`, `cluster`) and those only one of them has (their keys and counts)."
     va, ua = item_scores(a, key, value, by)
     vb, ub = item_scores(b, key, value, by)
     shared = [k for k in va if k in vb]
     return {"keys": shared, "a": [va[k][0] for k in shared], "b": [vb[k][0] for k in shared],
             "cluster": [va[k][1] if va[k][1] is not None else vb[k][1] for k in shared],
+            "only_a_keys": [k for k in va if k not in vb], "only_b_keys": [k for k in vb if k not in va],
             "only_a": len(va) - len(shared), "only_b": len(vb) - len(shared), "unscored_a": ua, "unscored_b": ub}
 
 # %% ../nbs/59_paired.ipynb #eb60cb2c
@@ -56,15 +57,16 @@ def compare_runs(runs, baseline: str | None = None, key: str = "sample_id", by=(
     rows = []
     for other in (r for r in runs if r is not base):
         p, by = pair_items(base, other, key, value, by), list(by)
-        groups = dict.fromkeys(k[:-1] for k in p["keys"]) or {(): None}
-        for g in groups:
+        groups = dict.fromkeys(k[:-1] for k in [*p["keys"], *p["only_a_keys"], *p["only_b_keys"]]) or {(): None}
+        for g in groups:                                                # a group only one run has: a row of its unshared items
             i = [j for j, k in enumerate(p["keys"]) if k[:-1] == g]
             r = paired_compare([p["a"][j] for j in i], [p["b"][j] for j in i], [p["cluster"][j] for j in i], ci, n_resamples, seed, min_pairs)
-            rows.append({"run_a": base.name, "run_b": other.name, "group": ", ".join(map(str, g)), **{k: p[k] for k in
-                         ("only_a", "only_b", "unscored_a", "unscored_b")}, **r, "cluster_unit": get_benchmark(base.config.benchmark).cluster_unit})
+            only = {f"only_{s}": sum(k[:-1] == g for k in p[f"only_{s}_keys"]) for s in "ab"}      # this group's unshared items
+            rows.append({"run_a": base.name, "run_b": other.name, "group": ", ".join(map(str, g)), **only, **{k: p[k] for k in
+                         ("unscored_a", "unscored_b")}, **r, "cluster_unit": get_benchmark(base.config.benchmark).cluster_unit})
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
     out["p_holm"] = holm(out["p_value"].tolist())
-    out.attrs.update(ci=ci, min_pairs=min_pairs, labels=run_labels(RunSet(runs)), by=by, key=key)
+    out.attrs.update(ci=ci, min_pairs=min_pairs, labels=run_labels(RunSet(runs)), by=by, key=key, n_resamples=n_resamples, seed=seed)
     return out
 
 # %% ../nbs/59_paired.ipynb #76fa1241
@@ -88,10 +90,12 @@ def compare_table(cmp, mdd: bool = False) -> Table:
         "only A/B": [f"{a}/{b}" for a, b in zip(cmp.only_a, cmp.only_b)]})
     t.notes += [f"A %, B %: mean item score (a judged item on its scale mapped to 0–100; errors count as wrong); where a run mixes "
                 "0/1 items and judged ones, compare within --by subset",
-                f"A − B: mean of the per-item differences in points on the items both runs scored; {ci:.0%} CI: {_interval_note(cmp)}",
+                f"A − B: mean of the per-item differences in points on the items both runs scored; {ci:.0%} CI: {_interval_note(cmp)} "
+                f"({cmp.attrs.get('n_resamples', 2000):,} resamples, seed {cmp.attrs.get('seed', 0)})",
                 "p: " + " / ".join(sorted({t.replace("clusters", f"{u}s") for t, u in zip(cmp.test, cmp.cluster_unit) if isinstance(t, str)}))
-                + f", Holm-adjusted across the {len(cmp)} comparisons of this table",
-                f"too few: fewer than {cmp.attrs.get('min_pairs', 10)} pairs, or no pair differs; no interval is shown",
+                + f", Holm-adjusted across the {int(cmp.p_value.notna().sum())} comparisons of this table that have pairs",
+                f"too few: fewer than {cmp.attrs.get('min_pairs', 10)} independent units (pairs, or {'/'.join(sorted(set(cmp.cluster_unit.dropna()))) or 'unit'}s "
+                "where one holds several pairs), or no pair differs; no interval is shown",
                 "only A/B: items one run scored and the other did not (counted, not compared)"]
     unscored = {**dict(zip(cmp.run_a, cmp.unscored_a)), **dict(zip(cmp.run_b, cmp.unscored_b))}
     if any(unscored.values()):
@@ -118,7 +122,7 @@ def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min
     if not frames: return pd.DataFrame(columns=["setting", *COMPARE_COLUMNS])
     out = pd.concat(frames, ignore_index=True)[["setting", *COMPARE_COLUMNS]]
     out["p_holm"] = holm(out["p_value"].tolist())
-    out.attrs.update(ci=0.95, min_pairs=min_pairs, labels=run_labels(rs), by=list(by), key=key)
+    out.attrs.update(ci=0.95, min_pairs=min_pairs, labels=run_labels(rs), by=list(by), key=key, n_resamples=n_resamples, seed=0)
     return out
 
 # %% ../nbs/59_paired.ipynb #172b10c1
@@ -129,7 +133,7 @@ def add_parser(sub):
     s.add_argument("--baseline", help="the run (folder name) every other run is compared with (default: the first)")
     s.add_argument("--by", default="", help="compare within groups of these score columns (comma-separated, e.g. subset)")
     s.add_argument("--key", default="sample_id", help="the column that identifies an item in both runs (align_id pairs the languages of HinTel items; add --by subset where an id repeats across subsets)")
-    s.add_argument("--min-pairs", type=int, default=10, help="fewer pairs: 'too few', no interval")
+    s.add_argument("--min-pairs", type=int, default=10, help="fewer independent pairs (videos, where a video holds several): 'too few', no interval")
     s.add_argument("--mdd", action="store_true", help="also show the minimum detectable difference")
     s.add_argument("--format", default="text", choices=FORMATS)
 

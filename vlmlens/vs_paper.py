@@ -20,7 +20,7 @@ from .report import BLANK, Table, as_runset, clean_scores, judge_model, judge_na
 from .store import Run
 
 # %% auto #0
-__all__ = ['COMPARED', 'PAPER_OF_BENCHMARK', 'ITEM_KEYS', 'SCALE', 'MIN_ITEMS', 'COLUMNS', 'LABEL_CHARS', 'VERDICTS',
+__all__ = ['COMPARED', 'PAPER_OF_BENCHMARK', 'ITEM_KEYS', 'SCALE', 'MIN_ITEMS', 'MIN_UNITS', 'COLUMNS', 'LABEL_CHARS', 'VERDICTS',
            'paper_cells', 'model_id_of', 'paper_models', 'cell_protocol', 'paper_items', 'run_judge', 'run_value',
            'departures', 'departure_text', 'item_rows', 'item_values', 'cell_value', 'papers_release', 'paper_label',
            'short_labels', 'compare', 'method_text', 'vs_paper_table', 'vs_paper_report']
@@ -188,6 +188,7 @@ def departure_text(d: tuple) -> str:
 
 # %% ../nbs/56_vs_paper.ipynb #6a7b8c90
 MIN_ITEMS = 30                 # fewer items: "too few items", never a verdict
+MIN_UNITS = 10                 # fewer clusters (videos) under an interval over clusters: "too few items" too
 
 def item_rows(scores, where: dict):
     "The score rows (dicts) selected by `where`'s item keys; [] when the scores lack a key's column."
@@ -264,10 +265,10 @@ def _coverage(run: Run, n: int, paper_n: int | None) -> str:
     cut = run.config is not None and (run.config.limit is not None or run.config.shard not in (None, ""))
     return "full" if n == paper_n and not cut else "subset"
 
-def _verdict(deps, coverage: str, n: int, lo, inside) -> str:
+def _verdict(deps, coverage: str, n: int, lo, inside, n_units: int | None = None) -> str:
     if deps: return "setting differs"
     if coverage != "full": return {"subset": "subset", "unknown": "items unknown", "not papers": "not papers"}[coverage]
-    if n < MIN_ITEMS: return "too few"
+    if n < MIN_ITEMS or (n_units is not None and n_units < MIN_UNITS): return "too few"
     return "no CI" if lo is None else ("within" if inside else "outside")
 
 def _row(run: Run, c: dict, deps, note: str, m: dict | None, label: str) -> dict:
@@ -279,7 +280,7 @@ def _row(run: Run, c: dict, deps, note: str, m: dict | None, label: str) -> dict
     d, lo, hi = _decimals(c["text"]), m.get("ci_low"), m.get("ci_high")
     diff = round_half_up(round_half_up(m["ours"], d) - c["value"], d)                # from the two numbers shown
     cov = _coverage(run, m["n"], base["paper_n"])
-    verdict = _verdict(deps, cov, m["n"], lo, lo is not None and lo <= c["value"] <= hi)
+    verdict = _verdict(deps, cov, m["n"], lo, lo is not None and lo <= c["value"] <= hi, m.get("n_clusters"))
     return {**base, "ours": m["ours"], "diff": diff, "ci_low": lo, "ci_high": hi, "ci_method": m.get("ci_method"), "n": m["n"],
             "n_clusters": m.get("n_clusters"), "cluster_unit": get_benchmark(run.config.benchmark).cluster_unit, "coverage": cov, "verdict": verdict,
             "outside": {"outside": True, "within": False}.get(verdict)}
@@ -403,11 +404,12 @@ def vs_paper_table(cmp, ci: float = 0.95) -> Table:
     t = Table(pd.DataFrame(rows, columns=["run", "paper", "paper's model", "column", "unit", "paper's value", "ours", "ours − paper",
                                           f"our {ci:.0%} CI", "items", "verdict", "setting differs"]), title="Ours beside the papers' numbers")
     used = dict.fromkeys((m, u) for m, u in zip(cmp["ci_method"], cmp["cluster_unit"]) if isinstance(m, str))
-    how = "; ".join(f"{method_text(m, u)}: {INTERVAL_METHODS[m].format(unit=u)}" for m, u in used) or "none computed"
+    how = "; ".join(f"{method_text(m, u)}: {INTERVAL_METHODS[m].format(unit=u)}" + (" (2,000 resamples, seed 0)" if m == "cluster-bootstrap" else "")
+                    for m, u in used) or "none computed"
     t.notes += [f"our {ci:.0%} CI (errors count as wrong): {how}; several questions about one {'/'.join(sorted({u for _, u in used})) or 'unit'} "
                 "are not independent, so where a unit holds more than one item the interval resamples whole units",
                 f"verdict: whether the paper's value lies in that interval; only on the paper's protocol, its whole item set from the "
-                f"release the paper used (synthetic, local or edited data: none) and at least {MIN_ITEMS} items",
+                f"release the paper used (synthetic, local or edited data: none) and at least {MIN_ITEMS} items ({MIN_UNITS} units where the interval is over units)",
                 "ours − paper: the difference of the two numbers shown (rounded half-up at the paper's precision)",
                 "a mean of other columns (Ours-H/T, Avg.) is our mean of the same columns, without an interval",
                 "setting differs: the run departs from the paper's protocol in these settings (shown only with --include-departures)",
