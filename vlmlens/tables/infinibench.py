@@ -15,7 +15,6 @@ from ..core import VIDEO_MODALITIES, RunConfig
 from ..metrics import agreement_report, round_half_up
 from ..report import answered_nothing, as_runset, run_labels
 from ..store import Run, RunSet
-from ..vs_paper import wilson
 
 # %% auto #0
 __all__ = ['run_row', 'collect_runs', 'table3', 'modality_table', 'idk_table', 'acc_interval', 'frames_curve', 'judge_robustness']
@@ -99,12 +98,8 @@ def acc_interval(run, ci: float = 0.95) -> tuple:
     df = df[df["subset"].isin(MCQ_SKILLS)] if "subset" in df.columns else df.iloc[:0]
     v = pd.to_numeric(df["score"], errors="coerce").fillna(0.0).to_numpy(dtype=float)
     if not len(v): return None, None, ""
-    interval = getattr(metrics, "mean_interval", None)                         # over videos, where the package has it
-    if interval is not None:
-        r = interval(v, df["cluster"].tolist() if "cluster" in df.columns else None, ci)
-        return r["ci_low"], r["ci_high"], r["method"]
-    lo, hi = wilson(float(v.mean()), len(v), ci)
-    return lo, hi, "wilson"
+    r = metrics.mean_interval(v, df["cluster"].tolist() if "cluster" in df.columns else None, ci)   # over videos; Wilson for a run without clusters
+    return r["ci_low"], r["ci_high"], r["method"]
 
 # %% ../../nbs/54_tables_infinibench.ipynb #7b1737a8
 def _items(run) -> dict:
