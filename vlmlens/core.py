@@ -373,7 +373,7 @@ def check_field(name: str, value, how: str = "flag"):
     try: v = float(str(value).strip()) if isinstance(value, str) else float(value)
     except (TypeError, ValueError): raise bad from None
     if not math.isfinite(v) or (k == "int" and not v.is_integer()): raise bad
-    v = int(v) if k == "int" else v
+    v = int(v) if k == "int" else value if type(value) is int else v     # fps: 1 stays 1: the hash runs were made with
     if lo is not None and (v < lo or (f.metadata.get("above") and v == lo)): raise bad
     return v
 
