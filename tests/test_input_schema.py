@@ -167,8 +167,7 @@ RULES = [
     (["--run-name", "../escaped"], "must stay inside"),
     (["--run-name", "/tmp/elsewhere"], "must stay inside"),
     (["--judge", "none", "--judge-kwarg", "votes=3"], "--judge-kwarg needs a judge"),
-    (["--judge", "nosuch-judge"], "--judge nosuch-judge: no item of this demo run goes to a judge"),
-    (["--judge-kwarg", "votes=3"], "--judge-kwarg: no item of this demo run goes to a judge"),
+    (["--judge", "nosuch-judge"], "--judge nosuch-judge: not a known model"),
     (["--split", "test"], "--split test: demo has no splits"),
     (["--strategy", "caption"], "--strategy caption: demo prompts implement standard, cot"),
     (["--benchmark-kwarg", "x=1"], "unknown benchmark_kwargs 'x'"),
@@ -193,6 +192,17 @@ def test_cli_refuses_each_cross_field_mistake(where, extra, needle):
 def test_python_run_refuses_each_cross_field_mistake(where, kw, needle):
     _, out = where
     _python_line(lambda: run({"benchmark": "demo", "model": MODEL, "progress": False, "output_root": str(out), **kw}), needle)
+
+
+def test_a_judge_no_item_needs_is_neither_refused_nor_recorded(tmp_path, caplog):
+    "One sweep may give the same judge to a judged benchmark and to the demo (scored by rule): the demo run goes ahead."
+    out = tmp_path / "out"
+    run({"benchmark": "demo", "model": MODEL, "limit": 1, "progress": False, "output_root": str(out), "run_name": "judged",
+         "judge": "gpt-4o-mini", "judge_kwargs": {"votes": 3}})
+    import json
+    config = json.loads((out / "judged" / "run.json").read_text())["config"]
+    assert (config["judge"], config["judge_kwargs"]) == (None, {})
+    assert "--judge gpt-4o-mini: no item of this demo run goes to a judge" in caplog.text
 
 
 def test_python_run_refuses_what_is_not_a_configuration(where):
