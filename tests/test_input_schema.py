@@ -430,3 +430,14 @@ def test_a_path_of_the_wrong_kind_is_one_line(where, tmp_path_factory, flag, kin
     if kind == "utf-16": path.write_text('{"id": "1", "question": "q", "options": ["a", "b"], "answer": "a"}\n', encoding="utf-16")
     args = [*RUN, "--output-root", out, flag, path] if flag != "--output-root" else [*RUN, flag, path]
     _one_line(*_cli(*args), needle)
+
+
+def test_a_full_disk_as_the_run_is_locked_leaves_no_run_folder(where, monkeypatch):
+    "The OS refuses the lock file's first bytes: one line saying what to do, and no run folder holding a `.lock`."
+    import errno
+    _, out = where
+    def full(fd, data): raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "write", full)
+    rc, lines = _cli(*RUN, "--output-root", out)
+    monkeypatch.undo()
+    _one_line(rc, lines, "No space left on device while writing; free disk space")

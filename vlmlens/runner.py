@@ -681,6 +681,8 @@ def open_locked(cfg: RunConfig, judge=None) -> tuple[RunStore, Path | None]:
     try: return RunStore.open(cfg).lock(), made
     except BaseException:
         if judge is not None: judge.close()
+        if made is not None and made.is_dir() and not any(p.is_file() and not p.name.startswith(".") for p in made.rglob("*")):
+            shutil.rmtree(made, ignore_errors=True)        # a full disk as the lock is taken: nothing of this run stays
         raise
 
 def discard_unused(store: RunStore, made: Path | None):
@@ -747,8 +749,8 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
                 if own: backend.close()
         judge_id = judge_pending(bench, judge, store, samples, mine, cfg)
         if launch is None: return check_answered(write_summary(store, bench, samples, cfg, notes, judge_id=judge_id), store)
-    except ValueError:            # a refusal only the loaded model could make (no frame fits its context): leave nothing behind
-        discard_unused(store, made); raise
+    except (ValueError, OSError):   # a refusal only the loaded model could make (no frame fits its context), a full disk before
+        discard_unused(store, made); raise  # the first record: leave nothing behind
     finally: store.close()
     return check_answered(write_launch_summary(launch, store, bench, samples, cfg, notes, judge_id), store)
 
