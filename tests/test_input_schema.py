@@ -197,7 +197,7 @@ def test_python_run_refuses_each_cross_field_mistake(where, kw, needle):
 def test_a_judge_no_item_needs_is_neither_refused_nor_recorded(tmp_path, caplog):
     "One sweep may give the same judge to a judged benchmark and to the demo (scored by rule): the demo run goes ahead."
     out = tmp_path / "out"
-    run({"benchmark": "demo", "model": MODEL, "limit": 1, "progress": False, "output_root": str(out), "run_name": "judged",
+    run({"benchmark": "demo", "model": MODEL, "limit": 1, "progress": False, "output_root": out, "run_name": "judged",  # a Path, as from Python
          "judge": "gpt-4o-mini", "judge_kwargs": {"votes": 3}})
     import json
     config = json.loads((out / "judged" / "run.json").read_text())["config"]

@@ -366,7 +366,7 @@ def check_field(name: str, value, how: str = "flag"):
         return value
     if isinstance(value, bool) or value is None or isinstance(value, (list, dict, tuple)): raise bad
     if k == "str":
-        v = str(value).strip() if isinstance(value, (str, int, float)) else None
+        v = str(value).strip() if isinstance(value, (str, int, float, os.PathLike)) else None   # a Path: its text
         if not v: raise bad
         if ch and v not in ch: raise bad
         return v
