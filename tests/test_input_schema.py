@@ -441,3 +441,15 @@ def test_a_full_disk_as_the_run_is_locked_leaves_no_run_folder(where, monkeypatc
     rc, lines = _cli(*RUN, "--output-root", out)
     monkeypatch.undo()
     _one_line(rc, lines, "No space left on device while writing; free disk space")
+
+
+def test_a_sweep_on_an_executor_this_machine_lacks_leaves_no_sweep_folder(where, monkeypatch):
+    import shutil
+    work, out = where
+    which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "sbatch" else which(name, *a, **k))
+    grid = work / "g.yaml"
+    grid.write_text(yaml.safe_dump({"name": "s", "base": {"benchmark": "demo", "model": MODEL, "limit": 1}}), encoding="utf-8")
+    rc, lines = _cli("sweep", grid, "--output-root", out, "--executor", "slurm")
+    grid.unlink()
+    _one_line(rc, lines, "--executor slurm")

@@ -500,10 +500,10 @@ def run_sweep(spec_or_path, output_root=None, notebook=None, kernel_name=None, p
     done = {r["run"] for r in rows}
     check_notebook(nb_path, runs)
     check_runs([r for r in runs if r["run_name"] not in done], root)   # every configuration, before any kernel starts
-    root.mkdir(parents=True, exist_ok=True)
     jobs = [SweepJob(run, root, nb_path, kernel_name, opts["retries"], run_resources(run, opts)) for run in runs if run["run_name"] not in done]
     order = [r["run_name"] for r in runs]
-    if jobs: _need(opts["kind"], opts)
+    if jobs: _need(opts["kind"], opts)                   # an executor this machine lacks: refused before the sweep's folder exists
+    root.mkdir(parents=True, exist_ok=True)
     write_table(root, rows, order)
     if rows and progress: print(f"sweep {name}: {len(rows)} of {len(runs)} done (finished earlier in {root}); running the other {len(jobs)}",
                                 file=sys.stderr)
