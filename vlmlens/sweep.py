@@ -61,10 +61,12 @@ def expand_grid(spec: dict) -> list[dict]:
         raise ValueError("a sweep's runs need a benchmark and a model: set them under base: (or list them under grid:)")
     for combo in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
         params = {**base, **dict(zip(keys, combo))}
+        unused = {"judge_kwargs": params.pop("judge_kwargs")} if ("judge" in grid and "judge_kwargs" in base and "judge_kwargs"
+                  not in grid and str(params.get("judge")).lower() == "none") else {}   # base's judge options: for the judged runs
         cfg = RunConfig(**params).validate(how="key")               # each value in its field's type: the value the run uses
         params = {k: getattr(cfg, k) for k in params}
         name = "-".join(slug(params[k]) for k in keys) or "run"
-        runs.append({"run_name": f"{name}-{sha256_json(params)[:6]}", "params": params})
+        runs.append({"run_name": f"{name}-{sha256_json({**params, **unused})[:6]}", "params": params})
     return runs
 
 # %% ../nbs/41_sweep.ipynb #eefc9978
