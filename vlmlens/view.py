@@ -580,10 +580,13 @@ def add_parser(sub):
 
 def main(a) -> int:
     "Run `vlmlens view`."
+    if a.serve and not 0 <= a.port <= 65535:                  # before the site is written
+        raise ValueError(f"--port {a.port}: a port is a number from 0 to 65535 (0: any free port; default 8000)")
     page, pages = build_site(a.runs, a.out, frames=a.frames, progress=a.progress, pages=not a.serve)
     if not a.serve: print(f"view: {page.as_uri()}  (open it in a browser)")
     else:
-        srv = server(page.parent, a.port, pages)
+        try: srv = server(page.parent, a.port, pages)
+        except OSError as e: raise ValueError(f"--port {a.port}: {e.strerror or e}; give another --port") from None
         print(f"serving {page.parent} on http://127.0.0.1:{srv.server_address[1]}/ (Ctrl-C stops)")
         try: srv.serve_forever()
         except KeyboardInterrupt: pass
@@ -648,6 +651,10 @@ def report_to_wandb(run_dirs, frames: bool = True) -> int:
     if not len(rs): raise FileNotFoundError(f"no runs (folders with a run.json) below {', '.join(map(str, run_dirs))}")
     for r in rs:
         if r.status == "broken": print(f"{r.dir}: {r.problem} (logged without items)", file=sys.stderr)
-    for got in to_wandb(rs, frames=frames):
+    try: logged = to_wandb(rs, frames=frames)
+    except Exception as e:                                   # no key, no network: W&B's own one-line reason, naming the flag
+        if not type(e).__module__.startswith("wandb"): raise
+        raise ValueError(f"--to wandb: {(str(e).strip().splitlines() or [type(e).__name__])[0]}") from None
+    for got in logged:
         print(f"wandb: {got['run']}: {got['items']} items logged as run {got['wandb_id']}")
     return 1 if any(r.status == "broken" for r in rs) else 0
