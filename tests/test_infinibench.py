@@ -442,7 +442,7 @@ def runs(server, data, monkeypatch_module):
     for mode in MODES:
         res[("release", mode)] = run(_cfg(server, data, out, mode, "release", run_name=f"syn-{mode}"))
         res[("real", mode)] = run(_cfg(server, data, out, mode, "real_text", run_name=f"real-{mode}"))
-    res["noidk"] = run(_cfg(server, data, out, "video", "release", run_name="syn-noidk", benchmark_kwargs={"idk_option": False}))
+    res["noidk"] = run(_cfg(server, data, out, "video", "release", run_name="syn-noidk", benchmark_kwargs={"idk_option": "no"}))  # a word read as false
     res["f2"] = run(_cfg(server, data, out, "video", "release", run_name="syn-2f", num_frames=2))
     return out, res
 
@@ -470,6 +470,7 @@ def test_all_modes_run_end_to_end(runs, data):
         assert set(rb["skills"]) == {"spoiler_questions", "summarization"} and rb["acc"] is None
     noidk = res["noidk"]["benchmark_summary"]
     assert noidk["idk_option"] is False and noidk["n_idk"] == 0
+    assert json.loads((out / "syn-noidk" / "run.json").read_text(encoding="utf-8"))["config"]["benchmark_kwargs"]["idk_option"] is False
     assert noidk["chance"] > res[("release", "video")]["benchmark_summary"]["chance"]
 
 

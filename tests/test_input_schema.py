@@ -167,8 +167,7 @@ RULES = [
     (["--run-name", "../escaped"], "must stay inside"),
     (["--run-name", "/tmp/elsewhere"], "must stay inside"),
     (["--judge", "none", "--judge-kwarg", "votes=3"], "--judge-kwarg needs a judge"),
-    (["--judge", "nosuch-judge"], "--judge nosuch-judge: no item of this demo run goes to a judge"),
-    (["--judge-kwarg", "votes=3"], "--judge-kwarg: no item of this demo run goes to a judge"),
+    (["--judge", "nosuch-judge"], "--judge nosuch-judge: not a known model"),
     (["--split", "test"], "--split test: demo has no splits"),
     (["--strategy", "caption"], "--strategy caption: demo prompts implement standard, cot"),
     (["--benchmark-kwarg", "x=1"], "unknown benchmark_kwargs 'x'"),
@@ -193,6 +192,17 @@ def test_cli_refuses_each_cross_field_mistake(where, extra, needle):
 def test_python_run_refuses_each_cross_field_mistake(where, kw, needle):
     _, out = where
     _python_line(lambda: run({"benchmark": "demo", "model": MODEL, "progress": False, "output_root": str(out), **kw}), needle)
+
+
+def test_a_judge_no_item_needs_is_neither_refused_nor_recorded(tmp_path, caplog):
+    "One sweep may give the same judge to a judged benchmark and to the demo (scored by rule): the demo run goes ahead."
+    out = tmp_path / "out"
+    run({"benchmark": "demo", "model": MODEL, "limit": 1, "progress": False, "output_root": out, "run_name": "judged",  # a Path, as from Python
+         "judge": "gpt-4o-mini", "judge_kwargs": {"votes": 3}})
+    import json
+    config = json.loads((out / "judged" / "run.json").read_text())["config"]
+    assert (config["judge"], config["judge_kwargs"]) == (None, {})
+    assert "--judge gpt-4o-mini: no item of this demo run goes to a judge" in caplog.text
 
 
 def test_python_run_refuses_what_is_not_a_configuration(where):
@@ -420,3 +430,43 @@ def test_a_path_of_the_wrong_kind_is_one_line(where, tmp_path_factory, flag, kin
     if kind == "utf-16": path.write_text('{"id": "1", "question": "q", "options": ["a", "b"], "answer": "a"}\n', encoding="utf-16")
     args = [*RUN, "--output-root", out, flag, path] if flag != "--output-root" else [*RUN, flag, path]
     _one_line(*_cli(*args), needle)
+
+
+def test_a_full_disk_as_the_run_is_locked_leaves_no_run_folder(where, monkeypatch):
+    "The OS refuses the lock file's first bytes: one line saying what to do, and no run folder holding a `.lock`."
+    import errno
+    _, out = where
+    def full(fd, data): raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "write", full)
+    rc, lines = _cli(*RUN, "--output-root", out)
+    monkeypatch.undo()
+    _one_line(rc, lines, "No space left on device while writing; free disk space")
+
+
+def test_a_sweep_on_an_executor_this_machine_lacks_leaves_no_sweep_folder(where, monkeypatch):
+    import shutil
+    work, out = where
+    which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "sbatch" else which(name, *a, **k))
+    grid = work / "g.yaml"
+    grid.write_text(yaml.safe_dump({"name": "s", "base": {"benchmark": "demo", "model": MODEL, "limit": 1}}), encoding="utf-8")
+    rc, lines = _cli("sweep", grid, "--output-root", out, "--executor", "slurm")
+    grid.unlink()
+    _one_line(rc, lines, "--executor slurm")
+
+
+def test_view_with_a_port_out_of_range_is_refused_before_the_site_is_written(where):
+    work, _ = where
+    _one_line(*_cli("view", work, "--serve", "--port", "99999", "--no-progress"), "--port 99999: a port is a number from 0 to 65535")
+
+
+def test_report_to_wandb_without_a_key_is_one_line(tmp_path, monkeypatch):
+    "W&B's reason, naming the flag (no traceback); the view it would log is written to a temporary folder only."
+    for k in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_BASE_URL"): monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path)); monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
+    monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+    out = tmp_path / "out"
+    run({"benchmark": "demo", "model": MODEL, "limit": 1, "progress": False, "output_root": out, "run_name": "r"})
+    monkeypatch.chdir(tmp_path)
+    rc, lines = _cli("report", out / "r", "--to", "wandb")
+    assert rc == 2 and "Traceback" not in "".join(lines) and lines[-1].startswith("vlmlens: error: --to wandb: "), lines

@@ -366,14 +366,14 @@ def check_field(name: str, value, how: str = "flag"):
         return value
     if isinstance(value, bool) or value is None or isinstance(value, (list, dict, tuple)): raise bad
     if k == "str":
-        v = str(value).strip() if isinstance(value, (str, int, float)) else None
+        v = str(value).strip() if isinstance(value, (str, int, float, os.PathLike)) else None   # a Path: its text
         if not v: raise bad
         if ch and v not in ch: raise bad
         return v
     try: v = float(str(value).strip()) if isinstance(value, str) else float(value)
     except (TypeError, ValueError): raise bad from None
     if not math.isfinite(v) or (k == "int" and not v.is_integer()): raise bad
-    v = int(v) if k == "int" else v
+    v = int(v) if k == "int" else value if type(value) is int else v     # fps: 1 stays 1: the hash runs were made with
     if lo is not None and (v < lo or (f.metadata.get("above") and v == lo)): raise bad
     return v
 

@@ -210,12 +210,12 @@ def quiet_judge(cfg: RunConfig) -> RunConfig:
     return dataclasses.replace(cfg, judge_kwargs={**jk, "model_kwargs": {**dict(jk.get("model_kwargs") or {}), "progress": False}})
 
 # %% ../nbs/40_runner.ipynb #1e2f3a88
-def check_judge_used(bench: Benchmark, cfg: RunConfig, judge):
-    "Refuse (one-line ValueError) `--judge`/`--judge-kwarg` on a run whose items no judge scores (`judge`: `make_judge`'s answer)."
-    if judge is not None or (cfg.judge or "").lower() == "none" or not (cfg.judge or cfg.judge_kwargs): return
+def check_judge_used(bench: Benchmark, cfg: RunConfig, judge) -> RunConfig:
+    "`cfg` as the run records it: `--judge`/`--judge-kwarg` on a run whose items no judge scores (`judge`: `make_judge`'s answer) dropped, with a warning."
+    if judge is not None or (cfg.judge or "").lower() == "none" or not (cfg.judge or cfg.judge_kwargs): return cfg
     flag = "--judge " + cfg.judge if cfg.judge else "--judge-kwarg"
-    raise ValueError(f"{flag}: no item of this {bench.name} run goes to a judge (its answers are scored by rule); "
-                     "leave --judge and --judge-kwarg out")
+    log.warning(f"{flag}: no item of this {bench.name} run goes to a judge (its answers are scored by rule); not used")
+    return dataclasses.replace(cfg, judge=None, judge_kwargs={})
 
 # %% ../nbs/40_runner.ipynb #2f3a4b97
 def judge_items(judge, items: list[JudgeItem], store: RunStore | None = None, *, batch_size: int | None = None,
@@ -661,6 +661,10 @@ def check_before_run(bench: Benchmark, cfg: RunConfig) -> RunConfig:
     if cfg.split not in (None, "all") and bench.splits is not None and not set(cfg.split.split(",")) <= set(bench.splits):
         raise ValueError(f"--split {cfg.split}: " + (f"{bench.name} has no splits; leave --split out" if not bench.splits
                          else f"{bench.name}'s splits are {', '.join(bench.splits)}"))
+    if cfg.judge and cfg.judge.lower() != "none":         # a misspelt judge, refused even where no item needs one
+        try: registry.get_spec(cfg.judge)
+        except KeyError: raise ValueError(f"--judge {cfg.judge}: not a known model; name a registered model (e.g. gpt-4o-mini), "
+                                          "a local checkpoint, openai-compatible:<model>@<url>, or none") from None
     check_device(cfg.device)
     check_output_root(cfg.output_root)
     return dataclasses.replace(cfg, benchmark_kwargs={k: kw[k] for k in cfg.benchmark_kwargs})
@@ -684,6 +688,8 @@ def open_locked(cfg: RunConfig, judge=None) -> tuple[RunStore, Path | None]:
     try: return RunStore.open(cfg).lock(), made
     except BaseException:
         if judge is not None: judge.close()
+        if made is not None and made.is_dir() and not any(p.is_file() and not p.name.startswith(".") for p in made.rglob("*")):
+            shutil.rmtree(made, ignore_errors=True)        # a full disk as the lock is taken: nothing of this run stays
         raise
 
 def discard_unused(store: RunStore, made: Path | None):
@@ -730,7 +736,7 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     if preset: notes["preset"] = preset
     if spec is not None: in_words(lambda: registry.preflight(spec, cfg, **backend_options(cfg, spec)), cfg.model_kwargs)   # keys, model options, checkpoint
     judge = in_words(lambda: make_judge(bench, cfg, shard_filter(samples, cfg)), cfg.judge_kwargs, "--judge-kwarg")   # a missing judge key fails here
-    check_judge_used(bench, cfg, judge)
+    cfg = check_judge_used(bench, cfg, judge)             # a judge no item goes to is neither asked nor recorded
     if spec is not None: check_served(cfg.model)          # one bounded request to a served model before anything exists
     check_rerun(cfg, judge, len(samples))                 # a finished run's numbers are never silently rewritten
     store, made = open_locked(cfg, judge)
@@ -752,8 +758,8 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
                 if own: backend.close()
         judge_id = judge_pending(bench, judge, store, samples, mine, cfg)
         if launch is None: return check_answered(write_summary(store, bench, samples, cfg, notes, judge_id=judge_id), store)
-    except ValueError:            # a refusal only the loaded model could make (no frame fits its context): leave nothing behind
-        discard_unused(store, made); raise
+    except (ValueError, OSError):   # a refusal only the loaded model could make (no frame fits its context), a full disk before
+        discard_unused(store, made); raise  # the first record: leave nothing behind
     finally: store.close()
     return check_answered(write_launch_summary(launch, store, bench, samples, cfg, notes, judge_id), store)
 

@@ -248,6 +248,7 @@ def lock(self: RunStore, wait: bool = False) -> RunStore:
     if self._lock_fd is not None: return self
     self.run_dir.mkdir(parents=True, exist_ok=True)
     path = self.run_dir / f".lock{self._suffix()}"
+    created = not path.exists()
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try: fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
     except OSError as e:
@@ -257,8 +258,12 @@ def lock(self: RunStore, wait: bool = False) -> RunStore:
             raise RunLockedError(f"{self.run_dir} is being run by another process (pid {holder}); wait for it to "
                                  f"finish, or use another --run-name") from None
         raise
-    os.ftruncate(fd, 0); os.write(fd, str(os.getpid()).encode())
     self._lock_fd = fd
+    try: os.ftruncate(fd, 0); os.write(fd, str(os.getpid()).encode())
+    except OSError:                                   # a full disk: the lock released, and a lock file this call made removed
+        self.close()
+        if created: path.unlink(missing_ok=True)
+        raise
     self._start_claims()
     return self
 

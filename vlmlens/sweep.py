@@ -61,10 +61,12 @@ def expand_grid(spec: dict) -> list[dict]:
         raise ValueError("a sweep's runs need a benchmark and a model: set them under base: (or list them under grid:)")
     for combo in itertools.product(*(grid[k] for k in keys)) if keys else [()]:
         params = {**base, **dict(zip(keys, combo))}
+        unused = {"judge_kwargs": params.pop("judge_kwargs")} if ("judge" in grid and "judge_kwargs" in base and "judge_kwargs"
+                  not in grid and str(params.get("judge")).lower() == "none") else {}   # base's judge options: for the judged runs
         cfg = RunConfig(**params).validate(how="key")               # each value in its field's type: the value the run uses
         params = {k: getattr(cfg, k) for k in params}
         name = "-".join(slug(params[k]) for k in keys) or "run"
-        runs.append({"run_name": f"{name}-{sha256_json(params)[:6]}", "params": params})
+        runs.append({"run_name": f"{name}-{sha256_json({**params, **unused})[:6]}", "params": params})
     return runs
 
 # %% ../nbs/41_sweep.ipynb #eefc9978
@@ -500,10 +502,10 @@ def run_sweep(spec_or_path, output_root=None, notebook=None, kernel_name=None, p
     done = {r["run"] for r in rows}
     check_notebook(nb_path, runs)
     check_runs([r for r in runs if r["run_name"] not in done], root)   # every configuration, before any kernel starts
-    root.mkdir(parents=True, exist_ok=True)
     jobs = [SweepJob(run, root, nb_path, kernel_name, opts["retries"], run_resources(run, opts)) for run in runs if run["run_name"] not in done]
     order = [r["run_name"] for r in runs]
-    if jobs: _need(opts["kind"], opts)
+    if jobs: _need(opts["kind"], opts)                   # an executor this machine lacks: refused before the sweep's folder exists
+    root.mkdir(parents=True, exist_ok=True)
     write_table(root, rows, order)
     if rows and progress: print(f"sweep {name}: {len(rows)} of {len(runs)} done (finished earlier in {root}); running the other {len(jobs)}",
                                 file=sys.stderr)

@@ -135,7 +135,7 @@ VIDEO_EXTS = (".mp4", ".mkv", ".webm", ".mov")
 
 def read_video_map(path) -> dict[str, str]:
     "`{video_id or URL: absolute path}` from a CSV with columns `video_id,path` (paths relative to the CSV's folder)."
-    path = Path(path)
+    path = Path(path).expanduser()                       # ~ is the home folder, as the option's check reads it
     if not path.is_file(): raise FileNotFoundError(f"video_map {path}: no such file")
     with open(path, newline="", encoding="utf-8") as f:
         rd = csv.DictReader(f)
@@ -326,6 +326,7 @@ def answer_prompt(sample: Sample, cfg: RunConfig) -> fidelity.PaperPrompt:
 _OVERRIDES: dict = {}
 def _override(p, path):
     if not path: return p
+    path = Path(path).expanduser()                       # ~ is the home folder, as the option's check reads it
     if not Path(path).is_file(): raise FileNotFoundError(f"benchmark_kwargs prompt_file {path}: no such file")
     key = (p.benchmark, p.what, str(path), Path(path).stat().st_mtime_ns if Path(path).is_file() else None)
     if key not in _OVERRIDES: _OVERRIDES[key] = p.override(path)
