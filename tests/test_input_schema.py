@@ -457,11 +457,11 @@ def test_a_sweep_on_an_executor_this_machine_lacks_leaves_no_sweep_folder(where,
 
 def test_view_with_a_port_out_of_range_is_refused_before_the_site_is_written(where):
     work, _ = where
-    _one_line(*_cli("view", work, "--serve", "--port", "99999", "--no-progress"), "--port 99999: a port is a number from 0 to 65535")
+    _one_line(*_cli("view", work, "--serve", "--port", "99999", "--no-progress"), "--port 99999: a port is 1 to 65535")
 
 
 def test_report_to_wandb_without_a_key_is_one_line(tmp_path, monkeypatch):
-    "W&B's reason, naming the flag (no traceback); the view it would log is written to a temporary folder only."
+    "One line naming the remedy (no traceback); the view it would log is written to a temporary folder only."
     for k in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_BASE_URL"): monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path)); monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb-config"))
     monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
@@ -469,4 +469,4 @@ def test_report_to_wandb_without_a_key_is_one_line(tmp_path, monkeypatch):
     run({"benchmark": "demo", "model": MODEL, "limit": 1, "progress": False, "output_root": out, "run_name": "r"})
     monkeypatch.chdir(tmp_path)
     rc, lines = _cli("report", out / "r", "--to", "wandb")
-    assert rc == 2 and "Traceback" not in "".join(lines) and lines[-1].startswith("vlmlens: error: --to wandb: "), lines
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith("vlmlens: error: W&B has no API key") and "WANDB_API_KEY" in lines[0], lines
