@@ -46,10 +46,20 @@ def _closed_port() -> int:
 
 # -- loud failure ---------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("where", ["always 500", "closed port"])
-def test_a_hintel_run_whose_every_call_fails_exits_3_after_saving(server, data_root, tmp_path, where):
+def test_a_served_model_at_a_closed_port_is_one_line_before_anything_is_created(data_root, tmp_path):
+    "No server there: refused with the address and the remedy (exit 2), no run folder and no response cache left."
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    out = _cli("run", "--benchmark", "hintel", "--data-path", data_root, "--subset", "realworldqa", "--language", "en", "--limit", 3,
+               "--model", f"openai-compatible:m@{url}", "--model-kwarg", f"cache={tmp_path / 'c.sqlite'}",
+               "--output-root", tmp_path / "out", "--run-name", "down", "--no-progress")
+    assert out.returncode == 2 and _lines(out.stderr) == [_lines(out.stderr)[-1]], out.stderr[-3000:]
+    assert f"no server answers at {url}" in out.stderr and "start the server, or fix the address" in out.stderr
+    assert not (tmp_path / "out").exists() and not (tmp_path / "c.sqlite").exists()
+
+
+def test_a_hintel_run_whose_every_call_fails_exits_3_after_saving(server, data_root, tmp_path):
     server.responder = lambda call: server_error(500)
-    url = server.openai_base_url if where == "always 500" else f"http://127.0.0.1:{_closed_port()}/v1"
+    url = server.openai_base_url
     args = ["run", "--benchmark", "hintel", "--data-path", data_root, "--subset", "realworldqa", "--language", "en", "--limit", 3,
             "--model", f"openai-compatible:m@{url}", "--model-kwarg", "max_attempts=1", "--model-kwarg", f"cache={tmp_path / 'c.sqlite'}",
             "--output-root", tmp_path / "out", "--run-name", "down", "--no-progress"]

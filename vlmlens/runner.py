@@ -734,10 +734,10 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     samples = select_samples(samples, cfg)[0]             # then --limit
     if cfg.data_path: notes["dataset"] = data.provenance(cfg.data_path)   # source, revision, lock digest: runs on other data never pool
     if preset: notes["preset"] = preset
+    if spec is not None: check_served(cfg.model)          # one bounded request to a served model before anything exists (a response cache included)
     if spec is not None: in_words(lambda: registry.preflight(spec, cfg, **backend_options(cfg, spec)), cfg.model_kwargs)   # keys, model options, checkpoint
     judge = in_words(lambda: make_judge(bench, cfg, shard_filter(samples, cfg)), cfg.judge_kwargs, "--judge-kwarg")   # a missing judge key fails here
     cfg = check_judge_used(bench, cfg, judge)             # a judge no item goes to is neither asked nor recorded
-    if spec is not None: check_served(cfg.model)          # one bounded request to a served model before anything exists
     check_rerun(cfg, judge, len(samples))                 # a finished run's numbers are never silently rewritten
     store, made = open_locked(cfg, judge)
     try:
