@@ -383,3 +383,13 @@ def test_frames_ablation_figure_draws_cluster_bootstrap_bars(server, tmp_path, m
         assert want["method"] == "cluster-bootstrap" and want["ci_low"] < want["mean"] < want["ci_high"]
         assert (x, lo, hi) == (float(n), pytest.approx(100 * want["ci_low"]), pytest.approx(100 * want["ci_high"]))
     assert ax.get_legend() is None                                        # one series: no legend, bars never listed
+    from vlmlens.analysis import bar_chart
+    from vlmlens.tables.minerva import group_intervals
+    g = group_intervals(out, "category", "minerva").query("run == 'f1'").set_index("category")   # per-group bars, as per locale
+    bx = bar_chart(100 * g.accuracy.astype(float), errors=(100 * g.ci_low.astype(float), 100 * g.ci_high.astype(float)))
+    (eb,) = [c for c in bx.containers if isinstance(c, ErrorbarContainer)]
+    seg = eb.lines[2][0].get_segments()[0]
+    sc = pd.read_csv(out / "f1" / "scores.csv")
+    want = mean_interval(sc["score"].astype(float).tolist(), sc["cluster"].tolist())   # every item is in category Dance
+    assert g.loc["Dance", "ci_method"] == "cluster-bootstrap"
+    assert (seg[:, 1].min(), seg[:, 1].max()) == (pytest.approx(100 * want["ci_low"]), pytest.approx(100 * want["ci_high"]))

@@ -13,7 +13,7 @@ from ..report import answered_nothing, as_runset, clean_scores
 
 # %% auto #0
 __all__ = ['run_scores', 'group_table', 'run_table', 'curve_main_table', 'resource_comparison', 'accuracy_interval',
-           'ablation_table']
+           'group_intervals', 'ablation_table']
 
 # %% ../../nbs/55_tables_minerva.ipynb #2eaa87af
 def run_scores(runs, benchmark: str | None = None) -> list[dict]:
@@ -111,6 +111,19 @@ def accuracy_interval(rows: list[dict], ci: float = 0.95) -> dict:
     cl = [c for _, c in pairs]
     m = mean_interval([v for v, _ in pairs], cl if all(isinstance(c, str) and c for c in cl) else None, ci)   # no units: items independent
     return {"ci_low": m["ci_low"], "ci_high": m["ci_high"], "ci_method": m["method"]}
+
+# %% ../../nbs/55_tables_minerva.ipynb #049601cd
+def group_intervals(runs, by: str = "locale", benchmark: str = "curve", sets: dict | None = None, ci: float = 0.95):
+    "`group_table` with each group's `accuracy_interval` (`ci_low`, `ci_high`, `ci_method`); none where nothing was answered."
+    import pandas as pd
+    if by == "skills": raise ValueError("an item counts in each of its skills: skills have no interval of their own")
+    rows = run_scores(runs, benchmark)
+    if by == "resource": rows = [{**r, "resource": resource_level(r.get("locale"), sets)} for r in rows]
+    per, t = _per_run(rows), group_table(runs, by, benchmark, sets)
+    none = {"ci_low": None, "ci_high": None, "ci_method": ""}
+    iv = [accuracy_interval([r for r in per[run] if str(r.get(by)) == str(g)], ci) if pd.notna(a) else none
+          for run, g, a in zip(t["run"], t[by], t["accuracy"])]
+    return pd.concat([t, pd.DataFrame(iv, index=t.index, columns=list(none))], axis=1)
 
 # %% ../../nbs/55_tables_minerva.ipynb #b4c5d6e7
 def _kwarg(v, param):
