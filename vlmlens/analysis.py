@@ -277,7 +277,8 @@ def line_chart(df, x: str, y: str, by: str | None = None, n: str | None = None, 
             err = np.fmax(np.vstack([v - l, h - v]), 0)    # no interval, or a point a rounding outside it: no bar that side
             ax.errorbar(g[x].astype(float), v, yerr=err, fmt="none", ecolor=line.get_color(), elinewidth=0.9, capsize=0)
         if len(ns) > 1 or (key is None and ns):
-            for xx, yy, nn in zip(g[x], g[y], g[n]):
+            tops = np.fmax(g[y].astype(float), g[hi].astype(float)) if lo and hi else g[y].astype(float)   # above the bar, never on it
+            for xx, yy, nn in zip(g[x], tops, g[n]):
                 ax.annotate(f"n={int(nn)}", (float(xx), float(yy)), xytext=(0, 5), textcoords="offset points", ha="center", fontsize=MIN_PT, color="0.35")
     plain_ticks(ax, df[x], log2=log2)
     ax.margins(y=0.15); ax.spines[["top", "right"]].set_visible(False)
