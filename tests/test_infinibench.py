@@ -660,3 +660,17 @@ def test_report_csv_carries_the_headline_chance_and_the_settings_that_tell_runs_
     with_idk, without = t3.loc["Random (with the IDK option)", "Acc"], t3.loc["Random (without the IDK option)", "Acc"]
     assert with_idk == round(100 * res[("release", "video")]["benchmark_summary"]["chance"], 2) and without > with_idk
     assert "Random" not in t3.index                                     # never chance averaged over both settings
+
+
+def test_frames_curve_draws_each_runs_interval_as_a_bar(runs):
+    "The frame curve's Acc panel has one bar per point whose extent is `acc_interval` (`metrics.mean_interval` over videos), read off the Axes."
+    from matplotlib.container import ErrorbarContainer
+    from vlmlens.store import RunSet
+    out, _ = runs
+    rs = RunSet.discover(out).where(lambda r: r.config.modality == "video" and r.name in ("syn-video", "syn-2f"))
+    fig = T.frames_curve(rs)
+    bars = [c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)]
+    got = sorted((float(s[0, 0]), float(s[:, 1].min()), float(s[:, 1].max())) for b in bars for s in b.lines[2][0].get_segments())
+    want = sorted((float(r.config.num_frames), 100 * T.acc_interval(r)[0], 100 * T.acc_interval(r)[1]) for r in rs)
+    assert len(got) == len(want) == 2 and T.acc_interval(rs[0])[2] in ("cluster-bootstrap", "wilson")
+    for g, w in zip(got, want): assert g == pytest.approx(w)

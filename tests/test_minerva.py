@@ -344,3 +344,52 @@ def test_runs_isolation_and_report_end_to_end(server, tmp_path, monkeypatch):
     for needle in ("Human", "hi-IN", "masked_reasoning", "nodes_per_question", "attribute_misrecognition", "num_frames",
                    "all items", "(n=1)", "low_high_perception_ratio", "accuracy alternative: mean voted score / 2"):
         assert needle in text, needle
+
+
+def test_frames_ablation_figure_draws_cluster_bootstrap_bars(server, tmp_path, monkeypatch):
+    """MINERVA runs over 1 and 2 frames on items that share videos (scripted student on the loopback server): the
+    ablation figure, drawn as the report draws it, has one bar per point whose extent is `metrics.mean_interval`'s
+    interval over the videos, read from the Axes."""
+    import pandas as pd
+    from matplotlib.container import ErrorbarContainer
+    from vlmlens.analysis import line_chart
+    from vlmlens.metrics import mean_interval
+    from vlmlens.runner import run
+    from vlmlens.tables.minerva import ablation_table
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")
+    base = MINERVA_ITEMS[0]                      # the student answers B to every lamp question
+    items = [{**base, "key": f"yt{i}:" + "abcde"[i] * 40, "video_id": vid, "answer_id": aid,
+              "answer": base[f"answer_choice_{aid}"], "question": f"What colour is the lamp lit after dance {i}?"}
+             for i, (vid, aid) in enumerate([("va", 1), ("va", 0), ("vb", 1), ("vb", 1), ("vc", 0)])]
+    d = tmp_path / "minerva"
+    write_videos(d / "videos", ["va", "vb", "vc"])
+    (d / "minerva.json").write_text(json.dumps(items), encoding="utf-8")
+    out = tmp_path / "out"
+    for n in (1, 2):
+        run(RunConfig("minerva", f"openai-compatible:student@{server.openai_base_url}", data_path=str(d / "minerva.json"),
+                      num_frames=n, max_new_tokens=64, run_name=f"f{n}", output_root=str(out), progress=False,
+                      model_kwargs={"cache": False, "progress": False}))
+    t = ablation_table(out, "num_frames", "minerva")
+    assert list(t["ci_method"]) == ["cluster-bootstrap"] * 2 and list(t["accuracy"]) == [0.6, 0.6]
+    t = t.assign(x=t.num_frames.astype(float), acc=100 * t.accuracy, lo=100 * t.ci_low.astype(float), hi=100 * t.ci_high.astype(float))
+    ax = line_chart(t, "x", "acc", n="n", lo="lo", hi="hi", log2=True, xlabel="frames per video", ylabel="accuracy (%)")
+    bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert len(bars) == 1
+    segs = sorted((float(s[0, 0]), float(s[:, 1].min()), float(s[:, 1].max())) for s in bars[0].lines[2][0].get_segments())
+    for n, (x, lo, hi) in zip((1, 2), segs):
+        sc = pd.read_csv(out / f"f{n}" / "scores.csv")
+        assert sc["cluster"].nunique() == 3 and len(sc) == 5               # five questions over three videos
+        want = mean_interval(sc["score"].astype(float).tolist(), sc["cluster"].tolist())
+        assert want["method"] == "cluster-bootstrap" and want["ci_low"] < want["mean"] < want["ci_high"]
+        assert (x, lo, hi) == (float(n), pytest.approx(100 * want["ci_low"]), pytest.approx(100 * want["ci_high"]))
+    assert ax.get_legend() is None                                        # one series: no legend, bars never listed
+    from vlmlens.analysis import bar_chart
+    from vlmlens.tables.minerva import group_intervals
+    g = group_intervals(out, "category", "minerva").query("run == 'f1'").set_index("category")   # per-group bars, as per locale
+    bx = bar_chart(100 * g.accuracy.astype(float), errors=(100 * g.ci_low.astype(float), 100 * g.ci_high.astype(float)))
+    (eb,) = [c for c in bx.containers if isinstance(c, ErrorbarContainer)]
+    seg = eb.lines[2][0].get_segments()[0]
+    sc = pd.read_csv(out / "f1" / "scores.csv")
+    want = mean_interval(sc["score"].astype(float).tolist(), sc["cluster"].tolist())   # every item is in category Dance
+    assert g.loc["Dance", "ci_method"] == "cluster-bootstrap"
+    assert (seg[:, 1].min(), seg[:, 1].max()) == (pytest.approx(100 * want["ci_low"]), pytest.approx(100 * want["ci_high"]))

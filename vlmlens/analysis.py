@@ -259,7 +259,7 @@ _MARKERS, _DASHES = ("o", "s", "^", "D", "v", "P"), ("-", "--", ":", "-.")
 def line_chart(df, x: str, y: str, by: str | None = None, n: str | None = None, lo: str | None = None, hi: str | None = None,
                ax=None, title: str | None = None, xlabel: str | None = None, ylabel: str | None = None, log2: bool = False,
                figsize=None, legend_title: str | None = None, bounds="auto", venue=None, column: bool = False):
-    "One line per `by` group of `y` against `x`, sized for `venue`'s text (or `column`) (plain ticks; n in the legend or at each point; optional CI band)."
+    "One line per `by` group of `y` against `x`, sized for `venue`'s text (or `column`) (plain ticks; n in the legend or at each point; optional interval bars from columns `lo`/`hi`)."
     import matplotlib.pyplot as plt
     use_script_fonts()
     if ax is None: _, ax = plt.subplots(figsize=figsize or figure_size(venue, column))
@@ -272,9 +272,13 @@ def line_chart(df, x: str, y: str, by: str | None = None, n: str | None = None, 
         label = None if key is None else str(key) + (f" (n={ns[0]})" if len(ns) == 1 else "")
         line, = ax.plot(g[x].astype(float), g[y].astype(float), marker=_MARKERS[k % len(_MARKERS)], markersize=4 + 1.5 * (k % 2),
                         linestyle=_DASHES[k % len(_DASHES)], fillstyle="full" if k % 2 == 0 else "none", label=label)
-        if lo and hi: ax.fill_between(g[x].astype(float), g[lo].astype(float), g[hi].astype(float), color=line.get_color(), alpha=0.15, linewidth=0)
+        if lo and hi:                                       # bars, not a band: a point's own interval; no caps, so `ax.lines` are the series
+            v, l, h = (g[c].astype(float).to_numpy() for c in (y, lo, hi))
+            err = np.fmax(np.vstack([v - l, h - v]), 0)    # no interval, or a point a rounding outside it: no bar that side
+            ax.errorbar(g[x].astype(float), v, yerr=err, fmt="none", ecolor=line.get_color(), elinewidth=0.9, capsize=0)
         if len(ns) > 1 or (key is None and ns):
-            for xx, yy, nn in zip(g[x], g[y], g[n]):
+            tops = np.fmax(g[y].astype(float), g[hi].astype(float)) if lo and hi else g[y].astype(float)   # above the bar, never on it
+            for xx, yy, nn in zip(g[x], tops, g[n]):
                 ax.annotate(f"n={int(nn)}", (float(xx), float(yy)), xytext=(0, 5), textcoords="offset points", ha="center", fontsize=MIN_PT, color="0.35")
     plain_ticks(ax, df[x], log2=log2)
     ax.margins(y=0.15); ax.spines[["top", "right"]].set_visible(False)

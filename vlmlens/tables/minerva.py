@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 
 from ..benchmarks.minerva import CURVE_MAIN_TABLE, CURVE_ROSTER, PAPER_RESOURCE_SETS, by_group, overall, resource_level
+from ..metrics import mean_interval
 from ..report import answered_nothing, as_runset, clean_scores
 
 # %% auto #0
-__all__ = ['run_scores', 'group_table', 'run_table', 'curve_main_table', 'resource_comparison', 'ablation_table']
+__all__ = ['run_scores', 'group_table', 'run_table', 'curve_main_table', 'resource_comparison', 'accuracy_interval',
+           'group_intervals', 'ablation_table']
 
 # %% ../../nbs/55_tables_minerva.ipynb #2eaa87af
 def run_scores(runs, benchmark: str | None = None) -> list[dict]:
@@ -100,6 +102,29 @@ def resource_comparison(runs, sets: dict | None = None):
                     "high_n": get("high", "n"), "gap": None if lo is None or hi is None else hi - lo})
     return pd.DataFrame(out)
 
+# %% ../../nbs/55_tables_minerva.ipynb #0f47b379
+def accuracy_interval(rows: list[dict], ci: float = 0.95) -> dict:
+    "`ci_low`/`ci_high` (fractions) and `ci_method` of the rows' accuracy by `metrics.mean_interval` over their `cluster`; None without scored rows."
+    pairs = [(float(r["score"]), r.get("cluster")) for r in rows if not r.get("error") and r.get("score") is not None]
+    pairs += [(0.0, r.get("cluster")) for r in rows if r.get("error")]          # errors count as wrong, as in `overall`
+    if not pairs: return {"ci_low": None, "ci_high": None, "ci_method": ""}
+    cl = [c for _, c in pairs]
+    m = mean_interval([v for v, _ in pairs], cl if all(isinstance(c, str) and c for c in cl) else None, ci)   # no units: items independent
+    return {"ci_low": m["ci_low"], "ci_high": m["ci_high"], "ci_method": m["method"]}
+
+# %% ../../nbs/55_tables_minerva.ipynb #049601cd
+def group_intervals(runs, by: str = "locale", benchmark: str = "curve", sets: dict | None = None, ci: float = 0.95):
+    "`group_table` with each group's `accuracy_interval` (`ci_low`, `ci_high`, `ci_method`); none where nothing was answered."
+    import pandas as pd
+    if by == "skills": raise ValueError("an item counts in each of its skills: skills have no interval of their own")
+    rows = run_scores(runs, benchmark)
+    if by == "resource": rows = [{**r, "resource": resource_level(r.get("locale"), sets)} for r in rows]
+    per, t = _per_run(rows), group_table(runs, by, benchmark, sets)
+    none = {"ci_low": None, "ci_high": None, "ci_method": ""}
+    iv = [accuracy_interval([r for r in per[run] if str(r.get(by)) == str(g)], ci) if pd.notna(a) else none
+          for run, g, a in zip(t["run"], t[by], t["accuracy"])]
+    return pd.concat([t, pd.DataFrame(iv, index=t.index, columns=list(none))], axis=1)
+
 # %% ../../nbs/55_tables_minerva.ipynb #b4c5d6e7
 def _kwarg(v, param):
     if isinstance(v, str) and v.strip().startswith("{"):
@@ -108,7 +133,7 @@ def _kwarg(v, param):
     return v.get(param) if isinstance(v, dict) else None
 
 def ablation_table(runs, param: str, benchmark: str | None = None):
-    "Accuracy (with n) per run and value of `param` (a RunConfig field or a model/benchmark kwarg)."
+    "Accuracy (with n and its `accuracy_interval`) per run and value of `param` (a RunConfig field or a model/benchmark kwarg)."
     import pandas as pd
     rows, out = run_scores(runs, benchmark), []
     for run, mine in _per_run(rows).items():
@@ -119,6 +144,6 @@ def ablation_table(runs, param: str, benchmark: str | None = None):
         if v is None: continue
         st = overall(mine)
         out.append({"benchmark": r0.get("cfg_benchmark"), "model": r0.get("cfg_model"), "run": run, param: v,
-                    "n": st["n"], "accuracy": _stats(st)["accuracy"]})
-    cols = ["benchmark", "model", "run", param, "n", "accuracy"]
+                    "n": st["n"], "accuracy": _stats(st)["accuracy"], **accuracy_interval(mine)})
+    cols = ["benchmark", "model", "run", param, "n", "accuracy", "ci_low", "ci_high", "ci_method"]
     return pd.DataFrame(out, columns=cols).sort_values(["benchmark", "model", param]).reset_index(drop=True) if out else pd.DataFrame(columns=cols)
