@@ -76,9 +76,10 @@ def test_images_mode_is_unchanged_and_schema_is_checked(tmp_path):
 
 
 @pytest.mark.parametrize("model,why", [("gpt-4o", "only OpenAI-compatible servers"),
-                                       ("openai-compatible:google/gemma-3-4b-it@http://127.0.0.1:9/v1", "has no video input")])
-def test_native_video_refused_before_the_run(tmp_path, model, why):
-    out = tmp_path / "runs"
+                                       ("openai-compatible:google/gemma-3-4b-it@{url}", "has no video input")])
+def test_native_video_refused_before_the_run(server, tmp_path, model, why):
+    "Refused in one line before anything is created, by a server that answers (so the refusal is the video input's)."
+    out, model = tmp_path / "runs", model.format(url=server.openai_base_url)
     r = subprocess.run([sys.executable, "-m", "vlmlens", "run", "--benchmark", "demo", "--model", model,
                         "--model-kwarg", "video=native", "--output-root", str(out)], capture_output=True, text=True,
                        env={**__import__("os").environ, "OPENAI_API_KEY": "test-openai-key.not-real.000000000000"})

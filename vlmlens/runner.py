@@ -661,10 +661,10 @@ def check_before_run(bench: Benchmark, cfg: RunConfig) -> RunConfig:
     if cfg.split not in (None, "all") and bench.splits is not None and not set(cfg.split.split(",")) <= set(bench.splits):
         raise ValueError(f"--split {cfg.split}: " + (f"{bench.name} has no splits; leave --split out" if not bench.splits
                          else f"{bench.name}'s splits are {', '.join(bench.splits)}"))
-    if cfg.judge and cfg.judge.lower() != "none":         # a misspelt judge, refused even where no item needs one
+    if cfg.judge and cfg.judge.lower() != "none" and registered_judge(cfg.judge) is None:   # a misspelt judge, refused even where no item needs one
         try: registry.get_spec(cfg.judge)
-        except KeyError: raise ValueError(f"--judge {cfg.judge}: not a known model; name a registered model (e.g. gpt-4o-mini), "
-                                          "a local checkpoint, openai-compatible:<model>@<url>, or none") from None
+        except KeyError: raise ValueError(f"--judge {cfg.judge}: not a known model or judge; name a registered model (e.g. gpt-4o-mini), "
+                                          "a registered judge, a local checkpoint, openai-compatible:<model>@<url>, or none") from None
     check_device(cfg.device)
     check_output_root(cfg.output_root)
     return dataclasses.replace(cfg, benchmark_kwargs={k: kw[k] for k in cfg.benchmark_kwargs})
