@@ -2,7 +2,7 @@
 PYTHON ?= python
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: install fonts tex browser demo test export check-sync nbtest pytest bench
+.PHONY: install fonts tex browser demo test export readme check-sync nbtest pytest bench
 
 # Noto fonts draw Devanagari, Telugu, Tamil, Arabic and CJK text in figures (DejaVu alone draws boxes).
 SUDO ?= $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -33,16 +33,25 @@ install: fonts tex browser
 	$(PIP) install "torch==2.14.1" "torchvision==0.29.1"
 	$(PIP) install -e ".[dev]"
 
-demo: install
+# The demo needs only the local-model extra: torch's CPU wheel (no CUDA libraries), transformers, qwen-vl-utils.
+# No TeX, Chromium or fonts. A torch already installed (a CUDA build included) satisfies the pin and is kept.
+demo:
+	$(PIP) install "torch==2.14.1" "torchvision==0.29.1" --index-url https://download.pytorch.org/whl/cpu
+	$(PIP) install -e ".[hf]"
 	vlmlens demo
 
 export:
 	nbdev_export
 
-# CI fails when the exported package differs from the notebooks.
+# README.md is written from nbs/index.ipynb (settings.ini readme_nb), as nbdev_readme does where Quarto exists.
+readme:
+	$(PYTHON) tools/readme.py
+
+# CI fails when the exported package differs from the notebooks, or README.md from the front-page notebook.
 check-sync: export
 	@if [ -n "$$(git status --porcelain -- vlmlens)" ]; then \
 	  echo "vlmlens/ is out of sync with nbs/ (run nbdev_export and commit):"; git status --porcelain -- vlmlens; exit 1; fi
+	@$(PYTHON) tools/readme.py --check
 
 nbtest:
 	nbdev_test --n_workers 2 --timing
