@@ -1,4 +1,4 @@
-"""The README walk-through ("Building an aligned multilingual set and calibrating CURVE"), end to end: the vendored
+"""The aligned-set walk-through (nbs/guides/curate_aligned.md), end to end: the vendored
 real HinTel examples plus synthetic images become an aligned en/hi/te set through two MT engines behind loopback
 services, the engines are compared and reviewed, every translation is reviewed in the widget (driven programmatically),
 caption MCQs are generated and filtered, synthetic exam pages are ingested, the release is evaluated with
@@ -125,7 +125,7 @@ def test_walkthrough(svc, tmp_path, monkeypatch, capsys):
     assert curate("caption-mcq", "--captions", cap_file, "--generator", "gpt-4.1", "--out", build, *kw) == 0
     assert curate("text-filter", "--from", "generate_mcq", "--models", f"gpt-4.1,openai-compatible:filter2@{svc.openai_base_url}", "--out", build, *kw) == 0
     flt = step_of(build, "text_only_filter")
-    assert curate("mcq-report", "--from", build / "text_only_filter@latest") == 0       # as the README writes it
+    assert curate("mcq-report", "--from", build / "text_only_filter@latest") == 0       # as the guide writes it
     assert "longest option" in capsys.readouterr().out
     mlog = VerdictLog(ml / "mcq_review.jsonl", MCQ_LABELS)
     w = ReviewWidget(mcq_review_items(flt, images=tmp_path), mlog, "ravi", editable=("question",))

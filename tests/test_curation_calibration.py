@@ -196,7 +196,7 @@ def _difficulty_argv(server, out="cal", baselines="single_frame,audio_only,text_
 
 
 def test_relative_out_keeps_the_audio_baseline_and_flags_what_audio_solves(server, curve, tmp_path, monkeypatch, capsys):
-    "The README's relative paths: the audio-only copies are found wherever --out is, so the question audio alone answers is flagged."
+    "The curation guide's relative paths: the audio-only copies are found wherever --out is, so the question audio alone answers is flagged."
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GEMINI_API_KEY", "loopback-gemini-key-0000000000")
     monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "EMPTY")

@@ -1,9 +1,9 @@
-"""The README's curation walk-throughs, executed exactly as printed. "Building an InfiniBench-style benchmark": a small release
+"""The curation guides' walk-throughs (nbs/guides/curate_infinibench.md, curate_aligned.md), executed exactly as printed. "Building an InfiniBench-style benchmark": a small release
 built from the shipped real IMDb text and the synthetic episode with a scripted generator (the loopback server),
 deduplicated, filtered against two model runs, reviewed in the widget (driven here the way a person clicks), certified,
 released, evaluated with `vlmlens run` and exported in the official format. The only things the test adds are the
 clients' base URLs (`OPENAI_BASE_URL`, `GOOGLE_GEMINI_BASE_URL`: the loopback server) and the one input file the
-README tells the reader to download or bring (the released outfit file, of which the test copies the vendored slice; the
+guide tells the reader to download or bring (the released outfit file, of which the test copies the vendored slice; the
 TVQA episodes its questions name, for which the test puts copies of the synthetic episode under the media root).
 "Building an aligned multilingual set and calibrating CURVE": see `test_readme_aligned_walkthrough`."""
 import ast
@@ -22,11 +22,13 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data" / "infinibench_curation"
 
 
+GUIDE_BLOCKS = [("curate_infinibench.md", None), ("curate_aligned.md", None)]
+
+
 def _section() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    start = text.index("### Building an InfiniBench-style benchmark")
-    end = min(i for i in (text.find("\n## ", start + 1), text.find("\n### ", start + 1)) if i > 0)
-    return text[start:end]
+    "The guide page nbs/guides/curate_infinibench.md."
+    import guides
+    return guides.section(*GUIDE_BLOCKS[0])
 
 
 def _blocks(section: str):
@@ -100,7 +102,7 @@ def test_readme_walkthrough(server, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)            # the only change: where the clients connect
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.gemini_base_url)
     section = _section()
-    assert "global_apprerance/tvqa/GPT4o_output/global_appreance.json" in section   # the README says where the file comes from
+    assert "global_apprerance/tvqa/GPT4o_output/global_appreance.json" in section   # the guide says where the file comes from
     (tmp_path / "global_appreance.json").write_bytes((DATA / "bbt_global_appearance_gpt4o.json").read_bytes())  # a slice of it
     assert "demo_build/src/bbt/season_1/episode_1.mp4" in section                  # where the reader puts the TVQA episodes
     from vlmlens.benchmarks.infinibench import make_synthetic_episode
@@ -181,9 +183,9 @@ def _check(tmp_path, server):
 
 
 def _aligned_section() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    start = text.index("### Building an aligned multilingual set and calibrating CURVE")
-    return text[start:text.index("\n## ", start)]
+    "The guide page nbs/guides/curate_aligned.md."
+    import guides
+    return guides.section(*GUIDE_BLOCKS[1])
 
 
 class AlignedAnswers:
@@ -210,7 +212,7 @@ class AlignedAnswers:
 
 
 def _aligned_inputs(root: Path):
-    """The input files the README tells the reader to bring, made here: `captions.jsonl` and its images (Telugu
+    """The input files the guide tells the reader to bring, made here: `captions.jsonl` and its images (Telugu
     captions), `pages/<lang>/` and `key.json` (synthetic exam pages), `curve.json` and `videos/` (a small CURVE set)."""
     import test_curation_calibration as cal_t
     import test_curation_captions as caps_t
@@ -230,7 +232,7 @@ def _aligned_inputs(root: Path):
 
 
 def _drive_widget(code: str, ns: dict, tmp_path: Path) -> str:
-    "Click through the widget a README cell shows, as its reviewer would; returns which review it was."
+    "Click through the widget a guide cell shows, as its reviewer would; returns which review it was."
     import test_curation_ocr as ocr_t
     if "compare_te_review.json" in code:                           # the engine comparison: AWS reads better than Azure
         from vlmlens.curation.align import CRITERIA
@@ -275,14 +277,14 @@ def _drive_widget(code: str, ns: dict, tmp_path: Path) -> str:
                 w.fields["answer"].value = "మృదంగం" if (who, w.item["id"]) == ("aud-2", "te-1") else gold
                 w.buttons["answered"].click()
         return "audit"
-    raise AssertionError(f"a README cell this test does not know: {code[:80]}")
+    raise AssertionError(f"a guide cell this test does not know: {code[:80]}")
 
 
 def test_readme_aligned_walkthrough(tmp_path, monkeypatch, capsys):
     """The whole aligned-set walk-through (translation, caption MCQs, the text-only filter, exam OCR, the HinTel run,
-    CURVE calibration), executed as printed. The test adds only the input files the README tells the reader to bring
+    CURVE calibration), executed as printed. The test adds only the input files the guide tells the reader to bring
     and the services' endpoints (`AWS_ENDPOINT_URL`, `AZURE_TRANSLATOR_ENDPOINT`, `OPENAI_BASE_URL`,
-    `GOOGLE_GEMINI_BASE_URL`: one loopback server); reviewers click through the widgets the README's cells show."""
+    `GOOGLE_GEMINI_BASE_URL`: one loopback server); reviewers click through the widgets the guide's cells show."""
     from loopback_mt import MTLoopback, cipher
     from vlmlens.store import RunSet
     monkeypatch.chdir(tmp_path)

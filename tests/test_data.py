@@ -554,13 +554,15 @@ def test_tvqa_episodes_are_joined_where_the_hub_rows_name_them_and_only_those(tm
     assert [e.field for e in errors if IB_MOVIE[0] in e.message] == ["video_path_mp4"]               # the movie is not TVQA's
 
 
+GUIDE_BLOCKS = [("infinibench.md", "## Fetch a split from the hub")]
+
+
 def _readme_infinibench_walkthrough() -> list[str]:
-    "The README's InfiniBench split-by-split commands, as printed (comments dropped)."
-    import re
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    block = next(m.group(1) for m in re.finditer(r"```bash\n(.*?)```", text, re.S)
-                 if m.group(1).startswith("vlmlens data get infinibench --split validation"))
-    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+    "The InfiniBench guide's split-by-split commands (nbs/guides/infinibench.md), as printed (comments dropped)."
+    import guides
+    [block] = guides.blocks(*GUIDE_BLOCKS[0])
+    assert block.startswith("vlmlens data get infinibench --split validation")
+    return guides.commands(block)
 
 
 @pytest.mark.parametrize("split", ["validation", "test", "train"])

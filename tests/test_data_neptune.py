@@ -194,18 +194,17 @@ def test_unknown_release_and_unreachable_mirror_are_one_line(tmp_path, env):
     assert not (tmp_path / "data" / "curve" / "data.lock.json").exists()
 
 
+GUIDE_BLOCKS = [("minerva.md", "## Fetch CURVE and Minerva-Ego")]
+
+
 def _readme_neptune_commands() -> list[str]:
-    "The `Getting the data` block's lines for CURVE and Minerva-Ego, as printed (comments stripped)."
-    import re
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    sec = text[text.index("## Getting the data"):text.index("## Running evaluations")]
-    block = re.search(r"```bash\n(.*?)```", sec, re.S).group(1)
-    lines = [l.split("  #")[0].strip() for l in block.replace("\\\n", " ").splitlines()]
-    return [l for l in lines if l.startswith("vlmlens ") and re.search(r"\b(curve|minerva-ego)\b", l)]
+    "The MINERVA guide's commands for CURVE and Minerva-Ego (nbs/guides/minerva.md), as printed (comments stripped)."
+    import guides
+    return [c for b in guides.blocks(*GUIDE_BLOCKS[0]) for c in guides.commands(b)]
 
 
 def test_readme_data_walkthrough_for_curve_and_minerva_ego_runs_as_printed(tmp_path, env, server):
-    """Every README line for the two releases, run as printed; the test adds only where the services are (mirror
+    """Every guide line for the two releases, run as printed; the test adds only where the services are (mirror
     variables, the clients' base URLs), keys, and the user's HD-EPIC download in `~/HD-EPIC`."""
     import shlex
     cmds = _readme_neptune_commands()

@@ -1,5 +1,5 @@
 """The papers' model rosters in the registry: languages per paper (the gate), App. B.7 and MINERVA-Cultural presets
-applied when frames are unset, configuration checks, the ledger, the README table, and import hygiene (the registry and the
+applied when frames are unset, configuration checks, the ledger, the models guide's table, and import hygiene (the registry and the
 API backends load no torch/transformers; no registry <-> api cycle)."""
 import subprocess
 import sys
@@ -102,9 +102,9 @@ def test_the_ledger_records_each_papers_models():
     assert gem.status == "departure" and gem.switch
 
 
-def test_readme_lists_every_model():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert registry.roster_markdown() in readme, "README's ### Models table differs from registry.roster_markdown()"
+def test_models_guide_lists_every_model():
+    page = (ROOT / "nbs" / "guides" / "models.md").read_text(encoding="utf-8")
+    assert registry.roster_markdown() in page, "nbs/guides/models.md's table differs from registry.roster_markdown()"
 
 
 def test_sweep_files_name_registered_models():
