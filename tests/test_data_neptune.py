@@ -194,7 +194,7 @@ def test_unknown_release_and_unreachable_mirror_are_one_line(tmp_path, env):
     assert not (tmp_path / "data" / "curve" / "data.lock.json").exists()
 
 
-GUIDE_BLOCKS = [("minerva.md", "## Fetch CURVE and Minerva-Ego")]
+GUIDE_BLOCKS = [("minerva.md", "## Fetch CURVE and Minerva-Ego"), ("minerva.md", "## A served open model")]
 
 
 def _readme_neptune_commands() -> list[str]:
@@ -234,3 +234,28 @@ def test_readme_data_walkthrough_for_curve_and_minerva_ego_runs_as_printed(tmp_p
     assert runs["curve"].summary["benchmark_summary"]["by_locale"]["hi-IN"]["accuracy"] == 1.0
     assert runs["curve"].summary["overall"]["n"] == 3 and runs["curve"].config.judge == "gemini-2.5-flash"
     assert runs["minerva-ego"].summary["overall"]["accuracy"] == 1.0 and runs["minerva-ego"].summary["overall"]["n"] == 1
+
+
+def test_the_served_open_model_guide_runs_as_printed(tmp_path, env, server, monkeypatch, capsys):
+    """The MINERVA guide's served-model block, in this process: the release from the loopback mirror, the model
+    behind the loopback OpenAI-compatible server in place of `http://gpu-host:8000/v1`, the judge behind its Gemini API."""
+    import guides
+    from vlmlens.store import RunSet
+    _curve_files(tmp_path / "files")
+    [block] = guides.blocks(*GUIDE_BLOCKS[1])
+    assert "http://gpu-host:8000/v1" in block
+    monkeypatch.chdir(tmp_path)
+    server.responder = lambda call: (judge_reply(call) if call.model == "gemini-2.5-flash"
+                                     else "Answer: दिवाली" if "त्योहार" in call.text else "Answer: no idea")
+    for k in [k for k in os.environ if k.startswith("HF_") or k == "TRANSFORMERS_OFFLINE"]: monkeypatch.delenv(k)   # as the env fixture
+    with NeptuneServer(tmp_path / "empty", "x/y", files_root=tmp_path / "files") as srv:
+        for k, v in {**{k: v for k, v in env.items() if k.startswith(("VLMLENS_DATA", "HF_HOME", "OPENAI_COMPATIBLE"))},
+                     "VLMLENS_CURVE_URL": f"{srv.url}/files/curve.json", "VLMLENS_YOUTUBE_URL": f"{srv.url}/files/videos/{{id}}.mp4",
+                     "GOOGLE_GEMINI_BASE_URL": server.gemini_base_url, "GEMINI_API_KEY": "test-gemini-key.not-real.000000000000"}.items():
+            monkeypatch.setenv(k, v)
+        guides.run_commands(block.replace("http://gpu-host:8000/v1", server.openai_base_url))
+    [run] = RunSet.discover(tmp_path / "outputs").runs
+    assert run.config.model.startswith("openai-compatible:Qwen/Qwen2.5-VL-7B-Instruct@") and run.config.judge == "gemini-2.5-flash"
+    assert run.config.model_kwargs.get("video") == "native"                          # a Qwen-VL family served: frames as one video
+    assert run.summary["overall"]["n"] == 3 and run.summary["benchmark_summary"]["by_locale"]["hi-IN"]["accuracy"] == 1.0
+    assert "| all items |" in capsys.readouterr().out
