@@ -554,7 +554,7 @@ def test_tvqa_episodes_are_joined_where_the_hub_rows_name_them_and_only_those(tm
     assert [e.field for e in errors if IB_MOVIE[0] in e.message] == ["video_path_mp4"]               # the movie is not TVQA's
 
 
-GUIDE_BLOCKS = [("infinibench.md", "## Fetch a split from the hub")]
+GUIDE_BLOCKS = [("infinibench.md", "## Fetch a split from the hub"), ("data.md", "# Fetch the benchmarks' releases")]
 
 
 def _readme_infinibench_walkthrough() -> list[str]:
@@ -642,3 +642,33 @@ def test_get_repairs_damaged_files_and_refetches_rows_a_new_commit_changed_at_th
         assert out.returncode == 0, out.stderr[-2000:]
     assert (folder / "test" / "test.csv").read_bytes() == csv_path.read_bytes() != (repo / "test" / "test.csv").read_bytes()
     assert json.loads((folder / "data.lock.json").read_text())["revision"] == new
+
+
+def test_the_data_guide_runs_as_printed(tmp_path, env, ib_hub, server, monkeypatch):
+    """nbs/guides/data.md's block, in this process: the hub release from the loopback hub, MINERVA's file and videos from
+    a loopback mirror (yt-dlp through VLMLENS_YOUTUBE_URL), the user's TVQA copy in ~/tvqa and own downloads in
+    ~/my-yt-dlp-downloads, GPT-4o behind the loopback OpenAI server."""
+    import guides
+    from test_minerva import write_videos
+    from vlmlens.store import RunSet
+    ids = ["dQw4w9WgXcQ", "9bZkp7q19f0"]
+    _minerva(tmp_path / "files", ids)
+    write_videos(tmp_path / "files" / "videos", ids)                       # real, decodable videos in place of the stubs
+    home = tmp_path / "home"
+    _tvqa_copy(home / "tvqa")
+    mine = home / "my-yt-dlp-downloads"; mine.mkdir()
+    (mine / f"A match [{ids[0]}].mp4").write_bytes((tmp_path / "files" / "videos" / f"{ids[0]}.mp4").read_bytes())
+    [block] = guides.blocks(*GUIDE_BLOCKS[1])
+    monkeypatch.chdir(tmp_path)
+    for k in [k for k in os.environ if k.startswith("HF_") or k == "TRANSFORMERS_OFFLINE"]: monkeypatch.delenv(k)
+    server.responder = lambda call: "Answer: B"
+    with HubServer(tmp_path / "empty", REPO, files_root=tmp_path / "files") as srv:
+        for k, v in {"VLMLENS_DATA": env["VLMLENS_DATA"], "HF_HOME": env["HF_HOME"], "HF_ENDPOINT": ib_hub.url, "HOME": str(home),
+                     "VLMLENS_MINERVA_URL": f"{srv.url}/files/minerva.json", "VLMLENS_YOUTUBE_URL": f"{srv.url}/files/videos/{{id}}.mp4",
+                     "OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": "test-openai-key.not-real.000000000000"}.items():
+            monkeypatch.setenv(k, v)
+        ran = guides.run_commands(block)
+    assert len(ran) == 10 and ran[-1].startswith("vlmlens run --benchmark minerva")
+    [run] = RunSet.discover(tmp_path / "outputs").runs
+    assert run.summary["overall"]["n"] == 2 and run.summary["overall"]["n_errors"] == 0 and run.summary["overall"]["accuracy"] == 1.0
+    assert run.info["dataset"]["address"] == f"{srv.url}/files/minerva.json"

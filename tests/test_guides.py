@@ -20,9 +20,6 @@ GUIDE_BLOCKS = [("running.md", "## Run, rescore, report"), ("view_compare.md", N
 NOT_RUN = {
     ("running.md", "# a papermill sweep: models × languages × frames …, one executed notebook per run"):
         "six papermill kernels, about 4 minutes on 2 CPUs (tests/test_sweep.py runs `vlmlens sweep` on a smaller demo grid)",
-    ("data.md", "vlmlens data list                                    # each release: where it lives, licence, size, what it needs, what is here"):
-        "the general fetch block over every release; its CURVE, Minerva-Ego and InfiniBench commands run as printed "
-        "in minerva.md and infinibench.md (tests/test_data_neptune.py, tests/test_data.py)",
     ("hintel.md", "vlmlens sweep evalnb/sweeps/hintel.yaml     # the paper's roster × en/hi/te (standard)"):
         "the paper's roster: paid API models and local models of 4-27B parameters",
     ("infinibench.md", "vlmlens run --benchmark infinibench --data-path rows.json --split validation --model qwen2.5-vl-7b \\"):
