@@ -14,7 +14,7 @@ import guides
 from guides import blocks, run_commands, unrun_blocks
 
 GUIDE_BLOCKS = [("running.md", "## Run, rescore, report"), ("view_compare.md", None), ("hintel.md", "## Evaluate an API model"),
-                ("infinibench.md", "## Scoring and protocols")]
+                ("infinibench.md", "## Scoring and protocols"), ("reports.md", "## A run beside the paper")]
 
 # (page, first line of the block): why no test runs it. Keep this short; a test that runs a block removes it here.
 NOT_RUN = {
@@ -120,3 +120,16 @@ def test_infinibench_offline_guide_line_runs_as_printed(tmp_path, monkeypatch, c
     run_commands(block)
     [summary] = list((tmp_path / "outputs").rglob("summary.json"))
     assert json.loads(summary.read_text())["overall"]["n"] == 3
+
+
+def test_reports_guide_runs_as_printed(tmp_path, monkeypatch, capsys, server):
+    "A synthetic HinTel run of GPT-4.1 (loopback), as LaTeX and beside the paper, as reports.md prints it."
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-openai-key.not-real.000000000000")
+    server.responder = lambda call: "1" if "semantically similar" in call.text else None
+    [block] = blocks("reports.md", "## A run beside the paper")
+    run_commands(block)
+    out = capsys.readouterr().out
+    assert "\\begin{table" in out and "\\toprule" in out                # the LaTeX report
+    assert "HinTel Table 3" in out and "not the paper's items" in out      # ours beside the paper, no verdict on synthetic items
