@@ -24,13 +24,13 @@ from .core import RunConfig, as_bool, cache_root, file_sha256, sha256_json, utc_
 from .readers import read_records
 
 # %% auto #0
-__all__ = ['SPLIT_ALIASES', 'RELEASES', 'DISCOVER', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED', 'VIDEO_MAP', 'CHUNK', 'YOUTUBE_URL',
-           'PREPARE_OPTIONS', 'Release', 'split_name', 'register_release', 'releases', 'data_root', 'release_dir',
-           'release', 'data_files', 'read_lock', 'write_lock', 'damage', 'verify', 'need', 'Offline', 'is_offline',
-           'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub', 'release_split', 'url_variable', 'fetch_file',
-           'check_limit', 'videos_fetched', 'get', 'default_data_path', 'provenance', 'release_of', 'text_encoding',
-           'split_rows', 'read_rows', 'resolve_data_path', 'check_intact', 'list_releases', 'unpack_parts', 'prepare',
-           'add_parser', 'main']
+__all__ = ['SPLIT_ALIASES', 'DISCOVER', 'RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED', 'VIDEO_MAP', 'CHUNK', 'YOUTUBE_URL',
+           'PREPARE_OPTIONS', 'Release', 'split_name', 'Releases', 'register_release', 'releases', 'data_root',
+           'release_dir', 'release', 'data_files', 'read_lock', 'write_lock', 'damage', 'verify', 'need', 'Offline',
+           'is_offline', 'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub', 'release_split', 'url_variable',
+           'fetch_file', 'check_limit', 'videos_fetched', 'get', 'default_data_path', 'provenance', 'release_of',
+           'text_encoding', 'split_rows', 'read_rows', 'resolve_data_path', 'check_intact', 'list_releases',
+           'unpack_parts', 'prepare', 'add_parser', 'main']
 
 # %% ../nbs/06_data.ipynb #7b8e7500
 @dataclass(frozen=True)
@@ -63,8 +63,22 @@ def split_name(split) -> str | None:
     return SPLIT_ALIASES.get(s, s) or None
 
 # %% ../nbs/06_data.ipynb #5a2a3aa3
-RELEASES: dict[str, Release] = {}                        # filled by the benchmarks' modules when they are imported
 DISCOVER = "vlmlens.benchmarks.base:benchmark_modules"   # imports the modules of known benchmarks (own, plugin folders, entry points)
+
+class Releases(dict):
+    "Releases by benchmark name; indexed (or `get`) by a name it has not seen, it first imports that benchmark's module."
+    def discover(self, *names):
+        mod, _, fn = DISCOVER.partition(":")
+        getattr(importlib.import_module(mod), fn)(*names)
+    def __missing__(self, name):
+        self.discover(name)
+        if dict.__contains__(self, name): return dict.__getitem__(self, name)
+        raise KeyError(name)
+    def get(self, name, default=None):
+        try: return self[name]
+        except KeyError: return default
+
+RELEASES = Releases()                                    # filled by the benchmarks' modules when they are imported
 
 def register_release(rel: Release) -> Release:
     "Declare `rel` (a benchmark's module does this when it is imported); a cited release enters the fidelity ledger."
@@ -77,9 +91,7 @@ def register_release(rel: Release) -> Release:
 
 def releases(*names: str) -> dict[str, Release]:
     "The declared releases, once the modules of the benchmarks `names` (default: every known benchmark) are imported."
-    if not names or any(n not in RELEASES for n in names):
-        mod, _, fn = DISCOVER.partition(":")
-        getattr(importlib.import_module(mod), fn)(*names)
+    if not names or any(n not in RELEASES for n in names): RELEASES.discover(*names)
     return RELEASES
 
 # %% ../nbs/06_data.ipynb #793af850
