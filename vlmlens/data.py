@@ -44,7 +44,7 @@ class Release:
     needs: str
     splits: tuple = ()          # hub folders; the first is the default
     files: tuple = ()           # hub glob patterns of the annotations, `{split}` filled in
-    videos: tuple = ()          # hub glob patterns of the videos, ("youtube",), or ("hd-epic",) (the user's own copy)
+    videos: tuple = ()          # hub glob patterns of the videos, ("youtube",), or ("own",): the user's own copy, never fetched
     data_file: str = ""         # what `--data-path` defaults to, relative to the release folder
     consent: str = ""           # terms shown before the videos are first fetched; accepted with --accept-license
     revision: str = "main"         # hub revision, or the commit a `{revision}` in `location` is filled with
@@ -339,9 +339,8 @@ def get(benchmark: str, split: str | None = None, videos: bool = False, accept_l
     if rel.source == "none": raise ValueError(f"{benchmark} has no fetchable release ({rel.location}); pass --data-path to your copy")
     if revision and rel.source != "hub": raise ValueError(f"--revision: only for releases on the hub, not {benchmark}")
     split, folder = release_split(rel, split), release_dir(benchmark)
-    if videos and rel.videos == ("hd-epic",):
-        raise ValueError(f"{benchmark}: vlmlens does not fetch HD-EPIC's videos: download them with HD-EPIC's downloader "
-                         f"(--videos), then run `vlmlens data prepare {benchmark} --videos DIR --accept-license`")
+    if videos and rel.videos == ("own",):
+        raise ValueError(f"{benchmark}: vlmlens does not fetch its videos; they are {rel.needs}")
     check_limit(rel, videos, limit)
     if is_offline(): raise Offline(f"offline mode (HF_HUB_OFFLINE): cannot fetch {benchmark}; unset it, or pass --data-path")
     if videos: check_consent(rel, folder, accept_license)

@@ -206,7 +206,7 @@ def map_videos(data_file, videos_dir, dest=None, benchmark: str = "minerva") -> 
     "Write `video_map.csv` for the videos of a MINERVA-style JSON found in `videos_dir`; `{map, mapped, missing: {id: reason}}`."
     import csv
     data_file, videos_dir, b = Path(data_file), Path(videos_dir).expanduser(), benchmark
-    own = getattr(data.releases(b).get(b), "videos", ()) == ("hd-epic",)          # the user's own copy: nothing was ever fetched
+    own = getattr(data.releases(b).get(b), "videos", ()) == ("own",)          # the user's own copy: nothing was ever fetched
     if not data_file.is_file(): raise FileNotFoundError(f"{b}: no {data_file.name} in {data_file.parent}: run `vlmlens data get {b}` first")
     if not videos_dir.is_dir():
         how = ("pass --videos DIR (your HD-EPIC copy)" if own else f"run `vlmlens data get {b} --videos --accept-license` or pass --videos DIR")
@@ -232,7 +232,7 @@ def map_videos(data_file, videos_dir, dest=None, benchmark: str = "minerva") -> 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #e0c4a0f3
 def prepare_videos(rel, folder, split=None, progress: bool = True, videos=None, accept_license: bool = False, **_) -> dict:
     "`vlmlens data prepare` for MINERVA, CURVE and Minerva-Ego: the video map of the fetched videos, or of the user's folder (`videos`)."
-    if rel.videos == ("hd-epic",) and (Path(folder) / rel.data_file).is_file(): data.check_consent(rel, folder, accept_license)
+    if rel.videos == ("own",) and (Path(folder) / rel.data_file).is_file(): data.check_consent(rel, folder, accept_license)
     return map_videos(Path(folder) / rel.data_file, videos or Path(folder) / "videos", benchmark=rel.benchmark)
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #e0c4a0f5
@@ -254,7 +254,7 @@ NEPTUNE_RELEASES = tuple(data.register_release(r) for r in (
                  "annotations: CC BY 4.0 (google-deepmind/neptune); videos: HD-EPIC, under HD-EPIC's own terms",
                  "JSON; 1,160 five-way questions over HD-EPIC videos (HD-EPIC's videos: 115.5 GB)",
                  "your HD-EPIC copy (HD-EPIC's downloader, --videos), mapped by `vlmlens data prepare minerva-ego --videos DIR`",
-                 videos=("hd-epic",), data_file="minerva-ego_20260205.json", revision="95ee29048c6ebac478884e4e1bc698f8779820a3",
+                 videos=("own",), data_file="minerva-ego_20260205.json", revision="95ee29048c6ebac478884e4e1bc698f8779820a3",
                  consent="Minerva-Ego's videos are HD-EPIC recordings (University of Bristol, https://hd-epic.github.io/), "
                  "distributed by HD-EPIC under its own terms; you download them yourself with HD-EPIC's downloader, and by "
                  "mapping them you confirm that you accepted HD-EPIC's terms and use them for research evaluation only.",
