@@ -341,6 +341,8 @@ def get(benchmark: str, split: str | None = None, videos: bool = False, accept_l
     split, folder = release_split(rel, split), release_dir(benchmark)
     if videos and rel.videos == ("own",):
         raise ValueError(f"{benchmark}: vlmlens does not fetch its videos; they are {rel.needs}")
+    if videos and rel.videos == ("youtube",) and rel.video_ids is None:
+        raise ValueError(f"{benchmark}: its release names YouTube videos but declares no video_ids to read them from its rows")
     check_limit(rel, videos, limit)
     if is_offline(): raise Offline(f"offline mode (HF_HUB_OFFLINE): cannot fetch {benchmark}; unset it, or pass --data-path")
     if videos: check_consent(rel, folder, accept_license)
