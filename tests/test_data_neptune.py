@@ -259,3 +259,60 @@ def test_the_served_open_model_guide_runs_as_printed(tmp_path, env, server, monk
     assert run.config.model_kwargs.get("video") == "native"                          # a Qwen-VL family served: frames as one video
     assert run.summary["overall"]["n"] == 3 and run.summary["benchmark_summary"]["by_locale"]["hi-IN"]["accuracy"] == 1.0
     assert "| all items |" in capsys.readouterr().out
+
+
+def test_a_subset_fetch_gets_the_first_questions_videos_and_a_full_fetch_completes_it(tmp_path, env, server):
+    "`data get curve --videos --limit 1`: only the first question's video; the lock, `verify` and `list` say it is a subset; a run of that question finds it."
+    from vlmlens.store import RunSet
+    _curve_files(tmp_path / "files")
+    folder = tmp_path / "data" / "curve"
+    with NeptuneServer(tmp_path / "empty", "x/y", files_root=tmp_path / "files") as srv:
+        e = {**env, "VLMLENS_CURVE_URL": f"{srv.url}/files/curve.json", "VLMLENS_YOUTUBE_URL": f"{srv.url}/files/videos/{{id}}.mp4"}
+        bad = _cli(["data", "get", "curve", "--limit", "1", "--no-progress"], e)
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "only with --videos" in bad.stderr, bad.stderr
+        out = _cli(["data", "get", "curve", "--videos", "--limit", "1", "--accept-license", "--no-progress"], e)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert "the videos of the first 1 questions" in out.stdout
+        assert sorted(p.name for p in (folder / "videos").iterdir()) == ["dQw4w9WgXcQ.mp4"]      # the first row's video only
+        assert not any("9bZkp7q19f0" in path or "kJQP7kiw5Fk" in path for _, path, _ in srv.requests)
+        lock = json.loads((folder / "data.lock.json").read_text())
+        assert lock["videos"] == {"questions": 1, "videos": 1, "of": 3}
+        v = _cli(["data", "verify", "curve"], env)
+        assert v.returncode == 1 and "only those of the first 1 questions (1 of 3 videos)" in v.stderr, v.stderr
+        assert "the videos of the first 1 questions only" in _cli(["data", "list"], env).stdout
+
+        url = server.openai_base_url
+        server.responder = lambda call: judge_reply(call) if call.model == "judge" else "Answer: दिवाली"
+        r = _cli(["run", "--benchmark", "curve", "--model", f"openai-compatible:student@{url}", "--judge",
+                  f"openai-compatible:judge@{url}", "--judge-kwarg", "k=1", "--frames", "2", "--limit", "1", "--output-root",
+                  str(tmp_path / "out"), "--run-name", "first", "--no-progress", "--model-kwarg", "cache=false"], env)
+        assert r.returncode == 0, r.stderr[-3000:]
+        s = RunSet.discover(tmp_path / "out").runs[0].summary
+        assert s["overall"]["n"] == 1 and s["benchmark_summary"]["by_locale"]["hi-IN"]["accuracy"] == 1.0    # its video was found
+
+        again = _cli(["data", "get", "curve", "--videos", "--accept-license", "--no-progress"], e)   # the rest, no --limit
+        assert again.returncode == 0, again.stderr[-2000:]
+        assert len(list((folder / "videos").iterdir())) == 3
+        assert json.loads((folder / "data.lock.json").read_text())["videos"] == {"questions": "all", "videos": 3, "of": 3}
+        assert _cli(["data", "verify", "curve"], env).returncode == 0
+        smaller = _cli(["data", "get", "curve", "--videos", "--limit", "1", "--accept-license", "--no-progress"], e)
+        assert smaller.returncode == 0 and json.loads((folder / "data.lock.json").read_text())["videos"]["questions"] == "all"
+        ib = _cli(["data", "get", "infinibench", "--videos", "--limit", "2", "--accept-license"], e)
+        assert ib.returncode == 2 and "not fetched per question" in ib.stderr and len(ib.stderr.strip().splitlines()) == 1
+
+
+def test_a_release_is_found_from_plain_python_in_a_fresh_interpreter(tmp_path, env):
+    "`vlmlens.data` names no benchmark: asked for one, it imports that benchmark's module, whose import declares the release."
+    _curve_files(tmp_path / "files")
+    code = ("import sys, vlmlens.data as d\n"
+            "assert not any(m.startswith('vlmlens.benchmarks') for m in sys.modules), 'imported before asked'\n"
+            "out = d.get('curve', progress=False)\n"
+            "print(out['lock']['benchmark'], sorted(out['lock']['files']), 'vlmlens.benchmarks.infinibench' in sys.modules)\n"
+            "print(sorted(d.releases()))\n")
+    with NeptuneServer(tmp_path / "empty", "x/y", files_root=tmp_path / "files") as srv:
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                           env={**env, "VLMLENS_CURVE_URL": f"{srv.url}/files/curve.json"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    first, second = r.stdout.splitlines()
+    assert first == "curve ['curve.json'] False"                     # only CURVE's own module was imported for it
+    assert second == "['curve', 'hintel', 'infinibench', 'minerva', 'minerva-ego']"

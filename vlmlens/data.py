@@ -8,34 +8,34 @@ from __future__ import annotations
 import codecs
 import csv
 import dataclasses
+import importlib
 import io
 import json
 import os
 import re
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from . import fidelity, media
 from .core import RunConfig, as_bool, cache_root, file_sha256, sha256_json, utc_now
 from .readers import read_records
 
 # %% auto #0
-__all__ = ['INFINIBENCH_REVISION', 'SPLIT_ALIASES', 'NEPTUNE_RELEASES', 'RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED',
-           'VIDEO_MAP', 'CHUNK', 'YOUTUBE_URL', 'TVQA_FPS', 'Release', 'split_name', 'data_root', 'release_dir',
-           'release', 'data_files', 'read_lock', 'write_lock', 'damage', 'verify', 'need', 'Offline', 'is_offline',
-           'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub', 'url_variable', 'fetch_file', 'get',
-           'default_data_path', 'provenance', 'text_encoding', 'split_rows', 'read_rows', 'resolve_data_path',
-           'check_intact', 'list_releases', 'unpack_parts', 'tvqa_clip', 'tvqa_episodes', 'write_episode',
-           'episode_subtitles', 'episode_paths', 'assemble_episode', 'prepare_tvqa', 'map_videos', 'prepare',
-           'add_parser', 'main']
+__all__ = ['SPLIT_ALIASES', 'DISCOVER', 'RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED', 'VIDEO_MAP', 'CHUNK', 'YOUTUBE_URL',
+           'PREPARE_OPTIONS', 'Release', 'split_name', 'Releases', 'register_release', 'releases', 'data_root',
+           'release_dir', 'release', 'data_files', 'read_lock', 'write_lock', 'damage', 'verify', 'need', 'Offline',
+           'is_offline', 'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub', 'release_split', 'url_variable',
+           'fetch_file', 'check_limit', 'videos_fetched', 'get', 'default_data_path', 'provenance', 'release_of',
+           'text_encoding', 'split_rows', 'read_rows', 'resolve_data_path', 'check_intact', 'list_releases',
+           'unpack_parts', 'prepare', 'add_parser', 'main']
 
 # %% ../nbs/06_data.ipynb #7b8e7500
 @dataclass(frozen=True)
 class Release:
-    "Where one benchmark's official data lives, under which terms, and which file its loader reads."
+    "Where one benchmark's official data lives, under which terms, which file its loader reads, and how its videos are put in place."
     benchmark: str
     source: str                 # "hub" (Hugging Face dataset), "https" (one file + YouTube ids) or "none"
     location: str               # hub repo id, file URL, or the page that announces the release
@@ -44,14 +44,17 @@ class Release:
     needs: str
     splits: tuple = ()          # hub folders; the first is the default
     files: tuple = ()           # hub glob patterns of the annotations, `{split}` filled in
-    videos: tuple = ()          # hub glob patterns of the videos, ("youtube",), or ("hd-epic",) (the user's own copy)
+    videos: tuple = ()          # hub glob patterns of the videos, ("youtube",), or ("own",): the user's own copy, never fetched
     data_file: str = ""         # what `--data-path` defaults to, relative to the release folder
     consent: str = ""           # terms shown before the videos are first fetched; accepted with --accept-license
     revision: str = "main"         # hub revision, or the commit a `{revision}` in `location` is filled with
     packaged: tuple = ()        # (benchmark_kwarg, value) pairs under which the benchmark reads data shipped with vlmlens
+    citation: str = ""          # where the address, licence and layout are published (the fidelity ledger's source)
+    prepare: Any = field(default=None, compare=False)    # prepare(rel, folder, split=, progress=, accept_license=, **options) -> dict
+    options: tuple = ()         # the `data prepare` options its `prepare` takes: "videos", "tvqa_clips", "tvqa_subtitles", "out"
+    video_ids: Any = field(default=None, compare=False)  # video_ids(data_file, limit=None): the YouTube ids its first `limit` questions need, in run order
 
 # %% ../nbs/06_data.ipynb #eea444d2
-INFINIBENCH_REVISION = "73fead8"           # Vision-CAIR/InfiniBench hub commit (the hub resolves a commit prefix)
 SPLIT_ALIASES = {"dev": "validation"}      # the validation rows' own name for their split
 
 def split_name(split) -> str | None:
@@ -59,57 +62,37 @@ def split_name(split) -> str | None:
     s = str(split or "").strip().lower()
     return SPLIT_ALIASES.get(s, s) or None
 
-# %% ../nbs/06_data.ipynb #e0c4a1f1
-NEPTUNE_RELEASES = (
-    Release("curve", "https", "https://storage.googleapis.com/neptunedata/curve.json",
-            "annotations: CC BY 4.0 (google-deepmind/neptune); videos: YouTube, their owners' rights",
-            "JSON; ~2,200 questions in 18 locales over 540 YouTube videos of 1 min to over 1 h",
-            "the YouTube videos (--videos, yt-dlp)", videos=("youtube",), data_file="curve.json",
-            consent="MINERVA-Cultural's (CURVE's) videos are YouTube videos owned by their uploaders; vlmlens fetches "
-            "them with yt-dlp for research evaluation only; you are responsible for complying with YouTube's terms of service."),
-    Release("minerva-ego", "https", "https://raw.githubusercontent.com/google-deepmind/neptune/{revision}/minerva-ego_20260205.json",
-            "annotations: CC BY 4.0 (google-deepmind/neptune); videos: HD-EPIC, under HD-EPIC's own terms",
-            "JSON; 1,160 five-way questions over HD-EPIC videos (HD-EPIC's videos: 115.5 GB)",
-            "your HD-EPIC copy (HD-EPIC's downloader, --videos), mapped by `vlmlens data prepare minerva-ego --videos DIR`",
-            videos=("hd-epic",), data_file="minerva-ego_20260205.json", revision="95ee29048c6ebac478884e4e1bc698f8779820a3",
-            consent="Minerva-Ego's videos are HD-EPIC recordings (University of Bristol, https://hd-epic.github.io/), "
-            "distributed by HD-EPIC under its own terms; you download them yourself with HD-EPIC's downloader, and by "
-            "mapping them you confirm that you accepted HD-EPIC's terms and use them for research evaluation only."),
-)
-
 # %% ../nbs/06_data.ipynb #5a2a3aa3
-RELEASES = {r.benchmark: r for r in (
-    Release("infinibench", "hub", "Vision-CAIR/InfiniBench", "annotations: BSD 3-Clause (Vision-CAIR/Infinibench "
-            "LICENSE.md); videos: TVQA and MovieNet terms (research use)", "videos: test ~12 GB, validation 11.9 GB, train 92 GB; "
-            "questions: 6,006 / 5,137 / 76,475 (the rows a few MB)",
-            "videos for video modalities (--videos, or your own TVQA copy joined by prepare --tvqa-clips)", ("test", "validation", "train"),
-            ("{split}/*.csv", "{split}/skills_json/*.json"), ("{split}/{split}_videos.tar.gz.part_*",), "{split}",
-            "InfiniBench's videos are preprocessed TVQA episodes (UNC, research use only, see "
-            "https://nlp.cs.unc.edu/data/jielei/tvqa/tvqa_public_html/download_tvqa.html) and MovieNet movies "
-            "(https://movienet.github.io/, research use); by fetching them you accept those datasets' terms.",
-            revision=INFINIBENCH_REVISION, packaged=(("source", "real_text"),)),
-    Release("minerva", "https", "https://storage.googleapis.com/neptunedata/minerva.json",
-            "annotations: CC BY 4.0 (google-deepmind/neptune); videos: YouTube, their owners' rights",
-            "JSON ~3 MB; ~1.5K questions over YouTube videos of 2 min to 1.5 h", "the YouTube videos (--videos, yt-dlp)",
-            videos=("youtube",), data_file="minerva.json",
-            consent="MINERVA's videos are YouTube videos owned by their uploaders; vlmlens fetches them with yt-dlp "
-            "for research evaluation only; you are responsible for complying with YouTube's terms of service."),
-    *NEPTUNE_RELEASES,
-    Release("hintel", "none", "HinTel-AlignBench paper (no fetchable release address found)",
-            "VQAv2, VAANI, CLEVR-Math CC BY 4.0; RealWorldQA CC BY-ND 4.0; JEE CC BY-NC 4.0 (paper, A.5)", "-",
-            "the canonical <root>/<subset>/<lang>.jsonl layout (--data-path)"),
-)}
+DISCOVER = "vlmlens.benchmarks.base:benchmark_modules"   # imports the modules of known benchmarks (own, plugin folders, entry points)
 
-_CITED = {"infinibench": "Vision-CAIR/Infinibench README.md, 'Download The Benchmark'; hub commit " + INFINIBENCH_REVISION +
-                         " (test/test.csv, validation/skills_json/*.json, train/train.csv; sizes and counts from the dataset card)",
-          "minerva": "google-deepmind/neptune README.md, MINERVA ('a json file that contains the YouTube IDs and annotations')",
-          "curve": "google-deepmind/neptune README.md @bdde4b1, Minerva-cultural ('Downloading the Data': curve.json)",
-          "minerva-ego": "google-deepmind/neptune README.md @bdde4b1, Minerva-Ego ('Downloading the Data'); file added in 95ee290",
-          "hintel": "HinTel-AlignBench paper, A.5 Licenses"}
-for _r in RELEASES.values():
-    if _r.benchmark not in _CITED: continue        # an uncited release is refused when used (`release`), not at import
-    fidelity.record(_r.benchmark, "official data release", "data", f"{_r.location}; {_CITED[_r.benchmark]}",
-                    "official" if _r.source != "none" else "reading", f"licence: {_r.licence}; needs: {_r.needs}")
+class Releases(dict):
+    "Releases by benchmark name; indexed (or `get`) by a name it has not seen, it first imports that benchmark's module."
+    def discover(self, *names):
+        mod, _, fn = DISCOVER.partition(":")
+        getattr(importlib.import_module(mod), fn)(*names)
+    def __missing__(self, name):
+        self.discover(name)
+        if dict.__contains__(self, name): return dict.__getitem__(self, name)
+        raise KeyError(name)
+    def get(self, name, default=None):
+        try: return self[name]
+        except KeyError: return default
+
+RELEASES = Releases()                                    # filled by the benchmarks' modules when they are imported
+
+def register_release(rel: Release) -> Release:
+    "Declare `rel` (a benchmark's module does this when it is imported); a cited release enters the fidelity ledger."
+    if not isinstance(rel, Release): raise ValueError(f"register a vlmlens.data.Release, not {type(rel).__name__}")
+    RELEASES[rel.benchmark] = rel
+    if rel.citation:
+        fidelity.record(rel.benchmark, "official data release", "data", f"{rel.location}; {rel.citation}",
+                        "official" if rel.source != "none" else "reading", f"licence: {rel.licence}; needs: {rel.needs}")
+    return rel
+
+def releases(*names: str) -> dict[str, Release]:
+    "The declared releases, once the modules of the benchmarks `names` (default: every known benchmark) are imported."
+    if not names or any(n not in RELEASES for n in names): RELEASES.discover(*names)
+    return RELEASES
 
 # %% ../nbs/06_data.ipynb #793af850
 LOCK, REPORT, ACCEPTED = "data.lock.json", "videos_report.json", "accepted.json"
@@ -127,9 +110,10 @@ def release_dir(benchmark: str) -> Path:
 
 def release(benchmark: str) -> Release:
     "The release of `benchmark`; a ValueError naming the known ones otherwise."
-    if benchmark not in RELEASES: raise ValueError(f"no data release known for {benchmark!r}; known: {', '.join(sorted(RELEASES))}")
-    if benchmark not in _CITED:
-        raise ValueError(f"the {benchmark} data release cites no source: add data._CITED[{benchmark!r}] (where its address, "
+    if benchmark not in releases(benchmark):
+        raise ValueError(f"no data release known for {benchmark!r}; known: {', '.join(sorted(releases()))}")
+    if not RELEASES[benchmark].citation:
+        raise ValueError(f"the {benchmark} data release cites no source: give its Release a citation (where its address, "
                          "licence and layout are published) before fetching it")
     return RELEASES[benchmark]
 
@@ -161,7 +145,7 @@ def write_lock(folder, rel: Release, revision: str | None, split: str | None = N
     splits = sorted({f.split("/")[0] for f in files} & set(rel.splits), key=rel.splits.index)
     lock = {"benchmark": rel.benchmark, "source": rel.source, "location": rel.location, "revision": revision,
             "split": split, "splits": splits, "date": utc_now(), "files": files,
-            **{k: prior[k] for k in ("address", "requested_revision") if k in prior}, **where,
+            **{k: prior[k] for k in ("address", "requested_revision", "videos") if k in prior}, **where,
             "digest": sha256_json({f: [v["sha256"], v["size"]] for f, v in files.items()})}
     (folder / LOCK).write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
     return lock
@@ -184,6 +168,10 @@ def verify(folder) -> list[str]:
     if lock is None: raise FileNotFoundError(f"{folder}: no {LOCK} (fetch it with `vlmlens data get`)")
     bad = [f"{f}: {why}" for f in sorted(lock["files"]) if (why := damage(folder, f, lock))]
     bad += [f"{f}: not in the lock (added after the download)" for f in data_files(folder) if f not in lock["files"]]
+    v = lock.get("videos") or {}
+    if isinstance(v.get("questions"), int):                       # `get --videos --limit N`: a subset, not the release
+        bad.append(f"videos/: only those of the first {v['questions']} questions ({v['videos']} of {v['of']} videos); "
+                   f"fetch the rest with `vlmlens data get {lock['benchmark']} --videos`")
     return bad
 
 # %% ../nbs/06_data.ipynb #70496cf0
@@ -306,16 +294,8 @@ def fetch_hub(rel: Release, split: str, videos: bool, folder, progress: bool = T
     return {"revision": sha, "requested_revision": asked, "address": f"{api.endpoint}/datasets/{rel.location}/tree/{sha}"}
 
 # %% ../nbs/06_data.ipynb #f3a61189
-def _youtube_ids(path) -> list[str]:
-    "The YouTube ids a MINERVA-style JSON list names (`video_id`: a bare id or a watch URL)."
-    out = []
-    for r in json.loads(Path(path).read_text(encoding="utf-8")):
-        v = str((r or {}).get("video_id") or "").strip()
-        m = re.search(r"(?:v=|youtu\.be/|shorts/)([\w-]{11})", v)
-        if v: out.append(m.group(1) if m else v)
-    return list(dict.fromkeys(out))
-
-def _split(rel: Release, split: str | None) -> str | None:
+def release_split(rel: Release, split: str | None) -> str | None:
+    "The split of `rel` that `split` names (its first split when None; None for a release without splits); a ValueError otherwise."
     if not rel.splits and split_name(split) not in (None, "all"):
         raise ValueError(f"--split {split}: {rel.benchmark}'s release is one file with no splits; leave --split out")
     if not rel.splits: return None
@@ -335,17 +315,35 @@ def fetch_file(rel: Release, folder, progress: bool = True) -> tuple:
     tag, address = fetch_https(url.replace("{revision}", rel.revision), Path(folder) / rel.data_file, progress=progress)
     return (rel.revision if pinned else tag), address
 
+# %% ../nbs/06_data.ipynb #e0c4a1fc
+def check_limit(rel: Release, videos: bool, limit) -> None:
+    "Refuse (one line) a `--limit` that cannot pick a subset of `rel`'s videos."
+    if limit is None: return
+    if not videos: raise ValueError(f"--limit {limit}: only with --videos (it fetches the videos of the first {limit} questions)")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1: raise ValueError(f"--limit {limit}: a positive number of questions")
+    if rel.video_ids is None:
+        raise ValueError(f"--limit: {rel.benchmark}'s videos are not fetched per question ({', '.join(rel.videos)}); fetch them whole")
+
+def videos_fetched(prior: dict | None, limit: int | None, n: int, of: int) -> dict:
+    "The lock's record of a video fetch: whose questions (`questions`: N or 'all'), `videos` fetched for them, `of` in all; a larger earlier fetch stands."
+    old = (prior or {}).get("videos") or {}
+    q = old.get("questions")
+    if limit is not None and (q == "all" or isinstance(q, int) and q >= limit): return old
+    return {"questions": "all" if limit is None else int(limit), "videos": n, "of": of}
+
 # %% ../nbs/06_data.ipynb #f88cf6d9
 def get(benchmark: str, split: str | None = None, videos: bool = False, accept_license: bool = False,
-        progress: bool = True, revision: str | None = None) -> dict:
-    "Fetch (or complete) a benchmark's release into `release_dir(benchmark)` (hub: at `revision`, default the pinned one); `{folder, lock, failed}`."
+        progress: bool = True, revision: str | None = None, limit: int | None = None) -> dict:
+    "Fetch (or complete) a benchmark's release into `release_dir(benchmark)` (hub: at `revision`, default the pinned one; `limit`: only the videos of the first `limit` questions); `{folder, lock, failed}`."
     rel = release(benchmark)
     if rel.source == "none": raise ValueError(f"{benchmark} has no fetchable release ({rel.location}); pass --data-path to your copy")
     if revision and rel.source != "hub": raise ValueError(f"--revision: only for releases on the hub, not {benchmark}")
-    split, folder = _split(rel, split), release_dir(benchmark)
-    if videos and rel.videos == ("hd-epic",):
-        raise ValueError(f"{benchmark}: vlmlens does not fetch HD-EPIC's videos: download them with HD-EPIC's downloader "
-                         f"(--videos), then run `vlmlens data prepare {benchmark} --videos DIR --accept-license`")
+    split, folder = release_split(rel, split), release_dir(benchmark)
+    if videos and rel.videos == ("own",):
+        raise ValueError(f"{benchmark}: vlmlens does not fetch its videos; they are {rel.needs}")
+    if videos and rel.videos == ("youtube",) and rel.video_ids is None:
+        raise ValueError(f"{benchmark}: its release names YouTube videos but declares no video_ids to read them from its rows")
+    check_limit(rel, videos, limit)
     if is_offline(): raise Offline(f"offline mode (HF_HUB_OFFLINE): cannot fetch {benchmark}; unset it, or pass --data-path")
     if videos: check_consent(rel, folder, accept_license)
     where, existed = {}, folder.exists()
@@ -357,15 +355,17 @@ def get(benchmark: str, split: str | None = None, videos: bool = False, accept_l
         raise
     failed = {}
     if videos and rel.videos == ("youtube",):
-        failed = fetch_youtube(_youtube_ids(folder / rel.data_file), folder / "videos", progress=progress)
+        ids, every = rel.video_ids(folder / rel.data_file, limit), rel.video_ids(folder / rel.data_file)
+        failed = fetch_youtube(ids, folder / "videos", progress=progress)
         (folder / REPORT).write_text(json.dumps({"date": utc_now(),
                                                  "failed": failed}, indent=1, sort_keys=True) + "\n")
+        where["videos"] = videos_fetched(read_lock(folder), limit, len(ids), len(every))
     return {"folder": folder, "lock": write_lock(folder, rel, revision, split, **where), "failed": failed}
 
 # %% ../nbs/06_data.ipynb #a886d9c2
 def default_data_path(benchmark: str, split: str | None = None) -> Path | None:
     "The fetched release's data file for `benchmark` (and split), or None."
-    rel = RELEASES.get(benchmark)
+    rel = releases(benchmark).get(benchmark)
     if rel is None or not rel.data_file: return None
     lock, split = read_lock(release_dir(benchmark)), split_name(split)
     split = (lock or {}).get("split") if split in (None, "all") or split not in rel.splits else split
@@ -376,15 +376,18 @@ def provenance(data_path) -> dict | None:
     "Where `data_path` came from: a fetched release (source, location, address fetched, revision, lock digest) or a local path."
     if not data_path: return None
     p = Path(data_path).expanduser().resolve()
-    for b in RELEASES:
-        folder = release_dir(b).resolve()
-        if p == folder or folder in p.parents:
-            lock = read_lock(folder)
-            if not lock: continue
-            out = {k: lock.get(k) for k in ("benchmark", "source", "location", "address", "revision", "requested_revision", "split", "digest")}
-            top = p.relative_to(folder).parts[:1]                    # a file inside one split's folder names that split
-            return {**out, "split": top[0]} if top and top[0] in RELEASES[b].splits else out
-    return {"source": "local", "path": str(p)}
+    b = release_of(p)
+    lock = read_lock(release_dir(b)) if b else None
+    if not lock: return {"source": "local", "path": str(p)}
+    out = {k: lock.get(k) for k in ("benchmark", "source", "location", "address", "revision", "requested_revision", "split", "digest")}
+    top = p.relative_to(release_dir(b).resolve()).parts[:1]          # a file inside one split's folder names that split
+    return {**out, "split": top[0]} if top and top[0] in RELEASES[b].splits else out
+
+def release_of(path) -> str | None:
+    "The benchmark whose release folder holds `path` (resolved), or None."
+    p, root = Path(path).expanduser().resolve(), data_root().resolve()
+    b = p.relative_to(root).parts[0] if root in p.parents else None
+    return b if b and b in releases(b) else None
 
 # %% ../nbs/06_data.ipynb #0b8d86d6
 _BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
@@ -420,12 +423,11 @@ def read_rows(path, errors: list) -> Iterator[tuple[int, dict]]:
 # %% ../nbs/06_data.ipynb #eb43cf7b
 def resolve_data_path(cfg: RunConfig) -> RunConfig:
     "`cfg` with `data_path` set to the fetched release when none is given; FileNotFoundError naming `vlmlens data get`."
-    rel = RELEASES.get(cfg.benchmark)
+    rel = releases(cfg.benchmark).get(cfg.benchmark)
     kw = cfg.benchmark_kwargs or {}
     if cfg.data_path:
         p = Path(cfg.data_path).expanduser().resolve()
-        inside = any(p == f or f in p.parents for f in (release_dir(b).resolve() for b in RELEASES))
-        return check_intact(dataclasses.replace(cfg, data_path=str(p))) if inside else cfg
+        return check_intact(dataclasses.replace(cfg, data_path=str(p))) if release_of(p) else cfg
     if rel is None or not rel.data_file or any(kw.get(k) == v for k, v in rel.packaged): return cfg
     p = default_data_path(cfg.benchmark, cfg.split)
     if p is None:
@@ -436,11 +438,10 @@ def resolve_data_path(cfg: RunConfig) -> RunConfig:
 
 def check_intact(cfg: RunConfig) -> RunConfig:
     "`cfg` unchanged when its rows file in a fetched release matches the lock; ValueError naming the file and the fix otherwise."
-    p = Path(cfg.data_path)
-    for b in RELEASES:
-        folder = release_dir(b).resolve()
-        if p.is_file() and folder in p.parents and (why := damage(folder, p.relative_to(folder).as_posix(), strict=False)):
-            raise ValueError(f"{p}: {why}: the fetched {b} release is damaged; repair it with `vlmlens data get {b}`")
+    p, b = Path(cfg.data_path), release_of(cfg.data_path)
+    folder = release_dir(b).resolve() if b else None
+    if b and p.is_file() and (why := damage(folder, p.resolve().relative_to(folder).as_posix(), strict=False)):
+        raise ValueError(f"{p}: {why}: the fetched {b} release is damaged; repair it with `vlmlens data get {b}`")
     return cfg
 
 # %% ../nbs/06_data.ipynb #4129d39b
@@ -454,12 +455,13 @@ def _here(b: str) -> str:
     mirror = lock.get("address") and lock["address"] != str(lock.get("location")).replace("{revision}", str(lock.get("revision")))
     return (f"fetched{' ' + splits if splits else ''} @ {str(lock.get('revision'))[:12]} on {lock['date'][:10]}"
             + (f" from {lock['address']}" if mirror else "") + f": {n} files, {size / 1e6:.1f} MB"
-            + (f", {failed} videos failed (see {REPORT})" if failed else ""))
+            + (f", {failed} videos failed (see {REPORT})" if failed else "")
+            + (f", the videos of the first {q} questions only" if isinstance(q := (lock.get("videos") or {}).get("questions"), int) else ""))
 
 def list_releases() -> list[dict]:
     "One row per benchmark: its release and what is on this machine."
     return [{"benchmark": r.benchmark, "source": r.source, "location": r.location, "licence": r.licence, "size": r.size,
-             "needs": r.needs, "here": _here(r.benchmark), "folder": str(release_dir(r.benchmark))} for r in RELEASES.values()]
+             "needs": r.needs, "here": _here(r.benchmark), "folder": str(release_dir(r.benchmark))} for _, r in sorted(releases().items())]
 
 # %% ../nbs/06_data.ipynb #dbcc627c
 class _Parts(io.RawIOBase):
@@ -490,227 +492,20 @@ def unpack_parts(parts, dest, progress: bool = True) -> int:
             tar.extract(m, dest, **safe); n += m.isfile()
     return n
 
-# %% ../nbs/06_data.ipynb #7d1ee504
-TVQA_FPS = 3                              # frames_hq are 3 fps; convert_to_mp4_format.py writes TVQA episodes at 3 fps
-_CLIP = re.compile(r"^(?:([a-z]+)_)?s(\d+)e(\d+)_seg(\d+)_clip_(\d+)$", re.I)
-_FRAME_EXTS, _CLIP_EXTS = (".jpg", ".jpeg", ".png"), (".mp4", ".mkv", ".webm", ".avi", ".mov")
-
-fidelity.record("infinibench", "TVQA clips joined into episodes", "rule", "Vision-CAIR/Infinibench data_genration/"
-                "videos_preprocessing/convert_tvqa_from_short_to_long.py, convert_to_mp4_format.py (source tvqa: 3 fps), "
-                "subtitles_aggregation.py", "official", "clips of one episode in name order (segment, then clip); frames "
-                "at 3 fps; each clip's cues shifted by the summed duration of the clips before it, numbered on; a clip "
-                "without readable subtitles still adds its duration; output /<show>/season_<N>/episode_<M>.mp4|.srt",
-                "a clip TVQA's subtitles name but the copy lacks fails its episode (the scripts join what is there)")
-
-def tvqa_clip(name: str) -> tuple | None:
-    "(show, season, episode, segment, clip) of a TVQA clip name; None when it is not one (bbt clips have no show prefix)."
-    m = _CLIP.match(name)
-    return (m.group(1).lower() if m.group(1) else "bbt", *(int(g) for g in m.groups()[1:])) if m else None
-
-def tvqa_episodes(clips_root, subtitles_root=None) -> dict:
-    "`{(show, season, episode): [(clip name, path or None), …]}` in playing order; None marks a clip only the subtitles know."
-    eps = {}
-    for show_dir in sorted(p for p in Path(clips_root).iterdir() if p.is_dir()):
-        show = show_dir.name.lower().removesuffix("_frames")
-        for p in show_dir.iterdir():
-            name = p.name if p.is_dir() else p.stem if p.suffix.lower() in _CLIP_EXTS else ""
-            k = tvqa_clip(name)
-            if k: eps.setdefault((show, k[1], k[2]), {})[name] = p
-    for s in sorted(Path(subtitles_root).glob("*.srt")) if subtitles_root else ():
-        k = tvqa_clip(s.stem)
-        if k and k[:3] in eps: eps[k[:3]].setdefault(s.stem, None)
-    return {e: sorted(c.items(), key=lambda kv: tvqa_clip(kv[0])[3:]) for e, c in sorted(eps.items())}
-
-# %% ../nbs/06_data.ipynb #3f4c01ed
-def _clip_frames(path: Path) -> tuple:
-    "(iterator of (time_s, RGB array), duration_s) of one clip: a folder of frames at TVQA_FPS, or a video."
-    import numpy as np
-    from PIL import Image
-    if path.is_dir():
-        files = sorted(f for f in path.iterdir() if f.suffix.lower() in _FRAME_EXTS)
-        if not files: raise media.MediaError(path, "no frames in the clip folder")
-        return ((i / TVQA_FPS, np.asarray(Image.open(f).convert("RGB"))) for i, f in enumerate(files)), len(files) / TVQA_FPS
-    dur = media.probe(path)["duration_s"]
-    def frames():
-        import av
-        with av.open(str(path)) as c:
-            t0 = None
-            for f in c.decode(c.streams.video[0]):
-                t0 = f.time if t0 is None else t0
-                yield f.time - t0, f.to_ndarray(format="rgb24")
-    return frames(), dur
-
-def _fit(arr, size):
-    "`arr` scaled to `size` (w, h) when it differs."
-    import numpy as np
-    from PIL import Image
-    return arr if arr.shape[1::-1] == size else np.asarray(Image.fromarray(arr).resize(size))
-
-# %% ../nbs/06_data.ipynb #74aaf55c
-def write_episode(clips, dest) -> list[float]:
-    "Join `clips` [(name, path)] into one H.264 `dest` (written whole or not at all); each clip's start offset in seconds."
-    import av
-    from fractions import Fraction
-    dest, ms = Path(dest), Fraction(1, 1000)
-    part = dest.with_name(dest.name + ".part"); part.parent.mkdir(parents=True, exist_ok=True)
-    offsets, t, held, last, durs, size = [], 0.0, None, -1, {}, None
-    if not clips: raise ValueError("no clips to join")
-    try:
-        with av.open(str(part), "w", format="mp4") as out:
-            s = out.add_stream("libx264", rate=TVQA_FPS, options={"bf": "0", "preset": "veryfast"})   # no B-frames: decode order = show order,
-            s.pix_fmt, s.codec_context.time_base, s.time_base = "yuv420p", ms, ms   # so MP4's frame durations are the ones set
-            def emit(frame, until_ms):                       # a frame is shown until the next one (or its clip's end)
-                if frame is not None: durs[frame.pts] = max(1, until_ms - frame.pts)
-                for p in s.encode(frame): p.duration = durs.pop(p.pts, 0); out.mux(p)
-            for name, path in clips:
-                try:
-                    frames, dur = _clip_frames(Path(path))
-                    offsets.append(t)
-                    for ts, arr in frames:
-                        if size is None: size = s.width, s.height = arr.shape[1] // 2 * 2, arr.shape[0] // 2 * 2
-                        f = av.VideoFrame.from_ndarray(_fit(arr, size), format="rgb24")
-                        f.pts, f.time_base = round((t + ts) * 1000), ms
-                        if f.pts <= last: continue
-                        if held is not None: emit(held, f.pts)
-                        held, last = f, f.pts
-                except (media.MediaError, av.FFmpegError, OSError) as e:
-                    raise ValueError(f"clip {name} cannot be read ({e})") from None
-                t += dur
-                if held is not None: emit(held, round(t * 1000)); held = None
-            emit(None, 0)
-        part.replace(dest)
-    finally: part.unlink(missing_ok=True)
-    return offsets
-
-# %% ../nbs/06_data.ipynb #15adf702
-def episode_subtitles(clips, offsets, subtitles_root) -> tuple[str, list[str]]:
-    "(SubRip text of the episode, names of the clips whose subtitles are missing or unreadable): each clip's cues shifted by its offset."
-    blocks, unread = [], []
-    for (name, _), off in zip(clips, offsets):
-        try: cues = media.read_subtitles(Path(subtitles_root) / f"{name}.srt")
-        except media.MediaError: unread.append(name); continue
-        blocks += [f"{n}\n{media.srt_time(c.start_s + off)} --> {media.srt_time(c.end_s + off)}\n{c.text}\n" for n, c in enumerate(cues, len(blocks) + 1)]
-    return "\n".join(blocks), unread
-
-# %% ../nbs/06_data.ipynb #8c1b3776
-_EP_PATH = re.compile(r"^/?(?:TV_shows/videos/)?([a-z]+)/season_(\d+)/episode_(\d+)\.mp4$")
-
-def episode_paths(key) -> tuple[str, str]:
-    "Where the hub release keeps a TV episode's video and subtitles, relative to the split folder."
-    show, season, episode = key
-    return (f"TV_shows/videos/{show}/season_{season}/episode_{episode}.mp4", f"TV_shows/subtitles/{show}/season_{season}/episode_{episode}.srt")
-
-def _episodes_named(rows) -> dict | None:
-    "`{(show, season, episode): (video path, subtitle path)}` the rows (a rows file or split folder) name; None when none names a TV episode."
-    if rows is None or not Path(rows).exists(): return None
-    keys = {}
-    for f in split_rows(rows)[1]:
-        for _, rec in read_rows(f, []):
-            v = str(rec.get("video_path_mp4") or "").strip()
-            m = _EP_PATH.match(v)
-            if not m: continue
-            k = (m.group(1), int(m.group(2)), int(m.group(3)))
-            srt = str(rec.get("video_subtitles") or "").strip() or str(Path(v).with_suffix(".srt"))
-            keys.setdefault(k, (v.lstrip("/"), srt.lstrip("/")))
-    return keys or None
-
-def assemble_episode(key, clips, out, subtitles_root=None, paths: tuple | None = None) -> dict:
-    "Write one episode's `.mp4` (and `.srt`) under `out` at `paths` (default `episode_paths`); `{path, kept, no_subtitles}`; ValueError naming a missing clip."
-    vrel, srel = paths or episode_paths(key)
-    video, srt = Path(out) / vrel, Path(out) / srel
-    if video.is_file() and (subtitles_root is None or srt.is_file()): return {"path": video, "kept": True, "no_subtitles": []}
-    missing = [n for n, p in clips if p is None]
-    if missing: raise ValueError(f"clip {missing[0]} is missing from the TVQA copy" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
-    offsets, unread = write_episode(clips, video), []
-    if subtitles_root is not None:                                   # after the video: both there, the episode is complete
-        text, unread = episode_subtitles(clips, offsets, subtitles_root)
-        srt.parent.mkdir(parents=True, exist_ok=True)
-        tmp = srt.with_name(srt.name + ".part"); tmp.write_text(text, encoding="utf-8"); tmp.replace(srt)
-    return {"path": video, "kept": False, "no_subtitles": unread}
-
-# %% ../nbs/06_data.ipynb #76e3fd95
-def prepare_tvqa(clips_root, out, subtitles_root=None, rows_file=None, progress: bool = True) -> dict:
-    "Write TVQA's episodes (those the rows in `rows_file`, a file or split folder, name, where they name them; else all) under `out`; `{written, kept, failed, no_subtitles}`."
-    from tqdm.auto import tqdm
-    clips_root, out = Path(clips_root).expanduser(), Path(out).expanduser()
-    if not clips_root.is_dir(): raise FileNotFoundError(f"--tvqa-clips {clips_root}: no such folder")
-    if subtitles_root is not None and not Path(subtitles_root).expanduser().is_dir():
-        raise FileNotFoundError(f"--tvqa-subtitles {subtitles_root}: no such folder")
-    subtitles_root = Path(subtitles_root).expanduser() if subtitles_root is not None else None
-    eps = tvqa_episodes(clips_root, subtitles_root)
-    if not eps: raise ValueError(f"--tvqa-clips {clips_root}: no TVQA clips (expected <show>_frames/<clip>/*.jpg or <show>_frames/<clip>.mp4)")
-    want = _episodes_named(rows_file)
-    res = {"written": [], "kept": [], "failed": {}, "no_subtitles": []}
-    name = lambda k: f"{k[0]}/season_{k[1]}/episode_{k[2]}"
-    for k in sorted(set(want) - set(eps)) if want is not None else (): res["failed"][name(k)] = "the rows name it but the TVQA copy has no clip of it"
-    for k in tqdm([k for k in eps if want is None or k in want], desc="episodes", unit="episode", disable=not progress):
-        try: r = assemble_episode(k, eps[k], out, subtitles_root, want[k] if want else None)
-        except ValueError as e: res["failed"][name(k)] = str(e); continue
-        res["kept" if r["kept"] else "written"].append(name(k)); res["no_subtitles"] += r["no_subtitles"]
-    out.mkdir(parents=True, exist_ok=True)
-    (out / PREPARED).write_text(json.dumps({"date": utc_now(), "tvqa_clips": str(clips_root),
-                                            **{k: res[k] for k in ("failed", "no_subtitles")}}, indent=1, sort_keys=True) + "\n")
-    return res
-
-# %% ../nbs/06_data.ipynb #d8c66537
-_YT_NAME = re.compile(r"\[([\w-]{11})\]$")
-
-def map_videos(data_file, videos_dir, dest=None, benchmark: str = "minerva") -> dict:
-    "Write `video_map.csv` for the videos of a MINERVA-style JSON found in `videos_dir`; `{map, mapped, missing: {id: reason}}`."
-    import csv
-    data_file, videos_dir, b = Path(data_file), Path(videos_dir).expanduser(), benchmark
-    own = b in RELEASES and RELEASES[b].videos == ("hd-epic",)          # the user's own copy: nothing was ever fetched
-    if not data_file.is_file(): raise FileNotFoundError(f"{b}: no {data_file.name} in {data_file.parent}: run `vlmlens data get {b}` first")
-    if not videos_dir.is_dir():
-        how = ("pass --videos DIR (your HD-EPIC copy)" if own else f"run `vlmlens data get {b} --videos --accept-license` or pass --videos DIR")
-        raise FileNotFoundError(f"{b}: no videos folder {videos_dir}: {how}")
-    found = {}
-    for p in sorted(videos_dir.rglob("*")):                 # <id>.<ext> (data get) or yt-dlp's default "<title> [<id>].<ext>"
-        if p.is_file() and p.suffix.lower() in _CLIP_EXTS:
-            m = _YT_NAME.search(p.stem)
-            found.setdefault(m.group(1) if m else p.stem, p)
-    rep = data_file.parent / REPORT
-    tried = json.loads(rep.read_text()).get("failed", {}) if rep.is_file() else {}
-    ids = _youtube_ids(data_file)
-    dest = Path(dest) if dest else data_file.parent / VIDEO_MAP
-    with open(dest, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f); w.writerow(["video_id", "path"])
-        for v in ids:
-            if v in found: w.writerow([v, os.path.relpath(found[v], dest.parent)])
-    missing = {v: tried.get(v, f"not in {videos_dir}" if own else "not downloaded") for v in ids if v not in found}
-    (dest.parent / PREPARED).write_text(json.dumps({"date": utc_now(),
-                                                    "videos": str(videos_dir), "missing": missing}, indent=1, sort_keys=True) + "\n")
-    return {"map": dest, "mapped": len(ids) - len(missing), "missing": missing}
-
 # %% ../nbs/06_data.ipynb #73c2e9ea
+PREPARE_OPTIONS = ("tvqa_clips", "tvqa_subtitles", "out", "videos")     # `data prepare` options a release's step may take
+
 def prepare(benchmark: str, split: str | None = None, progress: bool = True, tvqa_clips=None, tvqa_subtitles=None,
             out=None, videos=None, accept_license: bool = False) -> dict:
-    "Put a benchmark's videos where its loader reads them: a video map (MINERVA, CURVE, Minerva-Ego), InfiniBench's TVQA episodes or its archive."
-    rel, folder = release(benchmark), release_dir(benchmark)
-    lock = read_lock(folder)
-    tvqa = [f for f, v in (("--tvqa-clips", tvqa_clips), ("--tvqa-subtitles", tvqa_subtitles), ("--out", out)) if v is not None]
-    if benchmark != "infinibench" and tvqa: raise ValueError(f"{', '.join(tvqa)}: only for infinibench (its TVQA episodes)")
-    mapped = rel.source == "https" and bool(rel.videos)
-    if not mapped and videos is not None: raise ValueError(f"--videos DIR: only for {', '.join(b for b, r in RELEASES.items() if r.source == 'https' and r.videos)} (their video map)")
-    if mapped and rel.videos == ("hd-epic",) and (folder / rel.data_file).is_file(): check_consent(rel, folder, accept_license)
-    if mapped: return map_videos(folder / rel.data_file, videos or folder / "videos", benchmark=benchmark)
-    if rel.source != "hub" or not rel.videos:
-        raise ValueError(f"{benchmark}: nothing to prepare (its files are read as fetched)")
-    if tvqa_subtitles is not None and tvqa_clips is None: raise ValueError("--tvqa-subtitles needs --tvqa-clips (the TVQA frames or clip videos)")
-    split = _split(rel, split or (lock or {}).get("split"))
-    where = {k: (lock or {}).get(k) for k in ("address", "requested_revision") if (lock or {}).get(k)}
-    if tvqa_clips is not None:
-        dest = Path(out).expanduser() if out else folder / split
-        res = prepare_tvqa(tvqa_clips, dest, tvqa_subtitles, default_data_path(benchmark, split), progress)
-        inside = lock is not None and dest.resolve().is_relative_to(folder.resolve())
-        return {**res, "folder": dest, "lock": write_lock(folder, rel, lock.get("revision"), split, **where) if inside else None}
-    parts = sorted(p for pat in rel.videos for p in folder.glob(pat.format(split=split)))
-    if lock is None or not parts:
-        raise FileNotFoundError(f"{benchmark}: no video archive of split {split!r} in {folder}: run "
-                                f"`vlmlens data get {benchmark} --split {split} --videos --accept-license` first "
-                                f"(or join your own TVQA copy with --tvqa-clips)")
-    n = unpack_parts(parts, folder / split, progress)
-    return {"folder": folder / split, "files": n, "lock": write_lock(folder, rel, lock.get("revision"), split, **where)}
+    "Put a benchmark's videos where its loader reads them, by the `prepare` step its release declares."
+    rel = release(benchmark)
+    given = {k: v for k, v in zip(PREPARE_OPTIONS, (tvqa_clips, tvqa_subtitles, out, videos)) if v is not None}
+    for k in given:
+        if k not in rel.options:
+            takes = [b for b, r in sorted(releases().items()) if k in r.options]
+            raise ValueError(f"--{k.replace('_', '-')}{' DIR' if k == 'videos' else ''}: only for {', '.join(takes) or 'no release'}")
+    if rel.prepare is None: raise ValueError(f"{benchmark}: nothing to prepare (its files are read as fetched)")
+    return rel.prepare(rel, release_dir(benchmark), split=split, progress=progress, accept_license=accept_license, **given)
 
 # %% ../nbs/06_data.ipynb #c731fc06
 def add_parser(sub):
@@ -722,6 +517,7 @@ def add_parser(sub):
     g.add_argument("benchmark"); g.add_argument("--split"); g.add_argument("--videos", action="store_true", help="also fetch the videos")
     g.add_argument("--accept-license", action="store_true", help="accept the terms shown for the videos")
     g.add_argument("--revision", help="hub releases: the commit, tag or branch to fetch (default: the commit vlmlens pins)")
+    g.add_argument("--limit", type=int, metavar="N", help="with --videos: only the videos of the first N questions (what `vlmlens run --limit N` asks)")
     g.add_argument("--no-progress", dest="progress", action="store_false")
     v = dsub.add_parser("verify", help="check the files against data.lock.json"); v.add_argument("benchmark")
     r = dsub.add_parser("prepare", help="put the videos where the loader reads them (InfiniBench: TVQA episodes or the archive; MINERVA, CURVE, Minerva-Ego: the video map)")
@@ -753,8 +549,9 @@ def main(a) -> int:
                   f"  needs: {r['needs']}\n  here: {r['here']} [{r['folder']}]")
         return 0
     if a.data_command == "get":
-        out = get(a.benchmark, a.split, a.videos, a.accept_license, a.progress, a.revision)
-        print(f"{a.benchmark}: {len(out['lock']['files'])} files in {out['folder']} (lock {out['lock']['digest'][:12]})")
+        out = get(a.benchmark, a.split, a.videos, a.accept_license, a.progress, a.revision, a.limit)
+        part = f"; the videos of the first {a.limit} questions" if a.limit is not None else ""
+        print(f"{a.benchmark}: {len(out['lock']['files'])} files in {out['folder']} (lock {out['lock']['digest'][:12]}){part}")
         for vid, why in out["failed"].items(): print(f"  video {vid} not fetched: {why}", file=sys.stderr)
         return 0
     if a.data_command == "prepare":

@@ -22,7 +22,7 @@ from ..scoring import parse_answer, score_answer
 
 # %% auto #0
 __all__ = ['OPTION_TYPES', 'BENCHMARKS', 'Benchmark', 'Option', 'check_options', 'register_benchmark', 'known_benchmarks',
-           'get_benchmark']
+           'get_benchmark', 'benchmark_modules']
 
 # %% ../../nbs/30_benchmarks_base.ipynb #6e5bf65b
 class Benchmark:
@@ -254,3 +254,14 @@ def get_benchmark(name: str, **kwargs) -> Benchmark:
     target = BENCHMARKS.get(name) or plugins("vlmlens.benchmarks").get(name)
     if target is None: raise KeyError(f"unknown benchmark {name!r}; known: {', '.join(known_benchmarks())}")
     return load_object(target)(**kwargs)
+
+# %% ../../nbs/30_benchmarks_base.ipynb #e0c4a401
+def benchmark_modules(*names: str) -> list[str]:
+    "Import the modules of the benchmarks `names` (default: every known one) without building them, so that what a module declares when imported (its data release) is registered; the modules' names."
+    if not names or any(n not in BENCHMARKS for n in names): load_plugin_folders()
+    declared = plugins("vlmlens.benchmarks")
+    mods = []
+    for n in names or known_benchmarks():
+        target = BENCHMARKS.get(n) or declared.get(n)
+        if isinstance(target, str): mods.append(importlib.import_module(target.partition(":")[0].strip()).__name__)
+    return list(dict.fromkeys(mods))

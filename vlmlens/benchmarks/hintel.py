@@ -34,8 +34,8 @@ __all__ = ['SUBSETS', 'SUBSET_NAMES', 'SUBSET_LANGS', 'OURS', 'OURS_NAMES', 'MCQ
            'STANDARD_MCQ', 'STANDARD_SHORT', 'COT_SYSTEM', 'COT_USER_MCQ', 'COT_USER_SHORT', 'CAPTION', 'CAPTION_QA',
            'PROMPT_NAMES', 'PROMPTS', 'VQA_JUDGE_SYSTEM', 'VQA_JUDGE_USER', 'CLEVR_JUDGE_SYSTEM', 'CLEVR_JUDGE_USER',
            'HINTEL_JUDGE_MODEL', 'VQA_JUDGE', 'CLEVR_JUDGE', 'TABLES', 'LANG_LABEL', 'PAPER_TABLES',
-           'FAILURE_CATEGORIES', 'PAPER_TABLE6', 'PAPER_ROSTER', 'REGISTRY_NAMES', 'prompt', 'sample_id',
-           'subset_of_id', 'record_to_sample', 'subset_file', 'load_hintel', 'vqav2_records', 'hf_records',
+           'FAILURE_CATEGORIES', 'PAPER_TABLE6', 'PAPER_ROSTER', 'REGISTRY_NAMES', 'HINTEL_RELEASE', 'prompt',
+           'sample_id', 'subset_of_id', 'record_to_sample', 'subset_file', 'load_hintel', 'vqav2_records', 'hf_records',
            'jeebench_records', 'csv_records', 'write_subset', 'build_synthetic_hintel', 'question_block',
            'build_hintel_request', 'parse_hintel', 'exact_match_score', 'jee_rule', 'score_hintel', 'parse_binary',
            'paper_messages', 'PaperJudge', 'HinTelJudge', 'run_options', 'HinTelBenchmark', 'paper_table',
@@ -978,6 +978,14 @@ def roster_check():
                      "missing": ",".join(sorted(want - claims)) if known else None,
                      "extra": ",".join(sorted(claims - want)) if known else None})
     return pd.DataFrame(rows).set_index("model")
+
+# %% ../../nbs/32_benchmarks_hintel.ipynb #e0c4a301
+from ..data import Release, register_release
+
+HINTEL_RELEASE = register_release(Release(
+    "hintel", "none", "HinTel-AlignBench paper (no fetchable release address found)",
+    "VQAv2, VAANI, CLEVR-Math CC BY 4.0; RealWorldQA CC BY-ND 4.0; JEE CC BY-NC 4.0 (paper, A.5)", "-",
+    "the canonical <root>/<subset>/<lang>.jsonl layout (--data-path)", citation="HinTel-AlignBench paper, A.5 Licenses"))
 
 # %% ../../nbs/32_benchmarks_hintel.ipynb #2e4f6a8b
 _P, _S42, _A4R = "HinTel-AlignBench", "HinTel-AlignBench §4.2", "HinTel-AlignBench App. A.4 'JEE-H Scoring Rules'"

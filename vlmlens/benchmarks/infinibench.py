@@ -37,18 +37,20 @@ from ..store import Run, open_run
 # %% auto #0
 __all__ = ['MCQ_SKILLS', 'OPEN_SKILLS', 'SKILLS', 'OFFICIAL_FILES', 'SKILL_TITLES', 'TABLE3_SOURCE', 'TABLE3_PUBLISHED',
            'QWEN_VIDEO_PIXELS', 'IDK_TEXT', 'IDK_OPTION', 'MCQ_NUMBER_PROMPT', 'SUMMARY_QUESTIONS', 'SHOW_NAMES',
-           'SUBTITLE_MODALITIES', 'KWARGS_SCHEMA', 'OFFICIAL_JUDGE_SYSTEM', 'OFFICIAL_JUDGE_USER', 'OFFICIAL_JUDGE',
-           'OFFICIAL_JUDGE_FENCED', 'SYN_SCENES', 'SYN_TITLE', 'LMMS_EVAL_SOURCE', 'LMMS_PRE', 'LMMS_POST_MCQ',
-           'LMMS_POST_OPEN', 'LMMS_FRAMES', 'LMMS_SUBTITLES', 'LMMS_SKILL_NAMES', 'LMMS_OPEN', 'LMMS_MCQ',
-           'normalize_skill', 'skill_from_filename', 'official_format', 'grounding_accuracy', 'reasoning_score',
-           'overall_score', 'table3_from_cells', 'frames_preset', 'count_frames', 'check_fits', 'is_idk', 'apply_idk',
-           'option_text', 'number_prompt', 'summary_question', 'official_rows', 'metadata_from_path', 'parse_ordinal',
-           'episode_metadata', 'media_roots', 'media_path', 'derived_id', 'NoOptions', 'release_sample', 'load_release',
-           'real_text_data', 'real_text_samples', 'InfiniBenchBenchmark', 'parse_official_reply', 'InfiniBenchJudge',
-           'skill_stats', 'aggregates', 'synthetic_rows', 'make_synthetic_episode', 'run_samples', 'official_record',
-           'write_official', 'export_official', 'import_official', 'lmms_question', 'lmms_frame_indices',
-           'lmms_frame_subtitle', 'lmms_matched_subtitles', 'lmms_prompt', 'lmms_answer', 'lmms_aggregate',
-           'lmms_frame_count', 'lmms_request', 'lmms_parse', 'lmms_summary']
+           'SUBTITLE_MODALITIES', 'TVQA_FPS', 'INFINIBENCH_REVISION', 'INFINIBENCH_RELEASE', 'KWARGS_SCHEMA',
+           'OFFICIAL_JUDGE_SYSTEM', 'OFFICIAL_JUDGE_USER', 'OFFICIAL_JUDGE', 'OFFICIAL_JUDGE_FENCED', 'SYN_SCENES',
+           'SYN_TITLE', 'LMMS_EVAL_SOURCE', 'LMMS_PRE', 'LMMS_POST_MCQ', 'LMMS_POST_OPEN', 'LMMS_FRAMES',
+           'LMMS_SUBTITLES', 'LMMS_SKILL_NAMES', 'LMMS_OPEN', 'LMMS_MCQ', 'normalize_skill', 'skill_from_filename',
+           'official_format', 'grounding_accuracy', 'reasoning_score', 'overall_score', 'table3_from_cells',
+           'frames_preset', 'count_frames', 'check_fits', 'is_idk', 'apply_idk', 'option_text', 'number_prompt',
+           'summary_question', 'official_rows', 'metadata_from_path', 'parse_ordinal', 'episode_metadata',
+           'media_roots', 'media_path', 'derived_id', 'NoOptions', 'release_sample', 'load_release', 'real_text_data',
+           'real_text_samples', 'tvqa_clip', 'tvqa_episodes', 'write_episode', 'episode_subtitles', 'episode_paths',
+           'assemble_episode', 'prepare_tvqa', 'prepare_release', 'InfiniBenchBenchmark', 'parse_official_reply',
+           'InfiniBenchJudge', 'skill_stats', 'aggregates', 'synthetic_rows', 'make_synthetic_episode', 'run_samples',
+           'official_record', 'write_official', 'export_official', 'import_official', 'lmms_question',
+           'lmms_frame_indices', 'lmms_frame_subtitle', 'lmms_matched_subtitles', 'lmms_prompt', 'lmms_answer',
+           'lmms_aggregate', 'lmms_frame_count', 'lmms_request', 'lmms_parse', 'lmms_summary']
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #1a41d49b
 MCQ_SKILLS = ("global_appearance", "scene_transitions", "character_actions", "chronological_understanding")
@@ -598,6 +600,205 @@ def real_text_samples(data: dict, cfg: RunConfig) -> tuple[list[Sample], list[Ro
     _spoiler_samples(data, cfg, samples, errors)
     _summary_samples(data, cfg, samples, errors)
     return _by_video(samples), errors
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #7d1ee504
+from ..core import utc_now
+
+TVQA_FPS = 3                              # frames_hq are 3 fps; convert_to_mp4_format.py writes TVQA episodes at 3 fps
+_CLIP = re.compile(r"^(?:([a-z]+)_)?s(\d+)e(\d+)_seg(\d+)_clip_(\d+)$", re.I)
+_FRAME_EXTS, _CLIP_EXTS = (".jpg", ".jpeg", ".png"), (".mp4", ".mkv", ".webm", ".avi", ".mov")
+
+fidelity.record("infinibench", "TVQA clips joined into episodes", "rule", "Vision-CAIR/Infinibench data_genration/"
+                "videos_preprocessing/convert_tvqa_from_short_to_long.py, convert_to_mp4_format.py (source tvqa: 3 fps), "
+                "subtitles_aggregation.py", "official", "clips of one episode in name order (segment, then clip); frames "
+                "at 3 fps; each clip's cues shifted by the summed duration of the clips before it, numbered on; a clip "
+                "without readable subtitles still adds its duration; output /<show>/season_<N>/episode_<M>.mp4|.srt",
+                "a clip TVQA's subtitles name but the copy lacks fails its episode (the scripts join what is there)")
+
+def tvqa_clip(name: str) -> tuple | None:
+    "(show, season, episode, segment, clip) of a TVQA clip name; None when it is not one (bbt clips have no show prefix)."
+    m = _CLIP.match(name)
+    return (m.group(1).lower() if m.group(1) else "bbt", *(int(g) for g in m.groups()[1:])) if m else None
+
+def tvqa_episodes(clips_root, subtitles_root=None) -> dict:
+    "`{(show, season, episode): [(clip name, path or None), …]}` in playing order; None marks a clip only the subtitles know."
+    eps = {}
+    for show_dir in sorted(p for p in Path(clips_root).iterdir() if p.is_dir()):
+        show = show_dir.name.lower().removesuffix("_frames")
+        for p in show_dir.iterdir():
+            name = p.name if p.is_dir() else p.stem if p.suffix.lower() in _CLIP_EXTS else ""
+            k = tvqa_clip(name)
+            if k: eps.setdefault((show, k[1], k[2]), {})[name] = p
+    for s in sorted(Path(subtitles_root).glob("*.srt")) if subtitles_root else ():
+        k = tvqa_clip(s.stem)
+        if k and k[:3] in eps: eps[k[:3]].setdefault(s.stem, None)
+    return {e: sorted(c.items(), key=lambda kv: tvqa_clip(kv[0])[3:]) for e, c in sorted(eps.items())}
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #3f4c01ed
+def _clip_frames(path: Path) -> tuple:
+    "(iterator of (time_s, RGB array), duration_s) of one clip: a folder of frames at TVQA_FPS, or a video."
+    import numpy as np
+    from PIL import Image
+    if path.is_dir():
+        files = sorted(f for f in path.iterdir() if f.suffix.lower() in _FRAME_EXTS)
+        if not files: raise media.MediaError(path, "no frames in the clip folder")
+        return ((i / TVQA_FPS, np.asarray(Image.open(f).convert("RGB"))) for i, f in enumerate(files)), len(files) / TVQA_FPS
+    dur = media.probe(path)["duration_s"]
+    def frames():
+        import av
+        with av.open(str(path)) as c:
+            t0 = None
+            for f in c.decode(c.streams.video[0]):
+                t0 = f.time if t0 is None else t0
+                yield f.time - t0, f.to_ndarray(format="rgb24")
+    return frames(), dur
+
+def _fit(arr, size):
+    "`arr` scaled to `size` (w, h) when it differs."
+    import numpy as np
+    from PIL import Image
+    return arr if arr.shape[1::-1] == size else np.asarray(Image.fromarray(arr).resize(size))
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #74aaf55c
+def write_episode(clips, dest) -> list[float]:
+    "Join `clips` [(name, path)] into one H.264 `dest` (written whole or not at all); each clip's start offset in seconds."
+    import av
+    from fractions import Fraction
+    dest, ms = Path(dest), Fraction(1, 1000)
+    part = dest.with_name(dest.name + ".part"); part.parent.mkdir(parents=True, exist_ok=True)
+    offsets, t, held, last, durs, size = [], 0.0, None, -1, {}, None
+    if not clips: raise ValueError("no clips to join")
+    try:
+        with av.open(str(part), "w", format="mp4") as out:
+            s = out.add_stream("libx264", rate=TVQA_FPS, options={"bf": "0", "preset": "veryfast"})   # no B-frames: decode order = show order,
+            s.pix_fmt, s.codec_context.time_base, s.time_base = "yuv420p", ms, ms   # so MP4's frame durations are the ones set
+            def emit(frame, until_ms):                       # a frame is shown until the next one (or its clip's end)
+                if frame is not None: durs[frame.pts] = max(1, until_ms - frame.pts)
+                for p in s.encode(frame): p.duration = durs.pop(p.pts, 0); out.mux(p)
+            for name, path in clips:
+                try:
+                    frames, dur = _clip_frames(Path(path))
+                    offsets.append(t)
+                    for ts, arr in frames:
+                        if size is None: size = s.width, s.height = arr.shape[1] // 2 * 2, arr.shape[0] // 2 * 2
+                        f = av.VideoFrame.from_ndarray(_fit(arr, size), format="rgb24")
+                        f.pts, f.time_base = round((t + ts) * 1000), ms
+                        if f.pts <= last: continue
+                        if held is not None: emit(held, f.pts)
+                        held, last = f, f.pts
+                except (media.MediaError, av.FFmpegError, OSError) as e:
+                    raise ValueError(f"clip {name} cannot be read ({e})") from None
+                t += dur
+                if held is not None: emit(held, round(t * 1000)); held = None
+            emit(None, 0)
+        part.replace(dest)
+    finally: part.unlink(missing_ok=True)
+    return offsets
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #15adf702
+def episode_subtitles(clips, offsets, subtitles_root) -> tuple[str, list[str]]:
+    "(SubRip text of the episode, names of the clips whose subtitles are missing or unreadable): each clip's cues shifted by its offset."
+    blocks, unread = [], []
+    for (name, _), off in zip(clips, offsets):
+        try: cues = media.read_subtitles(Path(subtitles_root) / f"{name}.srt")
+        except media.MediaError: unread.append(name); continue
+        blocks += [f"{n}\n{media.srt_time(c.start_s + off)} --> {media.srt_time(c.end_s + off)}\n{c.text}\n" for n, c in enumerate(cues, len(blocks) + 1)]
+    return "\n".join(blocks), unread
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #8c1b3776
+_EP_PATH = re.compile(r"^/?(?:TV_shows/videos/)?([a-z]+)/season_(\d+)/episode_(\d+)\.mp4$")
+
+def episode_paths(key) -> tuple[str, str]:
+    "Where the hub release keeps a TV episode's video and subtitles, relative to the split folder."
+    show, season, episode = key
+    return (f"TV_shows/videos/{show}/season_{season}/episode_{episode}.mp4", f"TV_shows/subtitles/{show}/season_{season}/episode_{episode}.srt")
+
+def _episodes_named(rows) -> dict | None:
+    "`{(show, season, episode): (video path, subtitle path)}` the rows (a rows file or split folder) name; None when none names a TV episode."
+    if rows is None or not Path(rows).exists(): return None
+    keys = {}
+    for f in data.split_rows(rows)[1]:
+        for _, rec in data.read_rows(f, []):
+            v = str(rec.get("video_path_mp4") or "").strip()
+            m = _EP_PATH.match(v)
+            if not m: continue
+            k = (m.group(1), int(m.group(2)), int(m.group(3)))
+            srt = str(rec.get("video_subtitles") or "").strip() or str(Path(v).with_suffix(".srt"))
+            keys.setdefault(k, (v.lstrip("/"), srt.lstrip("/")))
+    return keys or None
+
+def assemble_episode(key, clips, out, subtitles_root=None, paths: tuple | None = None) -> dict:
+    "Write one episode's `.mp4` (and `.srt`) under `out` at `paths` (default `episode_paths`); `{path, kept, no_subtitles}`; ValueError naming a missing clip."
+    vrel, srel = paths or episode_paths(key)
+    video, srt = Path(out) / vrel, Path(out) / srel
+    if video.is_file() and (subtitles_root is None or srt.is_file()): return {"path": video, "kept": True, "no_subtitles": []}
+    missing = [n for n, p in clips if p is None]
+    if missing: raise ValueError(f"clip {missing[0]} is missing from the TVQA copy" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    offsets, unread = write_episode(clips, video), []
+    if subtitles_root is not None:                                   # after the video: both there, the episode is complete
+        text, unread = episode_subtitles(clips, offsets, subtitles_root)
+        srt.parent.mkdir(parents=True, exist_ok=True)
+        tmp = srt.with_name(srt.name + ".part"); tmp.write_text(text, encoding="utf-8"); tmp.replace(srt)
+    return {"path": video, "kept": False, "no_subtitles": unread}
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #76e3fd95
+def prepare_tvqa(clips_root, out, subtitles_root=None, rows_file=None, progress: bool = True) -> dict:
+    "Write TVQA's episodes (those the rows in `rows_file`, a file or split folder, name, where they name them; else all) under `out`; `{written, kept, failed, no_subtitles}`."
+    from tqdm.auto import tqdm
+    clips_root, out = Path(clips_root).expanduser(), Path(out).expanduser()
+    if not clips_root.is_dir(): raise FileNotFoundError(f"--tvqa-clips {clips_root}: no such folder")
+    if subtitles_root is not None and not Path(subtitles_root).expanduser().is_dir():
+        raise FileNotFoundError(f"--tvqa-subtitles {subtitles_root}: no such folder")
+    subtitles_root = Path(subtitles_root).expanduser() if subtitles_root is not None else None
+    eps = tvqa_episodes(clips_root, subtitles_root)
+    if not eps: raise ValueError(f"--tvqa-clips {clips_root}: no TVQA clips (expected <show>_frames/<clip>/*.jpg or <show>_frames/<clip>.mp4)")
+    want = _episodes_named(rows_file)
+    res = {"written": [], "kept": [], "failed": {}, "no_subtitles": []}
+    name = lambda k: f"{k[0]}/season_{k[1]}/episode_{k[2]}"
+    for k in sorted(set(want) - set(eps)) if want is not None else (): res["failed"][name(k)] = "the rows name it but the TVQA copy has no clip of it"
+    for k in tqdm([k for k in eps if want is None or k in want], desc="episodes", unit="episode", disable=not progress):
+        try: r = assemble_episode(k, eps[k], out, subtitles_root, want[k] if want else None)
+        except ValueError as e: res["failed"][name(k)] = str(e); continue
+        res["kept" if r["kept"] else "written"].append(name(k)); res["no_subtitles"] += r["no_subtitles"]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / data.PREPARED).write_text(json.dumps({"date": utc_now(), "tvqa_clips": str(clips_root),
+                                            **{k: res[k] for k in ("failed", "no_subtitles")}}, indent=1, sort_keys=True) + "\n")
+    return res
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #e0c4a203
+def prepare_release(rel, folder, split=None, progress: bool = True, tvqa_clips=None, tvqa_subtitles=None, out=None, **_) -> dict:
+    "`vlmlens data prepare infinibench`: the user's TVQA copy joined into episodes (`tvqa_clips`), else the fetched video archive unpacked."
+    lock = data.read_lock(folder)
+    if tvqa_subtitles is not None and tvqa_clips is None: raise ValueError("--tvqa-subtitles needs --tvqa-clips (the TVQA frames or clip videos)")
+    split = data.release_split(rel, split or (lock or {}).get("split"))
+    if tvqa_clips is not None:
+        dest = Path(out).expanduser() if out else folder / split
+        res = prepare_tvqa(tvqa_clips, dest, tvqa_subtitles, data.default_data_path(rel.benchmark, split), progress)
+        inside = lock is not None and dest.resolve().is_relative_to(folder.resolve())
+        return {**res, "folder": dest, "lock": data.write_lock(folder, rel, lock.get("revision"), split) if inside else None}
+    parts = sorted(p for pat in rel.videos for p in folder.glob(pat.format(split=split)))
+    if lock is None or not parts:
+        raise FileNotFoundError(f"{rel.benchmark}: no video archive of split {split!r} in {folder}: run "
+                                f"`vlmlens data get {rel.benchmark} --split {split} --videos --accept-license` first "
+                                f"(or join your own TVQA copy with --tvqa-clips)")
+    n = data.unpack_parts(parts, folder / split, progress)
+    return {"folder": folder / split, "files": n, "lock": data.write_lock(folder, rel, lock.get("revision"), split)}
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #e0c4a205
+INFINIBENCH_REVISION = "73fead8"           # Vision-CAIR/InfiniBench hub commit (the hub resolves a commit prefix)
+INFINIBENCH_RELEASE = data.register_release(data.Release(
+    "infinibench", "hub", "Vision-CAIR/InfiniBench", "annotations: BSD 3-Clause (Vision-CAIR/Infinibench "
+    "LICENSE.md); videos: TVQA and MovieNet terms (research use)", "videos: test ~12 GB, validation 11.9 GB, train 92 GB; "
+    "questions: 6,006 / 5,137 / 76,475 (the rows a few MB)",
+    "videos for video modalities (--videos, or your own TVQA copy joined by prepare --tvqa-clips)", ("test", "validation", "train"),
+    ("{split}/*.csv", "{split}/skills_json/*.json"), ("{split}/{split}_videos.tar.gz.part_*",), "{split}",
+    "InfiniBench's videos are preprocessed TVQA episodes (UNC, research use only, see "
+    "https://nlp.cs.unc.edu/data/jielei/tvqa/tvqa_public_html/download_tvqa.html) and MovieNet movies "
+    "(https://movienet.github.io/, research use); by fetching them you accept those datasets' terms.",
+    revision=INFINIBENCH_REVISION, packaged=(("source", "real_text"),),
+    citation="Vision-CAIR/Infinibench README.md, 'Download The Benchmark'; hub commit " + INFINIBENCH_REVISION +
+             " (test/test.csv, validation/skills_json/*.json, train/train.csv; sizes and counts from the dataset card)",
+    prepare=prepare_release, options=("tvqa_clips", "tvqa_subtitles", "out")))
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #e2b25594
 KWARGS_SCHEMA = (

@@ -28,12 +28,13 @@ from ..scoring import final_answer_text, parse_answer, score_answer
 
 # %% auto #0
 __all__ = ['CURVE_CATEGORIES', 'LOCALE_LANGUAGE', 'PAPER_RESOURCE_SETS', 'CURVE_MAIN_TABLE', 'CURVE_ROSTER', 'VIDEO_EXTS',
-           'MINERVA_DIRECT', 'MINERVA_REASON', 'CURVE_DIRECT', 'CURVE_REASON', 'CURVE_JUDGE_SYSTEM', 'CURVE_JUDGE_USER',
-           'CURVE_JUDGE', 'CURVE_JUDGE_MODEL', 'MINERVA_KWARGS', 'ACCURACY_METRICS', 'CURVE_KWARGS', 'resource_sets',
-           'resource_level', 'paper_main_table', 'parse_timestamps', 'youtube_id', 'read_video_map', 'video_locator',
-           'norm_choice', 'match_choice', 'minerva_mapper', 'curve_mapper', 'with_video', 'load_benchmark_file',
-           'wants_reasoning', 'answer_prompt', 'prompt_text', 'minerva_request', 'curve_judge', 'MinervaBenchmark',
-           'by_group', 'overall', 'minerva_ego_mapper', 'MinervaEgoBenchmark', 'accuracy_metric', 'CurveBenchmark']
+           'NEPTUNE_RELEASES', 'MINERVA_DIRECT', 'MINERVA_REASON', 'CURVE_DIRECT', 'CURVE_REASON', 'CURVE_JUDGE_SYSTEM',
+           'CURVE_JUDGE_USER', 'CURVE_JUDGE', 'CURVE_JUDGE_MODEL', 'MINERVA_KWARGS', 'ACCURACY_METRICS', 'CURVE_KWARGS',
+           'resource_sets', 'resource_level', 'paper_main_table', 'parse_timestamps', 'youtube_id', 'read_video_map',
+           'video_locator', 'release_video_ids', 'map_videos', 'prepare_videos', 'norm_choice', 'match_choice',
+           'minerva_mapper', 'curve_mapper', 'with_video', 'load_benchmark_file', 'wants_reasoning', 'answer_prompt',
+           'prompt_text', 'minerva_request', 'curve_judge', 'MinervaBenchmark', 'by_group', 'overall',
+           'minerva_ego_mapper', 'MinervaEgoBenchmark', 'accuracy_metric', 'CurveBenchmark']
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #1228b686
 CURVE_CATEGORIES = ("Sports", "Cuisine", "Festivals", "Tourism", "Rituals", "Education")
@@ -180,6 +181,85 @@ def video_locator(data_path, benchmark_kwargs: dict | None = None):
         p = next((d / f"{vid}{x}" for d in dirs for x in VIDEO_EXTS if (d / f"{vid}{x}").is_file()), None)
         return _with_subs(p) if p else (None, None)
     return locate, " or ".join(str(r) for r in roots)
+
+# %% ../../nbs/34_benchmarks_minerva.ipynb #e0c4a0f1
+def release_video_ids(path, limit: int | None = None) -> list[str]:
+    "The YouTube ids a MINERVA-style JSON list names (`video_id`: a bare id or a watch URL), in row order; those of its first `limit` questions."
+    out = []
+    for r in json.loads(Path(path).read_text(encoding="utf-8")):
+        v = str((r or {}).get("video_id") or "").strip()
+        if not v: continue
+        if limit is not None and len(out) >= limit: break
+        m = re.search(r"(?:v=|youtu\.be/|shorts/)([\w-]{11})", v)
+        out.append(m.group(1) if m else v)
+    return list(dict.fromkeys(out))
+
+# %% ../../nbs/34_benchmarks_minerva.ipynb #d8c66537
+import os
+
+from .. import data
+from ..core import utc_now
+
+_YT_NAME = re.compile(r"\[([\w-]{11})\]$")
+
+def map_videos(data_file, videos_dir, dest=None, benchmark: str = "minerva") -> dict:
+    "Write `video_map.csv` for the videos of a MINERVA-style JSON found in `videos_dir`; `{map, mapped, missing: {id: reason}}`."
+    import csv
+    data_file, videos_dir, b = Path(data_file), Path(videos_dir).expanduser(), benchmark
+    own = getattr(data.releases(b).get(b), "videos", ()) == ("own",)          # the user's own copy: nothing was ever fetched
+    if not data_file.is_file(): raise FileNotFoundError(f"{b}: no {data_file.name} in {data_file.parent}: run `vlmlens data get {b}` first")
+    if not videos_dir.is_dir():
+        how = ("pass --videos DIR (your HD-EPIC copy)" if own else f"run `vlmlens data get {b} --videos --accept-license` or pass --videos DIR")
+        raise FileNotFoundError(f"{b}: no videos folder {videos_dir}: {how}")
+    found = {}
+    for p in sorted(videos_dir.rglob("*")):                 # <id>.<ext> (data get) or yt-dlp's default "<title> [<id>].<ext>"
+        if p.is_file() and p.suffix.lower() in VIDEO_EXTS + (".avi",):
+            m = _YT_NAME.search(p.stem)
+            found.setdefault(m.group(1) if m else p.stem, p)
+    rep = data_file.parent / data.REPORT
+    tried = json.loads(rep.read_text()).get("failed", {}) if rep.is_file() else {}
+    ids = release_video_ids(data_file)
+    dest = Path(dest) if dest else data_file.parent / data.VIDEO_MAP
+    with open(dest, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f); w.writerow(["video_id", "path"])
+        for v in ids:
+            if v in found: w.writerow([v, os.path.relpath(found[v], dest.parent)])
+    missing = {v: tried.get(v, f"not in {videos_dir}" if own else "not downloaded") for v in ids if v not in found}
+    (dest.parent / data.PREPARED).write_text(json.dumps({"date": utc_now(),
+                                                    "videos": str(videos_dir), "missing": missing}, indent=1, sort_keys=True) + "\n")
+    return {"map": dest, "mapped": len(ids) - len(missing), "missing": missing}
+
+# %% ../../nbs/34_benchmarks_minerva.ipynb #e0c4a0f3
+def prepare_videos(rel, folder, split=None, progress: bool = True, videos=None, accept_license: bool = False, **_) -> dict:
+    "`vlmlens data prepare` for MINERVA, CURVE and Minerva-Ego: the video map of the fetched videos, or of the user's folder (`videos`)."
+    if rel.videos == ("own",) and (Path(folder) / rel.data_file).is_file(): data.check_consent(rel, folder, accept_license)
+    return map_videos(Path(folder) / rel.data_file, videos or Path(folder) / "videos", benchmark=rel.benchmark)
+
+# %% ../../nbs/34_benchmarks_minerva.ipynb #e0c4a0f5
+_NEPTUNE = "annotations: CC BY 4.0 (google-deepmind/neptune); videos: YouTube, their owners' rights"
+_YOUTUBE = dict(videos=("youtube",), prepare=prepare_videos, options=("videos",), video_ids=release_video_ids)
+_TERMS = ("videos are YouTube videos owned by their uploaders; vlmlens fetches them with yt-dlp for research evaluation only; "
+          "you are responsible for complying with YouTube's terms of service.")
+NEPTUNE_RELEASES = tuple(data.register_release(r) for r in (
+    data.Release("minerva", "https", "https://storage.googleapis.com/neptunedata/minerva.json", _NEPTUNE,
+                 "JSON ~3 MB; ~1.5K questions over YouTube videos of 2 min to 1.5 h", "the YouTube videos (--videos, yt-dlp)",
+                 data_file="minerva.json", consent="MINERVA's " + _TERMS, **_YOUTUBE,
+                 citation="google-deepmind/neptune README.md, MINERVA ('a json file that contains the YouTube IDs and annotations')"),
+    data.Release("curve", "https", "https://storage.googleapis.com/neptunedata/curve.json", _NEPTUNE,
+                 "JSON; ~2,200 questions in 18 locales over 540 YouTube videos of 1 min to over 1 h",
+                 "the YouTube videos (--videos, yt-dlp)", data_file="curve.json",
+                 consent="MINERVA-Cultural's (CURVE's) " + _TERMS, **_YOUTUBE,
+                 citation="google-deepmind/neptune README.md @bdde4b1, Minerva-cultural ('Downloading the Data': curve.json)"),
+    data.Release("minerva-ego", "https", "https://raw.githubusercontent.com/google-deepmind/neptune/{revision}/minerva-ego_20260205.json",
+                 "annotations: CC BY 4.0 (google-deepmind/neptune); videos: HD-EPIC, under HD-EPIC's own terms",
+                 "JSON; 1,160 five-way questions over HD-EPIC videos (HD-EPIC's videos: 115.5 GB)",
+                 "your HD-EPIC copy (HD-EPIC's downloader, --videos), mapped by `vlmlens data prepare minerva-ego --videos DIR`",
+                 videos=("own",), data_file="minerva-ego_20260205.json", revision="95ee29048c6ebac478884e4e1bc698f8779820a3",
+                 consent="Minerva-Ego's videos are HD-EPIC recordings (University of Bristol, https://hd-epic.github.io/), "
+                 "distributed by HD-EPIC under its own terms; you download them yourself with HD-EPIC's downloader, and by "
+                 "mapping them you confirm that you accepted HD-EPIC's terms and use them for research evaluation only.",
+                 prepare=prepare_videos, options=("videos",),
+                 citation="google-deepmind/neptune README.md @bdde4b1, Minerva-Ego ('Downloading the Data'); file added in 95ee290")))
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #e4b7a9c1
 fidelity.record("minerva", "answer text vs answer_id", "rule", "release README (answer, answer_choice_i, answer_id)", "reading",
