@@ -47,8 +47,8 @@ COMPARE_COLUMNS = ["run_a", "run_b", "group", "n_pairs", "n_clusters", "only_a",
                    "diff", "ci_low", "ci_high", "too_few", "interval", "cluster_unit", "test", "p_value", "p_holm", "mdd"]
 
 def compare_runs(runs, baseline: str | None = None, key: str = "sample_id", by=(), value: str = "score", ci: float = 0.95,
-                 min_pairs: int = 10, n_resamples: int = 2000, seed: int = 0):
-    "Every run against the first (or `baseline`) on their shared items: one row per run and group of `by`; p-values Holm-adjusted."
+                 min_pairs: int = 10, n_resamples: int = 2000, seed: int = 0, pools: dict | None = None):
+    "Every run against the first (or `baseline`) on their shared items: one row per run and group of `by` (and per pool of `by`'s first field's groups: `{label: groups or None}`); p-values Holm-adjusted."
     import pandas as pd
     runs = [r for r in (runs.runs if isinstance(runs, RunSet) else runs) if r.config is not None]
     if len(runs) < 2: raise ValueError(f"compare needs at least two readable runs, got {len(runs)}")
@@ -57,12 +57,14 @@ def compare_runs(runs, baseline: str | None = None, key: str = "sample_id", by=(
     rows = []
     for other in (r for r in runs if r is not base):
         p, by = pair_items(base, other, key, value, by), list(by)
-        groups = dict.fromkeys(k[:-1] for k in [*p["keys"], *p["only_a_keys"], *p["only_b_keys"]]) or {(): None}
-        for g in groups:                                                # a group only one run has: a row of its unshared items
-            i = [j for j, k in enumerate(p["keys"]) if k[:-1] == g]
+        groups = {", ".join(map(str, g)): (lambda k, g=g: k[:-1] == g) for g in
+                  dict.fromkeys(k[:-1] for k in [*p["keys"], *p["only_a_keys"], *p["only_b_keys"]])} or {"": lambda k: True}
+        if by and len(groups) > 1: groups.update({label: (lambda k, m=m: m is None or k[0] in m) for label, m in (pools or {}).items()})   # pooled rows
+        for g, inside in groups.items():                                # a group only one run has: a row of its unshared items
+            i = [j for j, k in enumerate(p["keys"]) if inside(k)]
             r = paired_compare([p["a"][j] for j in i], [p["b"][j] for j in i], [p["cluster"][j] for j in i], ci, n_resamples, seed, min_pairs)
-            only = {f"only_{s}": sum(k[:-1] == g for k in p[f"only_{s}_keys"]) for s in "ab"}      # this group's unshared items
-            rows.append({"run_a": base.name, "run_b": other.name, "group": ", ".join(map(str, g)), **only, **{k: p[k] for k in
+            only = {f"only_{s}": sum(map(inside, p[f"only_{s}_keys"])) for s in "ab"}      # this group's unshared items
+            rows.append({"run_a": base.name, "run_b": other.name, "group": g, **only, **{k: p[k] for k in
                          ("unscored_a", "unscored_b")}, **r, "cluster_unit": get_benchmark(base.config.benchmark).cluster_unit})
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
     out["p_holm"] = holm(out["p_value"].tolist())
@@ -104,8 +106,8 @@ def compare_table(cmp, mdd: bool = False) -> Table:
     return t
 
 # %% ../nbs/59_paired.ipynb #6a343cef
-def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min_pairs: int = 10, n_resamples: int = 2000):
-    "Paired comparisons of the runs that differ in one setting only (`settings`: those settings; None: every differing one)."
+def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min_pairs: int = 10, n_resamples: int = 2000, pools=None):
+    "Paired comparisons of the runs that differ in one setting only (`settings`: those settings; None: every differing one); with `by`, one row per group and per pool the benchmark declares (`Benchmark.comparison_pools`; or `pools`)."
     import json, pandas as pd
     rs = RunSet([r for r in runs if r.config is not None and r.status != "broken"])
     settings = [s for s in (rs.varying() if settings is None else settings) if s in rs.varying()]
@@ -117,7 +119,8 @@ def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min
             groups.setdefault(json.dumps(rest, sort_keys=True, default=str), []).append(r)
         for g in (g for g in groups.values() if len(g) > 1):
             g = sorted(g, key=lambda r: json.dumps(r.settings().get(k), default=str))
-            c = compare_runs(g, key=key, by=by, min_pairs=min_pairs, n_resamples=n_resamples)
+            pool = get_benchmark(g[0].config.benchmark).comparison_pools if pools is None else pools
+            c = compare_runs(g, key=key, by=by, min_pairs=min_pairs, n_resamples=n_resamples, pools=pool)
             frames.append(c.assign(setting=k))
     if not frames: return pd.DataFrame(columns=["setting", *COMPARE_COLUMNS])
     out = pd.concat(frames, ignore_index=True)[["setting", *COMPARE_COLUMNS]]
