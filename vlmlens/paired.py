@@ -13,8 +13,8 @@ from .report import FORMATS, Table, clean_scores, num, render_table, run_labels
 from .store import Run, RunSet
 
 # %% auto #0
-__all__ = ['COMPARE_COLUMNS', 'item_scores', 'pair_items', 'compare_runs', 'compare_table', 'ablation_comparisons', 'add_parser',
-           'main']
+__all__ = ['COMPARE_COLUMNS', 'item_scores', 'pair_items', 'compare_runs', 'compare_table', 'ablation_comparisons',
+           'compare_tables', 'add_parser', 'main']
 
 # %% ../nbs/59_paired.ipynb #bc96228f
 def item_scores(run: Run, key: str = "sample_id", value: str = "score", by=()) -> tuple:
@@ -82,10 +82,15 @@ def compare_table(cmp, mdd: bool = False) -> Table:
     "The comparison as a display table (points, 2 decimals; p-values Holm-adjusted across the table)."
     import pandas as pd
     ci, labels = cmp.attrs.get("ci", 0.95), cmp.attrs.get("labels", {})
-    t = Table(title="Paired differences between runs on their shared items")
+    grouped, pair = cmp.group.astype(bool).any(), cmp[["run_a", "run_b"]].drop_duplicates()
+    one = grouped and len(pair) == 1                                       # one pair of runs per group: its rows are the groups
+    name = lambda n: labels.get(n, n)
+    t = Table(title=f"Paired differences, {name(pair.run_a.iloc[0])} (A) against {name(pair.run_b.iloc[0])} (B), per "
+                    f"{'/'.join(cmp.attrs.get('by') or ['group'])}" if one else "Paired differences between runs on their shared items")
     pts = lambda x: num(None if x is None or x != x else 100 * x, 2)
-    t.data = pd.DataFrame({"A": cmp.run_a.map(lambda n: labels.get(n, n)), "B": cmp.run_b.map(lambda n: labels.get(n, n)),
-        **({"group": cmp.group} if cmp.group.astype(bool).any() else {}), "pairs": cmp.n_pairs.astype(int), "A %": cmp.mean_a.map(pts),
+    runs = {} if one else {"A": cmp.run_a.map(name), "B": cmp.run_b.map(name)}
+    t.data = pd.DataFrame({**({"/".join(cmp.attrs.get("by") or ["group"]): cmp.group} if grouped else {}), **runs,
+        "pairs": cmp.n_pairs.astype(int), "A %": cmp.mean_a.map(pts),
         "B %": cmp.mean_b.map(pts), "A − B": cmp["diff"].map(pts),
         f"{ci:.0%} CI": [t.blank("too few pairs for an interval") if tf else f"[{pts(lo)}, {pts(hi)}]" for tf, lo, hi in zip(cmp.too_few, cmp.ci_low, cmp.ci_high)],
         "p (Holm)": [num(p, 3) for p in cmp.p_holm], **({"MDD": cmp.mdd.map(pts)} if mdd else {}),
@@ -95,7 +100,8 @@ def compare_table(cmp, mdd: bool = False) -> Table:
                 f"A − B: mean of the per-item differences in points on the items both runs scored; {ci:.0%} CI: {_interval_note(cmp)} "
                 f"({cmp.attrs.get('n_resamples', 2000):,} resamples, seed {cmp.attrs.get('seed', 0)})",
                 "p: " + " / ".join(sorted({t.replace("clusters", f"{u}s") for t, u in zip(cmp.test, cmp.cluster_unit) if isinstance(t, str)}))
-                + f", Holm-adjusted across the {int(cmp.p_value.notna().sum())} comparisons of this table that have pairs",
+                + f", Holm-adjusted across the {cmp.attrs.get('holm_over') or int(cmp.p_value.notna().sum())} comparisons "
+                + ("of the ablations that have pairs" if cmp.attrs.get("holm_over") else "of this table that have pairs"),
                 f"too few: fewer than {cmp.attrs.get('min_pairs', 10)} independent units (pairs, or {'/'.join(sorted(set(cmp.cluster_unit.dropna()))) or 'unit'}s "
                 "where one holds several pairs), or no pair differs; no interval is shown",
                 "only A/B: items one run scored and the other did not (counted, not compared)"]
@@ -125,7 +131,17 @@ def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min
     if not frames: return pd.DataFrame(columns=["setting", *COMPARE_COLUMNS])
     out = pd.concat(frames, ignore_index=True)[["setting", *COMPARE_COLUMNS]]
     out["p_holm"] = holm(out["p_value"].tolist())
-    out.attrs.update(ci=0.95, min_pairs=min_pairs, labels=run_labels(rs), by=list(by), key=key, n_resamples=n_resamples, seed=0)
+    out.attrs.update(ci=0.95, min_pairs=min_pairs, labels=run_labels(rs), by=list(by), key=key, n_resamples=n_resamples, seed=0,
+                     holm_over=int(out["p_value"].notna().sum()))
+    return out
+
+def compare_tables(cmp, mdd: bool = False) -> list:
+    "The comparison as display tables: one per pair of runs where rows are groups (a skill, a subset), else one."
+    if not cmp.group.astype(bool).any(): return [compare_table(cmp, mdd)]
+    out = []
+    for (a, b), _ in cmp.groupby(["run_a", "run_b"], sort=False):
+        sub = cmp[(cmp.run_a == a) & (cmp.run_b == b)].copy(); sub.attrs.update(cmp.attrs)
+        out.append(compare_table(sub, mdd))
     return out
 
 # %% ../nbs/59_paired.ipynb #172b10c1
