@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+from . import fidelity
 from .benchmarks.base import get_benchmark
 from .metrics import INTERVAL_METHODS, holm, paired_compare
 from .report import FORMATS, Table, clean_scores, num, render_table, run_labels
@@ -134,6 +135,11 @@ def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min
     out.attrs.update(ci=0.95, min_pairs=min_pairs, labels=run_labels(rs), by=list(by), key=key, n_resamples=n_resamples, seed=0,
                      holm_over=int(out["p_value"].notna().sum()))
     return out
+
+fidelity.record("all", "ablation comparisons per skill or subset", "metric", "Holm 1979 (step-down adjustment); InfiniBench §4 "
+                "(grounding skills scored as accuracy, reasoning skills on the judge's 0–10 scale, never averaged together)", "reading",
+                "one paired comparison per skill or subset, plus a pooled row only over subsets the benchmark declares poolable "
+                "(Benchmark.comparison_pools); Holm's adjustment over every comparison of a report's ablations")
 
 def compare_tables(cmp, mdd: bool = False) -> list:
     "The comparison as display tables: one per pair of runs where rows are groups (a skill, a subset), else one."

@@ -767,22 +767,7 @@ def summary_table(summary: dict, digits: int = 1, title: str = "") -> Table:
     t.data = _with_unread_rows(t, pd.DataFrame(rows, dtype=object), summary)
     return t
 
-# %% ../nbs/52_report.ipynb #d716cabd
-def _served_id(m) -> str | None:
-    "A model as a code: a served `openai-compatible:<id>@<url>` is its id (no address); else as configured."
-    if _missing(m) or not str(m).strip(): return None
-    served = re.match(r"^openai-compatible:(.+)@https?://\S+$", str(m).strip())
-    return served.group(1) if served else str(m).strip()
-
-def run_context(summary: dict, config: dict | None = None) -> dict:
-    "A run's identifying settings as codes, named as in `RunConfig` and sweep.csv (the CSV columns of `vlmlens report`)."
-    c = config or {}
-    video = (c.get("modality") or "video") in VIDEO_MODALITIES
-    return {"run": c.get("run_name") or os.path.basename(str(summary.get("run_dir") or "").rstrip("/")) or None,
-            "benchmark": summary.get("benchmark") or c.get("benchmark"), "model": _served_id(summary.get("model") or c.get("model")),
-            "language": c.get("language"), "strategy": c.get("strategy") or "standard", "modality": c.get("modality") or "video",
-            "num_frames": c.get("num_frames") if video else None, "fps": c.get("fps") if video else None, "judge": _served_id(c.get("judge"))}
-
+# %% ../nbs/52_report.ipynb #8296de0e
 _STRATEGY_PROSE = {"cot": "chain-of-thought prompting", "caption": "caption-only prompting"}
 _INPUT_KEYS = ("modality", "num_frames", "fps", "max_frames")
 
@@ -804,6 +789,22 @@ def _option_prose(key: str, c: dict) -> str | None:
     if _missing(v): return None
     v = {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
     return f"{(sub or key).replace('_', ' ')} {v}"
+
+# %% ../nbs/52_report.ipynb #d716cabd
+def _served_id(m) -> str | None:
+    "A model as a code: a served `openai-compatible:<id>@<url>` is its id (no address); else as configured."
+    if _missing(m) or not str(m).strip(): return None
+    served = re.match(r"^openai-compatible:(.+)@https?://\S+$", str(m).strip())
+    return served.group(1) if served else str(m).strip()
+
+def run_context(summary: dict, config: dict | None = None) -> dict:
+    "A run's identifying settings as codes, named as in `RunConfig` and sweep.csv (the CSV columns of `vlmlens report`)."
+    c = config or {}
+    video = (c.get("modality") or "video") in VIDEO_MODALITIES
+    return {"run": c.get("run_name") or os.path.basename(str(summary.get("run_dir") or "").rstrip("/")) or None,
+            "benchmark": summary.get("benchmark") or c.get("benchmark"), "model": _served_id(summary.get("model") or c.get("model")),
+            "language": c.get("language"), "strategy": c.get("strategy") or "standard", "modality": c.get("modality") or "video",
+            "num_frames": c.get("num_frames") if video else None, "fps": c.get("fps") if video else None, "judge": _served_id(c.get("judge"))}
 
 def run_header(summary: dict, config: dict | None = None, differing=None) -> str:
     "A run's caption as a paper writes it ('InfiniBench, Qwen2.5-VL-7B with 32 frames and subtitles, n = 20'); with `differing` (the settings that differ between a report's runs) only those settings."

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from ..benchmarks.hintel import (FAILURE_CATEGORIES, JEE_SUBSETS, LANG_LABEL, OURS, OURS_NAMES, STRATEGIES,
                                        SUBSET_NAMES)
+from .. import fidelity
+from ..analysis import bar_chart
 from ..core import Request, message
 from ..judges import load_judge_model
 from ..metrics import INTERVAL_METHODS, aggregate, cluster_bootstrap, holm, mcnemar, paired_compare
@@ -188,10 +190,14 @@ def gap_note(g) -> str:
             f"({g.attrs.get('n_resamples', 2000):,} resamples, seed {g.attrs.get('seed', 0)}); no whisker: fewer than "
             f"{g.attrs.get('min_pairs', 10)} aligned items, or no pair that differs.")
 
+fidelity.record("hintel", "Figure 4 interval (English − Indic gap per task)", "metric", "HinTel-AlignBench Figure 4 (a mean over "
+                "models, drawn without an interval); Field & Welsh 2007 (cluster bootstrap); Miller 2024, Adding error bars to evals, "
+                "§4 (paired differences)", "reading", "each model's gap paired on the aligned items it answered in both languages, "
+                "the mean over models with a percentile bootstrap over aligned items shared by every model")
+
 # %% ../../nbs/53_tables_hintel.ipynb #cf5f6809
 def figure4(runs, venue=None, column: bool = False, **kw):
     "Figure 4 with paired intervals: (Axes, the `gap_intervals` data, the note); None for the Axes when no task has both sides."
-    from vlmlens.analysis import bar_chart
     g = gap_intervals(runs, **kw)
     if not len(g): return None, g, gap_note(g)
     order = [t for t in TASKS if t in set(g["task"])]
