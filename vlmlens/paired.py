@@ -69,7 +69,9 @@ def compare_runs(runs, baseline: str | None = None, key: str = "sample_id", by=(
                          ("unscored_a", "unscored_b")}, **r, "cluster_unit": get_benchmark(base.config.benchmark).cluster_unit})
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
     out["p_holm"] = holm(out["p_value"].tolist())
-    out.attrs.update(ci=ci, min_pairs=min_pairs, labels=run_labels(RunSet(runs)), by=by, key=key, n_resamples=n_resamples, seed=seed)
+    stale = [r.name for r in runs if len(r.scores()) and "cluster" not in r.scores().columns]      # scored before items named their cluster
+    out.attrs.update(ci=ci, min_pairs=min_pairs, labels=run_labels(RunSet(runs)), by=by, key=key, n_resamples=n_resamples, seed=seed,
+                     no_cluster=stale)
     return out
 
 # %% ../nbs/59_paired.ipynb #76fa1241
@@ -110,6 +112,9 @@ def compare_table(cmp, mdd: bool = False) -> Table:
     if any(unscored.values()):
         t.notes.append("left unscored (no value, not compared): " + "; ".join(f"{labels.get(k, k)}: {v}" for k, v in unscored.items() if v))
     if mdd: t.notes.append("MDD: the smallest true difference these pairs detect at the 5% level with 80% power (cluster-robust SE)")
+    if cmp.attrs.get("no_cluster"):
+        t.notes.append(f"{'; '.join(labels.get(n, n) for n in cmp.attrs['no_cluster'])}: scored before items named their cluster, so its "
+                       "pairs count as independent items (too narrow where a video holds several questions) until vlmlens score rewrites its scores")
     return t
 
 # %% ../nbs/59_paired.ipynb #6a343cef
@@ -133,7 +138,7 @@ def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min
     out = pd.concat(frames, ignore_index=True)[["setting", *COMPARE_COLUMNS]]
     out["p_holm"] = holm(out["p_value"].tolist())
     out.attrs.update(ci=0.95, min_pairs=min_pairs, labels=run_labels(rs), by=list(by), key=key, n_resamples=n_resamples, seed=0,
-                     holm_over=int(out["p_value"].notna().sum()))
+                     holm_over=int(out["p_value"].notna().sum()), no_cluster=sorted({n for f in frames for n in f.attrs.get("no_cluster", [])}))
     return out
 
 fidelity.record("all", "ablation comparisons per skill or subset", "metric", "Holm 1979 (step-down adjustment); InfiniBench §4 "
