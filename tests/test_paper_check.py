@@ -215,6 +215,9 @@ def test_the_pdflatex_form_of_indic_tables_compiles_under_pdflatex(tmp_path, cap
     assert "text in Devanagari and Telugu script" in pdf and "20" in pdf
     emitted, found = check_latex("% Compiles with pdfLaTeX; needs \\usepackage{booktabs}.\n" + pdf, tmp_path / "check")
     assert found == [], found                                            # ACL, NeurIPS and IEEE, two passes each
+    saved = t.save(tmp_path / "saved", "prompts")                        # a notebook's table: both forms, each compiled by its engine
+    assert [p.name for p in saved] == ["prompts.md", "prompts.tex", "prompts.pdflatex.tex", "prompts.csv"]
+    assert check([tmp_path / "saved"], tmp_path / "w-saved") == []
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MPLBACKEND="Agg")
     run = [sys.executable, "-c", "import sys; from vlmlens.cli import main; sys.exit(main())"]
     wrong = subprocess.run(run + ["report", str(tmp_path), "--latex-engine", "pdflatex"], capture_output=True, text=True, env=env)

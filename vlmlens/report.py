@@ -642,7 +642,7 @@ def __repr__(self: Table) -> str: return render_table(self, "text")
 
 @patch
 def save(self: Table, folder, name: str, formats: Sequence[str] = ("md", "latex", "csv")) -> list:
-    "Write the table as `<folder>/<name>.md`, `.tex` (a table for the paper only) and `.csv`; returns the paths."
+    "Write the table as `<folder>/<name>.md`, `.tex` (a table for the paper only; one needing XeLaTeX also as `<name>.pdflatex.tex`, `pdflatex_form`) and `.csv`; returns the paths."
     from pathlib import Path
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
     ext = {"md": "md", "latex": "tex", "csv": "csv", "text": "txt"}
@@ -651,6 +651,8 @@ def save(self: Table, folder, name: str, formats: Sequence[str] = ("md", "latex"
         if f == "latex" and not self.paper: continue                          # not a table for the paper
         t = self if self.label else replace(self, label=name)
         p = folder / f"{name}.{ext[f]}"; p.write_text(render_table(t, f) + "\n", encoding="utf-8"); out.append(p)
+        if f == "latex" and pdflatex_form(p.read_text(encoding="utf-8")) != p.read_text(encoding="utf-8"):     # Indic or CJK script
+            out.append(folder / f"{name}.pdflatex.tex"); out[-1].write_text(pdflatex_form(p.read_text(encoding="utf-8")), encoding="utf-8")
     return out
 
 # %% ../nbs/52_report.ipynb #e60b4657
