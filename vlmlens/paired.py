@@ -81,6 +81,7 @@ def _interval_note(cmp) -> str:
     if (cmp["interval"] == "item-bootstrap").any(): parts.append("percentile bootstrap over items (each item its own unit)")
     return "; ".join(parts) or "none"
 
+# %% ../nbs/59_paired.ipynb #f6b608e8
 def compare_table(cmp, mdd: bool = False) -> Table:
     "The comparison as a display table (points, 2 decimals; p-values Holm-adjusted across the table)."
     import pandas as pd
@@ -141,6 +142,7 @@ def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min
                      holm_over=int(out["p_value"].notna().sum()), no_cluster=sorted({n for f in frames for n in f.attrs.get("no_cluster", [])}))
     return out
 
+# %% ../nbs/59_paired.ipynb #19bf0fe3
 fidelity.record("all", "ablation comparisons per skill or subset", "metric", "Holm 1979 (step-down adjustment); InfiniBench §4 "
                 "(grounding skills scored as accuracy, reasoning skills on the judge's 0–10 scale, never averaged together)", "reading",
                 "one paired comparison per skill or subset, plus a pooled row only over subsets the benchmark declares poolable "
