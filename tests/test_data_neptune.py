@@ -114,7 +114,7 @@ def test_curve_release_fetched_prepared_verified_and_run_without_data_path(tmp_p
     run = RunSet.discover(tmp_path / "out").runs[0]
     assert run.info["dataset"]["address"] == lock["address"] and run.info["dataset"]["digest"] == lock["digest"]
     report = _cli(["report", str(tmp_path / "out")], env).stdout
-    assert f"data {lock['address']} @" in report, report                              # the header names the mirror used
+    assert f"Data: {lock['address']} @" in report, report                            # the table's note names the mirror used
     assert run.config.data_path == str(folder / "curve.json")
     s = run.summary
     assert s["overall"]["n"] == 2 and len(s["row_errors"]) == 1 and "kJQP7kiw5Fk" in s["row_errors"][0]

@@ -197,3 +197,28 @@ def test_without_pdffonts_a_pdf_it_cannot_read_is_said_not_checked(tmp_path, mon
     if not ENGINES["xelatex"]: pytest.skip("xelatex is not installed (make tex)")
     xe, pdf = pc.compile_paper(_table("Accuracy per task", "tab:xe"), tmp_path / "xe", "xe", "acl", "xelatex")
     assert pdf and b"/ObjStm" in pdf.read_bytes() and xe == [pc.FONTS_UNCHECKED], xe
+
+
+@needs_tex
+def test_the_pdflatex_form_of_indic_tables_compiles_under_pdflatex(tmp_path, capfd):
+    "A table of Hindi and Telugu prompts: its default LaTeX names XeLaTeX and fails under pdfLaTeX; its pdfLaTeX form compiles clean, says what it left out, and `--latex-engine pdflatex` prints that form."
+    import vlmlens.report as R
+    from vlmlens.paper_check import check_latex, compile_paper, engine_for
+    t = R.Table(pd.DataFrame({"language": ["Hindi", "Telugu"], "question": ["प्रश्न: यह क्या है?", "ప్రశ్న: ఇది ఏమిటి?"], "n": [20, 20]}),
+                "HinTel-AlignBench prompts as the paper prints them", ["n: items."])
+    xe = R.render_table(t, "latex")
+    assert engine_for(xe) == "xelatex"
+    broken, _ = compile_paper(xe, tmp_path / "xe", "xe", "acl", "pdflatex")
+    assert broken                                                        # pdfLaTeX cannot set the scripts
+    pdf = R.pdflatex_form(xe)
+    assert engine_for(pdf) == "pdflatex" and "[Deva]: [Deva]" in pdf and "[Telu]: [Telu]" in pdf
+    assert "text in Devanagari and Telugu script" in pdf and "20" in pdf
+    emitted, found = check_latex("% Compiles with pdfLaTeX; needs \\usepackage{booktabs}.\n" + pdf, tmp_path / "check")
+    assert found == [], found                                            # ACL, NeurIPS and IEEE, two passes each
+    saved = t.save(tmp_path / "saved", "prompts")                        # a notebook's table: both forms, each compiled by its engine
+    assert [p.name for p in saved] == ["prompts.md", "prompts.tex", "prompts.pdflatex.tex", "prompts.csv"]
+    assert check([tmp_path / "saved"], tmp_path / "w-saved") == []
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MPLBACKEND="Agg")
+    run = [sys.executable, "-c", "import sys; from vlmlens.cli import main; sys.exit(main())"]
+    wrong = subprocess.run(run + ["report", str(tmp_path), "--latex-engine", "pdflatex"], capture_output=True, text=True, env=env)
+    assert wrong.returncode == 2 and "--format latex" in wrong.stderr and len(wrong.stderr.strip().splitlines()) == 1, wrong.stderr

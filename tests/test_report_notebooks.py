@@ -13,6 +13,7 @@ import zlib
 from pathlib import Path
 
 import nbformat
+import pandas as pd
 import pytest
 
 from loopback import LoopbackServer
@@ -345,3 +346,7 @@ def test_infinibench_report(infinibench_runs, tmp_path, capfd):
     assert "No Score point (no valid judgments): flaky" in text                          # a missing point says why, never 0.0
     idk = (rdir / "tables" / "idk_table.md").read_text(encoding="utf-8")
     assert idk.count("| strong") == 1 and "(n=" in idk
+    # the ablations are compared per skill: a row per skill, the grounding skills pooled, never a row mixing 0/1 and 0–10 items
+    abl = [pd.read_csv(f) for f in sorted((rdir / "tables").glob("ablation_paired_*.csv"))]
+    assert abl and all({"global_appearance", "grounding skills (Acc)"} <= set(t.subset) for t in abl), [list(t.subset) for t in abl]
+    assert not any(t.subset.isin(["all items", ""]).any() for t in abl)

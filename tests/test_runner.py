@@ -166,7 +166,7 @@ def test_score_command_rescores_a_finished_run_without_the_model(reference, monk
     monkeypatch.setattr(reg, "load_backend", lambda *a, **k: pytest.fail("re-scoring must not load the model"))
     assert main(["score", str(run_dir)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("demo · tiny-qwen2.5-vl") and "accuracy" in out and f"results in {run_dir}" in out
+    assert out.startswith("Demo, tiny-qwen2.5-vl with 4 frames") and "accuracy" in out and f"results in {run_dir}" in out
     assert json.loads((run_dir / "summary.json").read_text())["overall"] == summary["overall"]
     assert main(["score", str(run_dir.parent / "no-such-run")]) == 2
     assert "not a run folder (no run.json)" in capsys.readouterr().err

@@ -27,7 +27,8 @@ from .evidence import isolate_run
 from .analysis import VENUES
 from .models import registry
 from .paper_check import CHECK_VENUES, check_latex, engine_for
-from .report import machine_frame, model_name, rates_table, render_table, run_context, run_header, run_labels, summary_table
+from .report import (machine_frame, model_name, pdflatex_form, rates_table, render_table, run_context, run_header, run_labels,
+                            summary_table)
 from .runner import check_answered, estimate_run, launch_env, rescore, run
 from .store import RunSet, open_run
 from .sweep import compact_table, run_sweep
@@ -83,7 +84,7 @@ def _add_subcommands(sub):
     s.add_argument("--vs-paper", action="store_true", help="also print ours beside the papers' numbers (difference, our 95%% CI); with csv, only that")
     s.add_argument("--judge-reading", action="store_true", help="with --vs-paper, compare GPT-4o mini runs with InfiniBench's 'GPT-4o' judge cells, flagged")
     s.add_argument("--include-departures", action="store_true", help="with --vs-paper, also show cells whose protocol the run departs from, each departure listed")
-    s.add_argument("--check", action="store_true", help="then set its tables together, twice, in ACL, NeurIPS and IEEE papers (or --venue's): every problem a reviewer finds; exit 1 on one"); s.add_argument("--venue", choices=tuple(VENUES), help="the venue whose page --check sets the tables in")
+    s.add_argument("--check", action="store_true", help="then set its tables together, twice, in ACL, NeurIPS and IEEE papers (or --venue's): every problem a reviewer finds; exit 1 on one"); s.add_argument("--venue", choices=tuple(VENUES), help="the venue whose page --check sets the tables in"); s.add_argument("--latex-engine", choices=("xelatex", "pdflatex"), help="the engine the LaTeX must compile under (default xelatex where a table holds Indic or CJK script); pdflatex: such text is left out, each table's note says so")
     s = sub.add_parser("isolate", help="evidence graphs + iterative error isolation on a finished MINERVA/CURVE run")
     s.add_argument("run_dir"); s.add_argument("--compiler", required=True, help="model that compiles reasoning chains into graphs")
     s.add_argument("--labeller", required=True, help="model that aligns answers with graphs and labels errors")
@@ -128,9 +129,9 @@ def csv_context(summary: dict, config: dict | None = None) -> dict:
             **{k: o.get(k) for k in (o.get("headline") or ())}, **({"chance": bs["chance"]} if isinstance(bs, dict) and "chance" in bs else {})}
 
 # %% ../nbs/42_cli.ipynb #ba03c699
-def _run_table(summary: dict, config: dict | None = None, run_dir=None, distinct: str | None = None):
-    "A run's table: titled by its header line (and `distinct`: the settings that tell it from runs of the same header); its settings (and folder) as the columns a CSV starts with."
-    t = summary_table(summary, title=run_header(summary, config) + (f" · {distinct}" if distinct else ""))
+def _run_table(summary: dict, config: dict | None = None, run_dir=None, distinct: str | None = None, differing=None):
+    "A run's table: titled by its header (naming the `differing` settings of a report's runs; `distinct`: what tells it from runs of the same header); its settings (and folder) as the columns a CSV starts with."
+    t = summary_table(summary, title=run_header(summary, config, differing) + (f" · {distinct}" if distinct else ""))
     t.context = {**csv_context(summary, config), "run_dir": str(run_dir or summary.get("run_dir") or "")}
     return t
 
@@ -143,9 +144,9 @@ def partial_note(n: int, missing: int) -> str | None:
     "'2 of 6 items (4 not run: rerun to finish)' for a run with items not run yet, else None."
     return f"{n} of {n + missing} items ({missing} not run: rerun to finish)" if missing and missing > 0 else None
 
-def print_summary(summary: dict, config: dict | None = None, fmt: str = "text", link=None, distinct: str | None = None):
+def print_summary(summary: dict, config: dict | None = None, fmt: str = "text", link=None, distinct: str | None = None, differing=None):
     "Print a run's table under a header line naming the run (in CSV the run's settings are columns; `link`: adds links to its rows); a partial run says so."
-    t = _run_table(summary, config, distinct=distinct)
+    t = _run_table(summary, config, distinct=distinct, differing=differing)
     print(render_table(link(t) if link else t, fmt))
     o = summary.get("overall") or {}
     note = partial_note(int(o.get("n") or 0), int(o.get("n_missing") or 0))
@@ -153,9 +154,9 @@ def print_summary(summary: dict, config: dict | None = None, fmt: str = "text", 
     if summary.get("run_dir") and fmt == "text": print(f"results in {shown_path(summary['run_dir'])}")
 
 # %% ../nbs/42_cli.ipynb #72c4f7bd
-def distinct_labels(runs) -> dict[str, str]:
+def distinct_labels(runs, differing=None) -> dict[str, str]:
     "`{run name: the settings that tell it apart}` for the runs whose header lines are the same; empty when every header differs."
-    heads = {r.name: run_header(r.summary, r.config.to_dict() if r.config else None) for r in runs if r.summary is not None}
+    heads = {r.name: run_header(r.summary, r.config.to_dict() if r.config else None, differing) for r in runs if r.summary is not None}
     seen = Counter(heads.values())
     same = [r for r in runs if seen.get(heads.get(r.name), 0) > 1]
     return run_labels(RunSet(same)) if same else {}
@@ -174,7 +175,8 @@ def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: b
     import pandas as pd
     runs = RunSet.discover(*run_dirs)
     if not len(runs): raise FileNotFoundError(f"no runs (folders with a run.json) below {', '.join(map(str, run_dirs))}")
-    bad, frames, distinct = 0, [], distinct_labels(runs)
+    differing = list(runs.varying()) if len(runs) > 1 else None            # several runs: captions name what differs
+    bad, frames, distinct = 0, [], distinct_labels(runs, differing)
     view_dir = view.report_view(runs, view_dir, fmt) if view_dir else None        # rows link to their items in the view
     link = (lambda t, r: view.link_rows(t, view_dir, r.dir, fmt)) if view_dir else (lambda t, r: t)
     for r in runs:
@@ -182,8 +184,8 @@ def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: b
             print(_unsummarised(r), file=sys.stderr); bad += r.problem is not None
             continue
         cfg = r.config.to_dict() if r.config else None
-        if fmt == "csv": frames.append(machine_frame(link(_run_table(r.summary, cfg, r.dir), r)))
-        else: print_summary({**r.summary, "run_dir": str(r.dir)}, cfg, fmt, (lambda t, r=r: link(t, r)) if view_dir else None, distinct.get(r.name)); print()
+        if fmt == "csv": frames.append(machine_frame(link(_run_table(r.summary, cfg, r.dir, differing=differing), r)))
+        else: print_summary({**r.summary, "run_dir": str(r.dir)}, cfg, fmt, (lambda t, r=r: link(t, r)) if view_dir else None, distinct.get(r.name), differing); print()
     if frames and not vs_paper: print(pd.concat(frames, ignore_index=True).to_csv(index=False).rstrip("\n"))
     if vs_paper:
         text, unmatched = (view.vs_paper_links(runs, fmt, view_dir, judge_reading, include_departures) if view_dir else
@@ -194,11 +196,12 @@ def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: b
     return 1 if bad else 0
 
 # %% ../nbs/42_cli.ipynb #d4c4a7aa
-def latex_report(run_dirs, vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False, view_dir=None) -> int:
-    "`report` as LaTeX under a first line naming the engine its tables need."
+def latex_report(run_dirs, vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False, view_dir=None,
+                 engine: str | None = None) -> int:
+    "`report` as LaTeX under a first line naming the engine its tables need (`engine='pdflatex'`: the pdfLaTeX form, `report.pdflatex_form`)."
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf): rc = report(run_dirs, "latex", vs_paper, judge_reading, include_departures, view_dir)
-    text = buf.getvalue()
+    text = pdflatex_form(buf.getvalue()) if engine == "pdflatex" else buf.getvalue()
     print("% Compile with XeLaTeX (or LuaLaTeX) and \\usepackage{fontspec}: some tables set Indic or CJK script; needs \\usepackage{booktabs}."
           if engine_for(text) == "xelatex" else "% Compiles with pdfLaTeX; needs \\usepackage{booktabs}.")
     print(text, end="")
@@ -248,11 +251,11 @@ def check_isolatable(run_dir):
 
 # %% ../nbs/42_cli.ipynb #eeca80c5
 def report_check(run_dirs, vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False,
-                 venues=CHECK_VENUES, work=None) -> int:
-    "The paper check of the report's LaTeX (`paper_check.check_latex`): one line per problem and a count on stderr; 1 when any."
+                 venues=CHECK_VENUES, work=None, engine: str | None = None) -> int:
+    "The paper check of the report's LaTeX (`paper_check.check_latex`; `engine='pdflatex'`: its pdfLaTeX form): one line per problem and a count on stderr; 1 when any."
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(io.StringIO()):
-        latex_report(run_dirs, vs_paper, judge_reading, include_departures)
+        latex_report(run_dirs, vs_paper, judge_reading, include_departures, engine=engine)
     emitted, found = check_latex(buf.getvalue(), work, venues)
     for line in found: print(line, file=sys.stderr)
     print(f"paper check of {emitted}: {len(found)} problem{'s' if len(found) != 1 else ''}", file=sys.stderr)
@@ -284,11 +287,15 @@ def _dispatch(a) -> int:
     elif a.command == "report" and a.to == "wandb": return view.report_to_wandb(a.run_dirs)
     elif a.command == "report" and a.venue and not a.check:   # the tables are one for every venue: only the check's page changes
         raise ValueError(f"--venue {a.venue} chooses the page --check sets the tables in: add --check")
+    elif a.command == "report" and a.latex_engine and a.format != "latex" and not a.check:
+        raise ValueError(f"--latex-engine {a.latex_engine} chooses the LaTeX form: add --format latex (or --check)")
     elif a.command == "report" and a.check:
-        rc = (latex_report(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, a.view) if a.format == "latex" else
+        rc = (latex_report(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, a.view, a.latex_engine) if a.format == "latex" else
               report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view))
-        return max(rc, report_check(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, (a.venue,) if a.venue else CHECK_VENUES))
-    elif a.command == "report" and a.format == "latex": return latex_report(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, a.view)
+        return max(rc, report_check(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, (a.venue,) if a.venue else CHECK_VENUES,
+                                    engine=a.latex_engine))
+    elif a.command == "report" and a.format == "latex":
+        return latex_report(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, a.view, a.latex_engine)
     elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view)
     elif a.command == "data": return data.main(a)
     elif a.command == "view": return view.main(a)

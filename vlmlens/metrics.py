@@ -176,21 +176,22 @@ def cluster_se(values, clusters=None) -> dict:
             "design_effect": se2 / se_clt2 if se_clt2 > 0 else float("nan")}
 
 # %% ../nbs/22_metrics.ipynb #c1a5e1a4
-def cluster_bootstrap(values, clusters=None, n_resamples: int = 2000, seed: int = 0, ci: float = 0.95) -> dict:
-    "Mean of `values` with a percentile bootstrap interval that resamples whole clusters (items when `clusters` is None)."
+def cluster_bootstrap(values, clusters=None, n_resamples: int = 2000, seed: int = 0, ci: float = 0.95, weights=None) -> dict:
+    "(Weighted) mean of `values` with a percentile bootstrap interval that resamples whole clusters (items when `clusters` is None)."
     v = _as_array(values, "values")
     if len(v) == 0: raise ValueError("no items: cannot compute an interval")
     if not 0 < ci < 1: raise ValueError(f"ci must be in (0, 1), got {ci}")
     codes = cluster_codes(clusters, len(v))
     k = int(codes.max()) + 1
-    sums, sizes = np.bincount(codes, weights=v, minlength=k), np.bincount(codes, minlength=k).astype(float)
+    w = np.ones(len(v)) if weights is None else _as_array(weights, "weights")
+    sums, sizes = np.bincount(codes, weights=v * w, minlength=k), np.bincount(codes, weights=w, minlength=k)
     rng, stats = np.random.default_rng(seed), []
     for start in range(0, n_resamples, 500):                         # chunks bound memory: 500 × clusters draws at a time
         idx = rng.integers(0, k, size=(min(500, n_resamples - start), k))
         stats.append(sums[idx].sum(axis=1) / sizes[idx].sum(axis=1))
     st = np.concatenate(stats)
     lo, hi = np.quantile(st, [(1 - ci) / 2, 1 - (1 - ci) / 2])
-    return {"mean": float(v.mean()), "ci_low": float(lo), "ci_high": float(hi), "n": len(v), "n_clusters": k,
+    return {"mean": float(np.average(v, weights=w)), "ci_low": float(lo), "ci_high": float(hi), "n": len(v), "n_clusters": k,
             "n_resamples": int(n_resamples), "seed": int(seed), "ci": ci}
 
 # %% ../nbs/22_metrics.ipynb #c1a5e1b1

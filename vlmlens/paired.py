@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import sys
 
+from . import fidelity
 from .benchmarks.base import get_benchmark
 from .metrics import INTERVAL_METHODS, holm, paired_compare
 from .report import FORMATS, Table, clean_scores, num, render_table, run_labels
 from .store import Run, RunSet
 
 # %% auto #0
-__all__ = ['COMPARE_COLUMNS', 'item_scores', 'pair_items', 'compare_runs', 'compare_table', 'ablation_comparisons', 'add_parser',
-           'main']
+__all__ = ['COMPARE_COLUMNS', 'item_scores', 'pair_items', 'compare_runs', 'compare_table', 'ablation_comparisons',
+           'compare_tables', 'add_parser', 'main']
 
 # %% ../nbs/59_paired.ipynb #bc96228f
 def item_scores(run: Run, key: str = "sample_id", value: str = "score", by=()) -> tuple:
@@ -47,8 +48,8 @@ COMPARE_COLUMNS = ["run_a", "run_b", "group", "n_pairs", "n_clusters", "only_a",
                    "diff", "ci_low", "ci_high", "too_few", "interval", "cluster_unit", "test", "p_value", "p_holm", "mdd"]
 
 def compare_runs(runs, baseline: str | None = None, key: str = "sample_id", by=(), value: str = "score", ci: float = 0.95,
-                 min_pairs: int = 10, n_resamples: int = 2000, seed: int = 0):
-    "Every run against the first (or `baseline`) on their shared items: one row per run and group of `by`; p-values Holm-adjusted."
+                 min_pairs: int = 10, n_resamples: int = 2000, seed: int = 0, pools: dict | None = None):
+    "Every run against the first (or `baseline`) on their shared items: one row per run and group of `by` (and per pool of `by`'s first field's groups: `{label: groups or None}`); p-values Holm-adjusted."
     import pandas as pd
     runs = [r for r in (runs.runs if isinstance(runs, RunSet) else runs) if r.config is not None]
     if len(runs) < 2: raise ValueError(f"compare needs at least two readable runs, got {len(runs)}")
@@ -57,16 +58,20 @@ def compare_runs(runs, baseline: str | None = None, key: str = "sample_id", by=(
     rows = []
     for other in (r for r in runs if r is not base):
         p, by = pair_items(base, other, key, value, by), list(by)
-        groups = dict.fromkeys(k[:-1] for k in [*p["keys"], *p["only_a_keys"], *p["only_b_keys"]]) or {(): None}
-        for g in groups:                                                # a group only one run has: a row of its unshared items
-            i = [j for j, k in enumerate(p["keys"]) if k[:-1] == g]
+        groups = {", ".join(map(str, g)): (lambda k, g=g: k[:-1] == g) for g in
+                  dict.fromkeys(k[:-1] for k in [*p["keys"], *p["only_a_keys"], *p["only_b_keys"]])} or {"": lambda k: True}
+        if by and len(groups) > 1: groups.update({label: (lambda k, m=m: m is None or k[0] in m) for label, m in (pools or {}).items()})   # pooled rows
+        for g, inside in groups.items():                                # a group only one run has: a row of its unshared items
+            i = [j for j, k in enumerate(p["keys"]) if inside(k)]
             r = paired_compare([p["a"][j] for j in i], [p["b"][j] for j in i], [p["cluster"][j] for j in i], ci, n_resamples, seed, min_pairs)
-            only = {f"only_{s}": sum(k[:-1] == g for k in p[f"only_{s}_keys"]) for s in "ab"}      # this group's unshared items
-            rows.append({"run_a": base.name, "run_b": other.name, "group": ", ".join(map(str, g)), **only, **{k: p[k] for k in
+            only = {f"only_{s}": sum(map(inside, p[f"only_{s}_keys"])) for s in "ab"}      # this group's unshared items
+            rows.append({"run_a": base.name, "run_b": other.name, "group": g, **only, **{k: p[k] for k in
                          ("unscored_a", "unscored_b")}, **r, "cluster_unit": get_benchmark(base.config.benchmark).cluster_unit})
     out = pd.DataFrame(rows, columns=COMPARE_COLUMNS)
     out["p_holm"] = holm(out["p_value"].tolist())
-    out.attrs.update(ci=ci, min_pairs=min_pairs, labels=run_labels(RunSet(runs)), by=by, key=key, n_resamples=n_resamples, seed=seed)
+    stale = [r.name for r in runs if len(r.scores()) and "cluster" not in r.scores().columns]      # scored before items named their cluster
+    out.attrs.update(ci=ci, min_pairs=min_pairs, labels=run_labels(RunSet(runs)), by=by, key=key, n_resamples=n_resamples, seed=seed,
+                     no_cluster=stale)
     return out
 
 # %% ../nbs/59_paired.ipynb #76fa1241
@@ -76,14 +81,20 @@ def _interval_note(cmp) -> str:
     if (cmp["interval"] == "item-bootstrap").any(): parts.append("percentile bootstrap over items (each item its own unit)")
     return "; ".join(parts) or "none"
 
+# %% ../nbs/59_paired.ipynb #f6b608e8
 def compare_table(cmp, mdd: bool = False) -> Table:
     "The comparison as a display table (points, 2 decimals; p-values Holm-adjusted across the table)."
     import pandas as pd
     ci, labels = cmp.attrs.get("ci", 0.95), cmp.attrs.get("labels", {})
-    t = Table(title="Paired differences between runs on their shared items")
+    grouped, pair = cmp.group.astype(bool).any(), cmp[["run_a", "run_b"]].drop_duplicates()
+    one = grouped and len(pair) == 1                                       # one pair of runs per group: its rows are the groups
+    name = lambda n: labels.get(n, n)
+    t = Table(title=f"Paired differences, {name(pair.run_a.iloc[0])} (A) against {name(pair.run_b.iloc[0])} (B), per "
+                    f"{'/'.join(cmp.attrs.get('by') or ['group'])}" if one else "Paired differences between runs on their shared items")
     pts = lambda x: num(None if x is None or x != x else 100 * x, 2)
-    t.data = pd.DataFrame({"A": cmp.run_a.map(lambda n: labels.get(n, n)), "B": cmp.run_b.map(lambda n: labels.get(n, n)),
-        **({"group": cmp.group} if cmp.group.astype(bool).any() else {}), "pairs": cmp.n_pairs.astype(int), "A %": cmp.mean_a.map(pts),
+    runs = {} if one else {"A": cmp.run_a.map(name), "B": cmp.run_b.map(name)}
+    t.data = pd.DataFrame({**({"/".join(cmp.attrs.get("by") or ["group"]): cmp.group} if grouped else {}), **runs,
+        "pairs": cmp.n_pairs.astype(int), "A %": cmp.mean_a.map(pts),
         "B %": cmp.mean_b.map(pts), "A − B": cmp["diff"].map(pts),
         f"{ci:.0%} CI": [t.blank("too few pairs for an interval") if tf else f"[{pts(lo)}, {pts(hi)}]" for tf, lo, hi in zip(cmp.too_few, cmp.ci_low, cmp.ci_high)],
         "p (Holm)": [num(p, 3) for p in cmp.p_holm], **({"MDD": cmp.mdd.map(pts)} if mdd else {}),
@@ -93,7 +104,8 @@ def compare_table(cmp, mdd: bool = False) -> Table:
                 f"A − B: mean of the per-item differences in points on the items both runs scored; {ci:.0%} CI: {_interval_note(cmp)} "
                 f"({cmp.attrs.get('n_resamples', 2000):,} resamples, seed {cmp.attrs.get('seed', 0)})",
                 "p: " + " / ".join(sorted({t.replace("clusters", f"{u}s") for t, u in zip(cmp.test, cmp.cluster_unit) if isinstance(t, str)}))
-                + f", Holm-adjusted across the {int(cmp.p_value.notna().sum())} comparisons of this table that have pairs",
+                + f", Holm-adjusted across the {cmp.attrs.get('holm_over') or int(cmp.p_value.notna().sum())} comparisons "
+                + ("of the ablations that have pairs" if cmp.attrs.get("holm_over") else "of this table that have pairs"),
                 f"too few: fewer than {cmp.attrs.get('min_pairs', 10)} independent units (pairs, or {'/'.join(sorted(set(cmp.cluster_unit.dropna()))) or 'unit'}s "
                 "where one holds several pairs), or no pair differs; no interval is shown",
                 "only A/B: items one run scored and the other did not (counted, not compared)"]
@@ -101,11 +113,14 @@ def compare_table(cmp, mdd: bool = False) -> Table:
     if any(unscored.values()):
         t.notes.append("left unscored (no value, not compared): " + "; ".join(f"{labels.get(k, k)}: {v}" for k, v in unscored.items() if v))
     if mdd: t.notes.append("MDD: the smallest true difference these pairs detect at the 5% level with 80% power (cluster-robust SE)")
+    if cmp.attrs.get("no_cluster"):
+        t.notes.append(f"{'; '.join(labels.get(n, n) for n in cmp.attrs['no_cluster'])}: scored before items named their cluster, so its "
+                       "pairs count as independent items (too narrow where a video holds several questions) until vlmlens score rewrites its scores")
     return t
 
 # %% ../nbs/59_paired.ipynb #6a343cef
-def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min_pairs: int = 10, n_resamples: int = 2000):
-    "Paired comparisons of the runs that differ in one setting only (`settings`: those settings; None: every differing one)."
+def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min_pairs: int = 10, n_resamples: int = 2000, pools=None):
+    "Paired comparisons of the runs that differ in one setting only (`settings`: those settings; None: every differing one); with `by`, one row per group and per pool the benchmark declares (`Benchmark.comparison_pools`; or `pools`)."
     import json, pandas as pd
     rs = RunSet([r for r in runs if r.config is not None and r.status != "broken"])
     settings = [s for s in (rs.varying() if settings is None else settings) if s in rs.varying()]
@@ -117,12 +132,29 @@ def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min
             groups.setdefault(json.dumps(rest, sort_keys=True, default=str), []).append(r)
         for g in (g for g in groups.values() if len(g) > 1):
             g = sorted(g, key=lambda r: json.dumps(r.settings().get(k), default=str))
-            c = compare_runs(g, key=key, by=by, min_pairs=min_pairs, n_resamples=n_resamples)
+            pool = get_benchmark(g[0].config.benchmark).comparison_pools if pools is None else pools
+            c = compare_runs(g, key=key, by=by, min_pairs=min_pairs, n_resamples=n_resamples, pools=pool)
             frames.append(c.assign(setting=k))
     if not frames: return pd.DataFrame(columns=["setting", *COMPARE_COLUMNS])
     out = pd.concat(frames, ignore_index=True)[["setting", *COMPARE_COLUMNS]]
     out["p_holm"] = holm(out["p_value"].tolist())
-    out.attrs.update(ci=0.95, min_pairs=min_pairs, labels=run_labels(rs), by=list(by), key=key, n_resamples=n_resamples, seed=0)
+    out.attrs.update(ci=0.95, min_pairs=min_pairs, labels=run_labels(rs), by=list(by), key=key, n_resamples=n_resamples, seed=0,
+                     holm_over=int(out["p_value"].notna().sum()), no_cluster=sorted({n for f in frames for n in f.attrs.get("no_cluster", [])}))
+    return out
+
+# %% ../nbs/59_paired.ipynb #19bf0fe3
+fidelity.record("all", "ablation comparisons per skill or subset", "metric", "Holm 1979 (step-down adjustment); InfiniBench §4 "
+                "(grounding skills scored as accuracy, reasoning skills on the judge's 0–10 scale, never averaged together)", "reading",
+                "one paired comparison per skill or subset, plus a pooled row only over subsets the benchmark declares poolable "
+                "(Benchmark.comparison_pools); Holm's adjustment over every comparison of a report's ablations")
+
+def compare_tables(cmp, mdd: bool = False) -> list:
+    "The comparison as display tables: one per pair of runs where rows are groups (a skill, a subset), else one."
+    if not cmp.group.astype(bool).any(): return [compare_table(cmp, mdd)]
+    out = []
+    for (a, b), _ in cmp.groupby(["run_a", "run_b"], sort=False):
+        sub = cmp[(cmp.run_a == a) & (cmp.run_b == b)].copy(); sub.attrs.update(cmp.attrs)
+        out.append(compare_table(sub, mdd))
     return out
 
 # %% ../nbs/59_paired.ipynb #172b10c1

@@ -231,7 +231,7 @@ def check(paths, work=None, venues=CHECK_VENUES, figure_venue=None) -> list[str]
     tables = [f for f, t in texts.items() if "\\documentclass" not in t]                   # tables, not compiled documents
     stems = Counter(f.stem for f in tables)
     texs = {f.stem if stems[f.stem] == 1 else f"{f.parent.name}/{f.stem}": texts[f] for f in tables}
-    joined = "\n".join(texs.values())
+    joined = "\n".join(v for k, v in texs.items() if not k.endswith(".pdflatex"))        # a twin's pdfLaTeX form: compiled, not read twice
     problems = [f"tables: {p}" for p in structure_problems(joined)] + (compile_tables(texs, work, venues) if texs else [])
     files = [f for f in files if not (f.suffix == ".pdf" and f.with_suffix(".tex").exists())]      # a compiled document is no figure
     figures = [p for f in files if f.suffix in (".pdf", ".png", ".json") for p in figure_problems(f, figure_venue)]

@@ -18,7 +18,9 @@ from typing import Sequence
 
 from fastcore.basics import patch
 
+from . import fidelity
 from .analysis import SCRIPT_FONTS
+from .benchmarks.base import get_benchmark
 from .core import RunConfig, VIDEO_MODALITIES
 from .judges import lang_name
 from .metrics import aggregate
@@ -26,13 +28,13 @@ from .models import registry
 from .store import Run, RunSet
 
 # %% auto #0
-__all__ = ['BLANK', 'NOTHING_ANSWERED', 'ITEM_COLUMNS', 'FORMATS', 'BENCHMARK_NAMES', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS',
-           'TEXT_HEIGHT_PT', 'FONT_PT', 'ABBREVIATE_CHARS', 'MACHINE_NAMES', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell',
+__all__ = ['BLANK', 'NOTHING_ANSWERED', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'TEXT_HEIGHT_PT',
+           'FONT_PT', 'ABBREVIATE_CHARS', 'MACHINE_NAMES', 'SCRIPT_CODES', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell',
            'fixed', 'pct', 'num', 'answered_nothing', 'language_name', 'model_name', 'judge_model', 'judge_name',
-           'as_runset', 'run_settings', 'differing_settings', 'setting_text', 'run_labels', 'PoolingError',
-           'check_pooling', 'clean_scores', 'grouped_rates', 'Table', 'caption_prose', 'digits_for', 'latex_caption',
-           'machine_frame', 'render_table', 'rate_cell', 'rate_grid', 'usage_note', 'summary_table', 'run_context',
-           'run_header', 'rates_table', 'runs_overview']
+           'as_runset', 'run_settings', 'differing_settings', 'benchmark_info', 'data_note', 'setting_text',
+           'run_labels', 'PoolingError', 'check_pooling', 'clean_scores', 'grouped_rates', 'Table', 'caption_prose',
+           'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'pdflatex_form', 'rate_cell', 'rate_grid',
+           'usage_note', 'summary_table', 'run_context', 'run_header', 'rates_table', 'runs_overview']
 
 # %% ../nbs/52_report.ipynb #f7f7bc76
 BLANK = "–"
@@ -138,6 +140,27 @@ def differing_settings(runs) -> dict[str, list]:
     "`{setting: [its distinct values]}` for the settings that differ between `runs` (`RunSet.varying`)."
     return as_runset(runs).varying()
 
+# %% ../nbs/52_report.ipynb #d75c574d
+from functools import lru_cache
+
+@lru_cache(maxsize=None)
+def _declared(name: str) -> dict:
+    try: return get_benchmark(name).describe()
+    except Exception: return {"name": name, "display_name": name, "inputs": [], "headline_columns": {}, "summary_groups": None}
+
+def benchmark_info(summary: dict | None = None, config: dict | None = None) -> dict:
+    "What a run's benchmark declares for a report: as the run's summary recorded it, else as the benchmark declares it now ({} for none)."
+    s, c = summary or {}, config or {}
+    if isinstance(s.get("benchmark_info"), dict): return s["benchmark_info"]
+    name = s.get("benchmark") or c.get("benchmark")
+    return _declared(str(name)) if name else {}
+
+def data_note(summary: dict) -> str | None:
+    "'Data: <address> @ <revision> (lock <digest>)' for a run that read a locked release, else None."
+    ds = summary.get("dataset") or {}
+    if not ds.get("digest"): return None
+    return f"Data: {ds.get('address') or ds.get('location')} @ {str(ds.get('revision') or '?').strip(chr(34))[:12]} (lock {ds['digest'][:8]})."
+
 # %% ../nbs/52_report.ipynb #5f2c1d34
 _SELF_DESCRIBING = ("model", "language", "num_frames", "fps", "benchmark")
 
@@ -149,6 +172,7 @@ def setting_text(key: str, value, named: bool = True) -> str:
     if _missing(value) or (isinstance(value, (dict, list, str)) and not value): return BLANK if key != "judge" else "no judge"
     if key in ("model", "judge"): v = model_name(value)
     elif key == "language": v = ", ".join(language_name(x) for x in str(value).split(","))
+    elif key == "benchmark": v = _declared(str(value)).get("display_name") or str(value)
     elif key == "num_frames": v = f"{value} frame{'s' if value != 1 else ''}"
     elif key in ("fps",): v = f"{float(value):g} fps"
     elif isinstance(value, dict): v = ", ".join(f"{k}={x}" for k, x in sorted(value.items()))
@@ -290,14 +314,10 @@ def _latex_head(df) -> list[str]:
     return heads
 
 # %% ../nbs/52_report.ipynb #859f9c82
-BENCHMARK_NAMES = {"infinibench": "InfiniBench", "hintel": "HinTel-AlignBench", "curve": "CURVE", "minerva": "MINERVA", "demo": "Demo"}
-
 def caption_prose(title: str) -> str:
-    "A title as a caption: '·'-separated fields joined as a list, benchmark codes in the papers' spelling, 'n 20' as 'n = 20', '1 frames' as '1 frame'."
+    "A title as a caption: '·'-separated fields joined as a list, 'n 20' as 'n = 20', '1 frames' as '1 frame'."
     parts = [p.strip() for p in str(title or "").split("·") if p.strip()]
-    parts = [BENCHMARK_NAMES.get(p.lower(), p) for p in parts]
     text = ", ".join(re.sub(r"^n (\d+)$", r"n = \1", p) for p in parts)
-    text = re.sub(r"\b(Hintel|Infinibench|infinibench|hintel)\b", lambda m: BENCHMARK_NAMES[m.group(1).lower()], text)
     return re.sub(r"(?<![\d.])1 frames\b", "1 frame", text)
 
 # %% ../nbs/52_report.ipynb #h9c5l002
@@ -498,8 +518,8 @@ def _tabular(part, size: str, pad: float = 12) -> tuple[list[str], str, float, l
     return _latex_head(part), spec, width, body, per_line
 
 def _paper_notes(notes: list[str]) -> list[str]:
-    "The notes a paper prints: no API cost or command-line flags (they stay in the Markdown), no JSON file paths."
-    keep = [n for n in notes if not re.match(r"\s*API usage:", n) and not re.search(r"(^|\s)--[a-z]", n)]
+    "The notes a paper prints: no API cost, data addresses or command-line flags (they stay in the Markdown), no JSON file paths."
+    keep = [n for n in notes if not re.match(r"\s*(API usage|Data):", n) and not re.search(r"(^|\s)--[a-z]", n)]
     return [re.sub(r"\s*\([^()]*\.json\b[^()]*\)", "", n) for n in keep]
 
 def _latex(df, t: Table, notes: list[str]) -> str:
@@ -575,6 +595,38 @@ def render_table(table, fmt: str = "text") -> str:
     md = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|", *rows]
     return "\n".join(([f"**{t.title}**", ""] if t.title else []) + md + ([""] + [n + "  " for n in notes] if notes else []))
 
+# %% ../nbs/52_report.ipynb #8f4faa36
+_WRAPPED = re.compile(r"\{\\(?P<font>[a-z]+)font (?P<text>[^{}]*)\}")
+_XE_LINES = re.compile(r"^(?:% This table has .* script: compile with XeLaTeX.*|% with \\usepackage\{fontspec\}.*|\\ifdefined\\[a-z]+font\\else\\newfontfamily.*\\fi)\n", re.M)
+
+SCRIPT_CODES = {"Devanagari": "Deva", "Bengali": "Beng", "Gurmukhi": "Guru", "Gujarati": "Gujr", "Oriya": "Orya", "Tamil": "Taml",
+                "Telugu": "Telu", "Kannada": "Knda", "Malayalam": "Mlym", "Thai": "Thai", "Hebrew": "Hebr", "Arabic": "Arab", "CJK": "CJK"}
+
+def _omitted(block: str) -> str:
+    "One float with its script runs replaced by their ISO 15924 codes and a note saying which were left out."
+    names, found = {n.lower(): n for n in SCRIPT_FONTS}, []
+    def sub(m):
+        if m["font"] not in names: return m.group(0)
+        found.append(names[m["font"]]); return f"[{SCRIPT_CODES.get(names[m['font']], names[m['font']])}]"
+    block = _WRAPPED.sub(sub, block)
+    if not found: return block
+    seen = sorted(set(found))
+    note = _tex(f"{', '.join(f'[{SCRIPT_CODES.get(n, n)}]' for n in seen)}: text in {' and '.join(seen)} script (ISO 15924 "
+                "codes), left out here as pdfLaTeX cannot set it; the Markdown and CSV forms of this table, and its XeLaTeX form, carry it.")
+    foot = r"\par\smallskip{\footnotesize "
+    if foot in block: return block.replace(foot, foot + note + r" \\ ", 1)
+    return re.sub(r"(\\end\{tabular\})", lambda m: m.group(1) + "\n" + foot + note + "}", block, count=1)
+
+def pdflatex_form(tex: str) -> str:
+    "A report's LaTeX that compiles under pdfLaTeX: text in a script pdfLaTeX cannot set becomes its code ('[Telu]'), each table's note says so."
+    parts = re.split(r"(?=\\begin\{table\*?\})", _XE_LINES.sub("", tex))
+    return "".join(_omitted(p) for p in parts)
+
+fidelity.record("all", "LaTeX tables holding Indic or CJK script", "format", "none (the papers set their own tables)", "reading",
+                "the default LaTeX names XeLaTeX on its first line and sets each script in its Noto font; the pdfLaTeX form replaces "
+                "each run of such script by its ISO 15924 code ('[Telu]') and says so in the table's note (no transliteration)",
+                "vlmlens report --format latex --latex-engine xelatex (the default) keeps the text")
+
 # %% ../nbs/52_report.ipynb #b3d81324
 @patch
 def _repr_html_(self: Table) -> str:
@@ -590,7 +642,7 @@ def __repr__(self: Table) -> str: return render_table(self, "text")
 
 @patch
 def save(self: Table, folder, name: str, formats: Sequence[str] = ("md", "latex", "csv")) -> list:
-    "Write the table as `<folder>/<name>.md`, `.tex` (a table for the paper only) and `.csv`; returns the paths."
+    "Write the table as `<folder>/<name>.md`, `.tex` (a table for the paper only; one needing XeLaTeX also as `<name>.pdflatex.tex`, `pdflatex_form`) and `.csv`; returns the paths."
     from pathlib import Path
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
     ext = {"md": "md", "latex": "tex", "csv": "csv", "text": "txt"}
@@ -599,6 +651,8 @@ def save(self: Table, folder, name: str, formats: Sequence[str] = ("md", "latex"
         if f == "latex" and not self.paper: continue                          # not a table for the paper
         t = self if self.label else replace(self, label=name)
         p = folder / f"{name}.{ext[f]}"; p.write_text(render_table(t, f) + "\n", encoding="utf-8"); out.append(p)
+        if f == "latex" and pdflatex_form(p.read_text(encoding="utf-8")) != p.read_text(encoding="utf-8"):     # Indic or CJK script
+            out.append(folder / f"{name}.pdflatex.tex"); out[-1].write_text(pdflatex_form(p.read_text(encoding="utf-8")), encoding="utf-8")
     return out
 
 # %% ../nbs/52_report.ipynb #e60b4657
@@ -629,7 +683,6 @@ def rate_grid(values, counts=None, digits: int = 1, title: str = "", metric: str
 # %% ../nbs/52_report.ipynb #193e7a8a
 _GROUP_KEYS = ("benchmark", "subset", "skill", "language", "locale", "domain", "category")
 _NATIVE = re.compile(r"^(?P<name>.+?)_0_(?P<top>\d+)$")
-_HEADLINE = {"acc": ("Acc", "%"), "score_0_10": ("Score", "/10"), "overall_0_100": ("Overall", "/100"), "chance": ("chance", "%")}
 
 def _native_cols(rows) -> list[str]: return list(dict.fromkeys(k for g in rows for k in g if _NATIVE.match(k)))
 
@@ -667,7 +720,7 @@ def _with_unread_rows(t: Table, df, summary: dict):
     return df
 
 # %% ../nbs/52_report.ipynb #2a4f8b9c
-def _headline_note(t: Table, bs: dict, groups: list, digits: int) -> str | None:
+def _headline_note(t: Table, bs: dict, groups: list, digits: int, columns: dict) -> str | None:
     judged = [g for g in groups if g.get("n_judged")]
     none_valid = bool(judged) and all(_no_valid(g) for g in judged)
     def val(k, unit):
@@ -675,7 +728,7 @@ def _headline_note(t: Table, bs: dict, groups: list, digits: int) -> str | None:
             return t.blank(f"no valid judgments (the official rule counts 0: {num(bs.get(k))})")
         if _missing(bs.get(k)): return t.blank(bs.get("not_scored") or "not scored")     # a benchmark may say why
         return (pct(bs[k], digits) + " %") if unit == "%" else f"{num(bs[k])} {unit}"
-    parts = [f"{name} {val(k, unit)}" for k, (name, unit) in _HEADLINE.items() if k in bs]
+    parts = [f"{name} {val(k, unit)}" for k, (name, unit) in columns.items() if k in bs]
     return ("Paper metrics: " + " · ".join(parts)) if parts else None
 
 # %% ../nbs/52_report.ipynb #2a4f8b9d
@@ -695,9 +748,10 @@ def usage_note(o: dict) -> str | None:
 def summary_table(summary: dict, digits: int = 1, title: str = "") -> Table:
     "A run summary as a `Table`: one row per group and an 'all items' row, rates in % with n, native scales named."
     import pandas as pd
-    o, bs = summary.get("overall") or {}, summary.get("benchmark_summary") or {}
-    skills = bs.get("skills") if isinstance(bs.get("skills"), dict) else None
-    groups = [{"skill": k, **v} for k, v in skills.items()] if skills else (summary.get("groups") or [])
+    o, bs, info = summary.get("overall") or {}, summary.get("benchmark_summary") or {}, benchmark_info(summary)
+    src, field = info.get("summary_groups") or (None, None)                     # the benchmark's own groups (InfiniBench: skills)
+    own = bs.get(src) if src and isinstance(bs.get(src), dict) else None
+    groups = [{field: k, **v} for k, v in own.items()] if own else (summary.get("groups") or [])
     judged = any(g.get("n_judged") or "judge_invalid_rate" in g for g in [o, *groups])
     native = _native_cols(groups)
     keys = [k for k in _GROUP_KEYS if any(k in g for g in groups)]
@@ -709,10 +763,34 @@ def summary_table(summary: dict, digits: int = 1, title: str = "") -> Table:
     mixed = (bool(native) and any(not any(c in g for c in native) for g in groups)) or bool(o.get("headline"))
     label = {k: ("all items" if i == 0 else "") for i, k in enumerate(keys)} if keys else {"group": "all items"}
     rows.append(_summary_row(t, {k: v for k, v in o.items() if not _NATIVE.match(k)}, label, judged, native, digits, mixed))
-    for note in (None if answered_nothing(o) else _headline_note(t, bs, groups, digits), usage_note(o)):
+    for note in (None if answered_nothing(o) else _headline_note(t, bs, groups, digits, info.get("headline_columns") or {}),
+                 usage_note(o), data_note(summary)):
         if note: t.notes.append(note)
     t.data = _with_unread_rows(t, pd.DataFrame(rows, dtype=object), summary)
     return t
+
+# %% ../nbs/52_report.ipynb #8296de0e
+_STRATEGY_PROSE = {"cot": "chain-of-thought prompting", "caption": "caption-only prompting"}
+_INPUT_KEYS = ("modality", "num_frames", "fps", "max_frames")
+
+def _input_prose(info: dict, c: dict) -> str | None:
+    "What the items gave the model, as a paper says it ('with 32 frames and subtitles'); None where it is the benchmark's plain input (images)."
+    inputs, modality = set(info.get("inputs") or ()), c.get("modality") or "video"
+    if "video" not in inputs: return "without the images" if modality == "text" and "image" in inputs else None
+    if modality in VIDEO_MODALITIES:
+        frames = setting_text("num_frames", c["num_frames"], named=False) if c.get("num_frames") else \
+            f"{float(c['fps']):g} fps" if c.get("fps") else "the model's preset frames"
+        return f"with {frames}" + ("" if modality == "video" else " and subtitles")
+    return {"subtitles": "with subtitles only (no video)", "metadata": "with the title and metadata only (no video)",
+            "text": "with the question only (no video)"}.get(modality, f"with {modality} input (no video)")
+
+def _option_prose(key: str, c: dict) -> str | None:
+    "A setting that tells runs apart, as words ('idk option off', 'max new tokens 512'); None when the run has none."
+    head, _, sub = key.partition(".")
+    v = (c.get(head) or {}).get(sub) if sub else c.get(key)
+    if _missing(v): return None
+    v = {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
+    return f"{(sub or key).replace('_', ' ')} {v}"
 
 # %% ../nbs/52_report.ipynb #d716cabd
 def _served_id(m) -> str | None:
@@ -730,27 +808,19 @@ def run_context(summary: dict, config: dict | None = None) -> dict:
             "language": c.get("language"), "strategy": c.get("strategy") or "standard", "modality": c.get("modality") or "video",
             "num_frames": c.get("num_frames") if video else None, "fps": c.get("fps") if video else None, "judge": _served_id(c.get("judge"))}
 
-def _reader_context(summary: dict, config: dict | None = None) -> dict:
-    "A run's identifying settings for a reader: benchmark, model, language, strategy, input, frames (and judge when set)."
-    c = config or {}
-    modality = c.get("modality") or "video"
-    frames = (f"{c['num_frames']} frames" if c.get("num_frames") else f"{float(c['fps']):g} fps" if c.get("fps") else "model preset") \
-        if modality in VIDEO_MODALITIES else "no video"
-    lang = c.get("language")
-    out = {"benchmark": str(summary.get("benchmark") or c.get("benchmark") or BLANK), "model": model_name(summary.get("model") or c.get("model")),
-           "language": ", ".join(language_name(x) for x in str(lang).split(",")) if lang else "all",
-           "strategy": c.get("strategy") or "standard", "input": modality, "frames": frames}
-    if c.get("judge"): out["judge"] = setting_text("judge", c["judge"], named=False)
-    return out
-
-def run_header(summary: dict, config: dict | None = None) -> str:
-    "One line naming a run: benchmark, model, language, strategy, modality, frames, judge, n."
-    x = _reader_context(summary, config)
-    parts = [x["benchmark"], x["model"], f"language {x['language']}", f"strategy {x['strategy']}", f"input {x['input']}", x["frames"]]
-    if "judge" in x: parts.append(setting_text("judge", config["judge"]))
-    ds = summary.get("dataset") or {}
-    if ds.get("digest"): parts.append(f"data {ds.get('address') or ds.get('location')} @ {str(ds.get('revision') or '?').strip(chr(34))[:12]} (lock {ds['digest'][:8]})")
-    return " · ".join(parts + [f"n {(summary.get('overall') or {}).get('n', BLANK)}"])
+def run_header(summary: dict, config: dict | None = None, differing=None) -> str:
+    "A run's caption as a paper writes it ('InfiniBench, Qwen2.5-VL-7B with 32 frames and subtitles, n = 20'); with `differing` (the settings that differ between a report's runs) only those settings."
+    c, info = config or {}, benchmark_info(summary, config)
+    shown = lambda *keys: differing is None or any(k in differing for k in keys)
+    model = model_name(summary.get("model") or c.get("model"))
+    how = _input_prose(info, c) if shown(*_INPUT_KEYS) else None
+    parts = [str(info.get("display_name") or summary.get("benchmark") or c.get("benchmark") or BLANK), f"{model} {how}" if how else model]
+    if c.get("language") and shown("language"): parts.append(", ".join(language_name(x) for x in str(c["language"]).split(",")))
+    if shown("strategy") and (c.get("strategy") or "standard") != "standard": parts.append(_STRATEGY_PROSE.get(c["strategy"], f"{c['strategy']} prompting"))
+    if c.get("judge") and shown("judge"): parts.append(f"judged by {setting_text('judge', c['judge'], named=False)}")
+    rest = [k for k in (differing or ()) if k not in (*_INPUT_KEYS, "benchmark", "model", "language", "strategy", "judge")]
+    parts += [x for x in map(lambda k: _option_prose(k, c), rest) if x]
+    return ", ".join(parts + [f"n = {(summary.get('overall') or {}).get('n', BLANK)}"])
 
 # %% ../nbs/52_report.ipynb #e61d7a5e
 RATE_COLUMNS = ("accuracy", "accuracy_answered", "invalid_rate", "error_rate", "judge_invalid_rate")
@@ -778,12 +848,14 @@ def runs_overview(runs, digits: int = 1) -> Table:
         if s.get(k) is None and k in ("num_frames", "fps", "max_frames"):
             return t.blank("no video input" if s.get("modality") not in VIDEO_MODALITIES else "not set (the other sampling setting or the model's preset)")
         return setting_text(k, s.get(k), named=False)
-    heads = list(dict.fromkeys(k for r in runs for k in (r.overall.get("headline") or ()) if k in _HEADLINE))
+    named = {}                                                             # the headline columns the runs' benchmarks declare
+    for r in runs: named.update({k: tuple(v) for k, v in (benchmark_info(r.summary, r.config.to_dict() if r.config else None).get("headline_columns") or {}).items()})
+    heads = list(dict.fromkeys(k for r in runs for k in (r.overall.get("headline") or ()) if k in named))
     def rate(o, k):
         if answered_nothing(o): return t.blank(NOTHING_ANSWERED)
         return t.blank("not pooled: the benchmark's headline is its own (see its columns)") if o.get("headline") else pct(o.get(k), digits)
     def head(o, k):
-        v, unit = o.get(k), _HEADLINE[k][1]
+        v, unit = o.get(k), named[k][1]
         if answered_nothing(o): return t.blank(NOTHING_ANSWERED)
         if _missing(v): return t.blank("not this benchmark's number" if k not in (o.get("headline") or ()) else "not scored")
         return pct(v, digits) if unit == "%" else num(v)
@@ -792,6 +864,6 @@ def runs_overview(runs, digits: int = 1) -> Table:
         rows.append({**{SETTING_HEADERS.get(k, k.split(".")[-1].replace("_", " ")): cell(k, s) for k in diff}, "status": r.status,
                      "n": o.get("n", BLANK), "errors": o.get("n_errors", BLANK), "accuracy %": rate(o, "accuracy"),
                      "answered acc. %": rate(o, "accuracy_answered"), "invalid %": pct(o.get("invalid_rate"), digits),
-                     **{" ".join(_HEADLINE[k]): head(o, k) for k in heads}})
+                     **{" ".join(named[k]): head(o, k) for k in heads}})
     t.data = pd.DataFrame(rows, dtype=object)
     return t

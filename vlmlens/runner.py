@@ -280,6 +280,7 @@ def summarize(bench: Benchmark, rows: list[dict], cfg: RunConfig, n_expected: in
     out = {"overall": rates(rows), "groups": aggregate(rows, by=bench.group_by)}
     if n_expected is not None: out["overall"]["n_missing"] = n_expected - len(rows)
     out["benchmark_summary"] = bench.summarize(rows, cfg) or None     # always a key: what a summary computes is fixed
+    out["benchmark_info"] = bench.describe()                          # how a report names it and reads its numbers, kept with the run
     if bench.headline:          # a pooled item accuracy would average the benchmark's different scales: none is given
         out["overall"].update(accuracy=None, accuracy_answered=None, headline=list(bench.headline),
                               **{k: (out["benchmark_summary"] or {}).get(k) for k in bench.headline})

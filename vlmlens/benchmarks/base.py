@@ -63,6 +63,21 @@ class Benchmark:
         "The benchmark's own metrics over score rows (fractions, or native scales named as such); {} for none."
         return {}
 
+# %% ../../nbs/30_benchmarks_base.ipynb #98b94fe1
+Benchmark.display_name = None          # the papers' spelling (InfiniBench, HinTel-AlignBench); None: the registry name
+Benchmark.inputs = ()                  # what an item gives the model: "video", "image", "subtitles" (empty: not declared)
+Benchmark.headline_columns = {}        # {summarize key: (column head, unit: "%", "/10", "/100")}: the paper's headline numbers
+Benchmark.summary_groups = None        # (summarize key, group field): per-group numbers that replace the summary's groups
+Benchmark.comparison_pools = {"all items": None}   # {row label: subsets} a paired comparison may pool (None: every subset)
+
+@patch
+def describe(self: Benchmark) -> dict:
+    "What a report needs to know of this benchmark: its display name, inputs, headline columns, summary groups, pools."
+    return {"name": self.name, "display_name": self.display_name or self.name, "inputs": list(self.inputs),
+            "headline_columns": {k: list(v) for k, v in self.headline_columns.items()},
+            "summary_groups": list(self.summary_groups) if self.summary_groups else None,
+            "comparison_pools": {k: list(v) if v else None for k, v in self.comparison_pools.items()}}
+
 # %% ../../nbs/30_benchmarks_base.ipynb #f2a3b4c5
 @patch
 def needs_judge(self: Benchmark, sample: Sample, prediction: Prediction | None = None) -> bool:

@@ -483,6 +483,7 @@ def _with_options(mapper):
 class DemoBenchmark(Benchmark):
     "The shipped synthetic demo benchmark (videos, images, subtitles; en/hi/te)."
     name = "demo"
+    display_name, inputs = "Demo", ("video", "image", "subtitles")   # how reports name it and what its items carry
     kwargs_schema = ()        # the demo takes no --benchmark-kwarg: any key is a typo
     splits = ()               # one set of items: --split is refused
 

@@ -881,6 +881,7 @@ def cluster(self: HinTelBenchmark, sample: Sample) -> str:
     return f"{sample.subset}:{sample.align_id}" if sample.align_id else f"item:{sample.id}"
 
 HinTelBenchmark.cluster_unit = "aligned item (image)"
+HinTelBenchmark.display_name, HinTelBenchmark.inputs = "HinTel-AlignBench", ("image",)   # how reports name it; images only
 record("hintel", "statistics unit (cluster)", "metric", "HinTel-AlignBench §3 (each item aligned across English, Hindi and "
        "Telugu); Miller 2024, Adding error bars to evals, §2.2", "reading",
        "the aligned item: one draw in every language; within one language every item is independent (Wilson intervals)")

@@ -875,6 +875,11 @@ def cluster(self: InfiniBenchBenchmark, sample: Sample) -> str:
     return str(v) if v else Benchmark.cluster(self, sample)
 
 InfiniBenchBenchmark.cluster_unit = "video"
+InfiniBenchBenchmark.display_name, InfiniBenchBenchmark.inputs = "InfiniBench", ("video", "subtitles")   # how reports name it
+InfiniBenchBenchmark.headline_columns = {"acc": ("Acc", "%"), "score_0_10": ("Score", "/10"), "overall_0_100": ("Overall", "/100"),
+                                         "chance": ("chance", "%")}                   # Table 3's numbers (chance: its Random row)
+InfiniBenchBenchmark.summary_groups = ("skills", "skill")                              # a summary shows skills, not subsets
+InfiniBenchBenchmark.comparison_pools = {"grounding skills (Acc)": MCQ_SKILLS}       # 0/1 items pool; 0–10 scores never join them
 fidelity.record("infinibench", "statistics unit (cluster)", "metric", "InfiniBench §3.3 (several questions about each movie or "
                 "episode); Miller 2024, Adding error bars to evals, §2.2; lmms-eval cluster_key", "reading",
                 "the video: intervals, verdicts and paired comparisons resample whole videos")

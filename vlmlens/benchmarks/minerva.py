@@ -521,6 +521,7 @@ def cluster(self: MinervaBenchmark, sample: Sample) -> str:
     return f"video:{v}" if v else Benchmark.cluster(self, sample)
 
 MinervaBenchmark.cluster_unit = "video"
+MinervaBenchmark.display_name, MinervaBenchmark.inputs = "MINERVA", ("video", "subtitles")   # how reports name it
 for _b in ("minerva", "curve", "minerva-ego"):
     fidelity.record(_b, "statistics unit (cluster)", "metric", "the release (several questions about each video; CURVE: 2,400 "
                     "questions over 540 videos); Miller 2024, Adding error bars to evals, §2.2; lmms-eval cluster_key", "reading",
@@ -569,6 +570,7 @@ def minerva_ego_mapper(rec: dict) -> Sample:
 class MinervaEgoBenchmark(MinervaBenchmark):
     "Minerva-Ego: MINERVA's five-way questions over HD-EPIC egocentric videos."
     name = "minerva-ego"
+    display_name = "Minerva-Ego"
     group_by = ()                       # no split or category in the release; per skill in `summarize`
     mapper = staticmethod(minerva_ego_mapper)
 
@@ -596,6 +598,7 @@ CURVE_KWARGS = MINERVA_KWARGS + (
 class CurveBenchmark(MinervaBenchmark):
     "MINERVA-Cultural (CURVE): open answers in 18 locales, judged 0/1/2 by majority vote; accuracy = share of 2s."
     name = "curve"
+    display_name = "CURVE"
     group_by = ("locale",)
     mapper = staticmethod(curve_mapper)
     judge_scale = (0, 2)

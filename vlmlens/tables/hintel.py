@@ -10,15 +10,17 @@ from pathlib import Path
 
 from ..benchmarks.hintel import (FAILURE_CATEGORIES, JEE_SUBSETS, LANG_LABEL, OURS, OURS_NAMES, STRATEGIES,
                                        SUBSET_NAMES)
+from .. import fidelity
+from ..analysis import bar_chart
 from ..core import Request, message
 from ..judges import load_judge_model
-from ..metrics import aggregate, holm, mcnemar, paired_compare
+from ..metrics import INTERVAL_METHODS, aggregate, cluster_bootstrap, holm, mcnemar, paired_compare
 from ..report import PoolingError, answered_nothing, as_runset, clean_scores, language_name, model_name
 
 # %% auto #0
 __all__ = ['TASKS', 'TABLE5_ORDER', 'STRATEGY_NAMES', 'PRELABEL_PROMPT', 'cells', 'lang_table', 'table3', 'table4', 'gap_by_task',
-           'gap_models', 'strategy_table', 'paired_regression', 'failure_sheet', 'failure_table', 'prelabel_failures',
-           'jee_rule_report']
+           'gap_models', 'strategy_table', 'paired_regression', 'gap_intervals', 'gap_note', 'figure4', 'failure_sheet',
+           'failure_table', 'prelabel_failures', 'jee_rule_report']
 
 # %% ../../nbs/53_tables_hintel.ipynb #72abafa3
 def _scores(runs):
@@ -118,16 +120,25 @@ def _one_run_per_side(s, lang: str):
                        f"{SUBSET_NAMES[subset]} in {language_name(side)} ({model_name(model)}, {strategy}); select one run per model, "
                        "strategy and language first (e.g. RunSet.where(...) on the setting that differs)")
 
-def _pairs(s, lang: str, value: str):
-    "(model, strategy, subset) → (en values, Indic values) on aligned items, one run per side."
+def _pair_frame(s, lang: str, value: str):
+    "One row per aligned item answered in English and in `lang` (`_PAIR_KEY`, en, indic, its cluster), one run per side."
+    import pandas as pd
     s = s[s["language"].isin(("en", lang)) & s["align_id"].notna()]
     _one_run_per_side(s, lang)
     s = s.assign(v=[0.0 if r.get("error") else r.get(value) for r in s.to_dict("records")])
     s = s[s["v"].notna()]
     w = s.pivot_table(index=_PAIR_KEY, columns="language", values="v", aggfunc="first")
-    if "en" not in w or lang not in w: return {}
-    w = w.dropna(subset=["en", lang])
-    return {k: (g["en"].to_numpy(float), g[lang].to_numpy(float)) for k, g in w.groupby(level=[0, 1, 2])}
+    if "en" not in w or lang not in w: return pd.DataFrame(columns=[*_PAIR_KEY, "en", "indic", "cluster"])
+    w = w.dropna(subset=["en", lang]).reset_index().rename(columns={lang: "indic"})
+    own = s.dropna(subset=["cluster"]) if "cluster" in s.columns else s.iloc[:0]      # Benchmark.cluster, as the run recorded it
+    cl = dict(zip(zip(own["subset"], own["align_id"]), own.get("cluster", [])))
+    w["cluster"] = [cl.get((a, b), f"{a}:{b}") for a, b in zip(w["subset"], w["align_id"])]   # a run before clusters: the same rule
+    return w[[*_PAIR_KEY, "en", "indic", "cluster"]]
+
+def _pairs(s, lang: str, value: str):
+    "(model, strategy, subset) → (en values, Indic values) on aligned items, one run per side."
+    w = _pair_frame(s, lang, value)
+    return {k: (g["en"].to_numpy(float), g["indic"].to_numpy(float)) for k, g in w.groupby(_PAIR_KEY[:3])}
 
 # %% ../../nbs/53_tables_hintel.ipynb #c1a5e5a1
 def paired_regression(runs, value: str = "score", n_resamples: int = 10000, seed: int = 0, min_pairs: int = 10):
@@ -147,6 +158,54 @@ def paired_regression(runs, value: str = "score", n_resamples: int = 10000, seed
     out = pd.DataFrame(out, columns=cols)
     out["mcnemar_p_holm"] = holm([None if p != p else p for p in out["mcnemar_p"]])    # across every row of the table
     return pd.DataFrame(out, columns=cols).sort_values(["model", "strategy", "indic", "subset"]).reset_index(drop=True)
+
+# %% ../../nbs/53_tables_hintel.ipynb #f1ea5771
+def gap_intervals(runs, value: str = "score", strategy: str = "standard", ci: float = 0.95, n_resamples: int = 2000,
+                  seed: int = 0, min_pairs: int = 10):
+    "Per task and Indic language: the mean over models of each model's paired En − Indic difference on aligned items (fraction), with a cluster bootstrap interval over aligned items."
+    import numpy as np, pandas as pd
+    s, out = _scores(runs), []
+    if "cfg_strategy" in s.columns: s = s[s["cfg_strategy"] == strategy]
+    for i, (lang, name) in enumerate((("hi", "Hindi"), ("te", "Telugu"))):
+        for task, subs in TASKS.items():
+            w = _pair_frame(s[s["subset"] == subs[i]], lang, value)
+            if not len(w): continue
+            d = (w["en"] - w["indic"]).to_numpy(float)
+            weight = 1 / w.groupby("cfg_model")["en"].transform("size").to_numpy(float)     # each model weighs one
+            b = cluster_bootstrap(d, w["cluster"].tolist(), n_resamples, seed, ci, weights=weight)
+            few = b["n_clusters"] < min_pairs or not d.any()
+            out.append({"task": task, "language": name, "gap": b["mean"], "ci_low": np.nan if few else b["ci_low"],
+                        "ci_high": np.nan if few else b["ci_high"], "too_few": few, "n_models": w["cfg_model"].nunique(),
+                        "n_pairs": len(w), "n_clusters": b["n_clusters"]})
+    cols = ["task", "language", "gap", "ci_low", "ci_high", "too_few", "n_models", "n_pairs", "n_clusters"]
+    out = pd.DataFrame(out, columns=cols)
+    out.attrs.update(ci=ci, n_resamples=n_resamples, seed=seed, min_pairs=min_pairs)
+    return out
+
+def gap_note(g) -> str:
+    "The figure's note: what a bar and its whisker are, the interval's method in words."
+    return (f"Bars: mean over models of each model's English − Indic difference on the aligned items it answered in both "
+            f"(points); whiskers: {g.attrs.get('ci', 0.95):.0%} interval, "
+            + INTERVAL_METHODS["cluster-bootstrap"].format(unit="aligned item") + ", the same items for every model "
+            f"({g.attrs.get('n_resamples', 2000):,} resamples, seed {g.attrs.get('seed', 0)}); no whisker: fewer than "
+            f"{g.attrs.get('min_pairs', 10)} aligned items, or no pair that differs.")
+
+fidelity.record("hintel", "Figure 4 interval (English − Indic gap per task)", "metric", "HinTel-AlignBench Figure 4 (a mean over "
+                "models, drawn without an interval); Field & Welsh 2007 (cluster bootstrap); Miller 2024, Adding error bars to evals, "
+                "§4 (paired differences)", "reading", "each model's gap paired on the aligned items it answered in both languages, "
+                "the mean over models with a percentile bootstrap over aligned items shared by every model")
+
+# %% ../../nbs/53_tables_hintel.ipynb #cf5f6809
+def figure4(runs, venue=None, column: bool = False, **kw):
+    "Figure 4 with paired intervals: (Axes, the `gap_intervals` data, the note); None for the Axes when no task has both sides."
+    g = gap_intervals(runs, **kw)
+    if not len(g): return None, g, gap_note(g)
+    order = [t for t in TASKS if t in set(g["task"])]
+    piv = lambda c, k=100: g.pivot(index="task", columns="language", values=c).astype(float).reindex(order) * k
+    ax = bar_chart(piv("gap"), errors=(piv("ci_low"), piv("ci_high")), venue=venue, column=column, n=piv("n_models", 1),
+                   title="Average regression from English per task", ylabel="English − Indic (accuracy points)",
+                   xlabel="task (n = models)", legend_title="Indic language", fmt="{:.1f}")
+    return ax, g, gap_note(g)
 
 # %% ../../nbs/53_tables_hintel.ipynb #308be7fc
 def failure_sheet(runs, path, value: str = "score", model: str | None = None, subset: str | None = None, max_rows: int | None = None) -> Path:
