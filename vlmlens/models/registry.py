@@ -228,7 +228,7 @@ def check(self: ModelSpec, cfg: RunConfig):
 #: backend kinds that run the model in this process (the others call an API or a server)
 LOCAL_BACKENDS = ("hf", "transformers")
 
-BACKEND_MODULES: dict[str, str] = {"hf": "vlmlens.models.hf", "transformers": "vlmlens.models.transformers",
+BACKEND_MODULES: dict[str, str] = {"hf": "vlmlens.models.qwen_vl", "transformers": "vlmlens.models.transformers",
                                     "openai": "vlmlens.models.openai", "gemini": "vlmlens.models.gemini",
                                     "anthropic": "vlmlens.models.anthropic"}
 
@@ -605,7 +605,7 @@ TINY_MODELS = {"tiny-internvl": ("internvl", "native", None), "tiny-llava-onevis
                "tiny-gemma3": ("gemma3", "frames", None), "tiny-mllama": ("mllama", "frames", 1),
                "tiny-aya-vision": ("aya_vision", "frames", None), "tiny-qwen3-vl": ("qwen3_vl", "native", None)}
 register(ModelSpec("tiny-qwen2.5-vl", "hf", "vlmlens/tiny-qwen2.5-vl-v1", EN_HI_TE, {"num_frames": 4, "max_frames": 16},
-                   _TINY_NOTE, local_builder="vlmlens.models.hf:tiny_model_dir", context_tokens=4096, video="native"))
+                   _TINY_NOTE, local_builder="vlmlens.models.qwen_vl:tiny_model_dir", context_tokens=4096, video="native"))
 for _n, (_mt, _video, _maxi) in TINY_MODELS.items():
     register(ModelSpec(_n, "transformers", f"vlmlens/{_n}-v1", EN_HI_TE, {"num_frames": 4, "max_frames": 16}, _TINY_NOTE,
                        local_builder=f"vlmlens.models.transformers:tiny_checkpoint:{_mt}", context_tokens=4096,

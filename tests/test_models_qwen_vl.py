@@ -7,7 +7,7 @@ from PIL import Image
 
 from vlmlens.core import Request, message
 from vlmlens.models import registry
-from vlmlens.models.hf import (HFBackend, build_tiny_qwen25vl, content_hash, estimate_visual_tokens, sampling_fps,
+from vlmlens.models.qwen_vl import (HFBackend, build_tiny_qwen25vl, content_hash, estimate_visual_tokens, sampling_fps,
                                tiny_model_dir, TINY_MODEL_NAME)
 
 
