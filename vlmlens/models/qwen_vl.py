@@ -20,7 +20,7 @@ from ..core import Request, cache_root
 from ..media import GridFit
 from .registry import ModelSpec, QWEN_MODEL_TYPES, resolve_builder
 from .transformers import (TINY_CORPUS, BACKEND_KWARGS, MediaMemo, TransformersBackend, check_kwargs, preflight as _preflight,
-                                         content_hash, expand_frames, memoize_media, sampling_fps, video_metadata)
+                                         content_hash, expand_frames, sampling_fps, video_metadata)
 
 # %% auto #0
 __all__ = ['QWEN_SPECIAL_TOKENS', 'QWEN_VL_CHAT_TEMPLATE', 'TINY_IMAGE_PIXELS', 'TINY_VIDEO_PIXELS', 'TINY_MODEL_NAME',
@@ -219,11 +219,9 @@ class HFBackend(TransformersBackend):
 
 # %% ../../nbs/11_models_qwen_vl.ipynb #a1b2c3d4
 @patch
-def prepare_inputs(self: HFBackend, requests: list[Request]):
-    "Processor inputs (a `BatchFeature`) for `requests`, sized by qwen-vl-utils, left-padded."
+def processor_inputs(self: HFBackend, requests: list[Request]) -> dict:
+    "The processor's arguments for `requests`, sized by qwen-vl-utils (`prepare_inputs` checks, memoises and pads them)."
     from qwen_vl_utils import extract_vision_info, process_vision_info
-    for r in requests: self.check_request(r)
-    memoize_media(self.processor)
     vision_info = self.__dict__.setdefault("_vision_info", MediaMemo(process_vision_info))   # the same frames: resized once
     msgs = [r.messages if self.video_input else expand_frames(r.messages, self.frame_labels) for r in requests]
     convs = [to_qwen_messages(m, image_pixels=self.image_pixels, video_pixels=self.video_pixels,
@@ -232,7 +230,7 @@ def prepare_inputs(self: HFBackend, requests: list[Request]):
     media_only = [[{"role": "user", "content": extract_vision_info([c])}] for c in convs]   # the questions' text left out
     images, videos, vkw = vision_info(media_only, return_video_kwargs=True, return_video_metadata=True,
                                       image_patch_size=self.patch_size)
-    kw = dict(text=texts, padding=True, padding_side="left", return_tensors="pt", do_resize=False)
+    kw = dict(text=texts, do_resize=False)
     if images: kw["images"] = images
     if videos:
         parts = [p for p in extract_vision_info(convs) if p.get("type") == "video" or "video" in p]
@@ -240,7 +238,7 @@ def prepare_inputs(self: HFBackend, requests: list[Request]):
         kw["video_metadata"] = [video_metadata(p["timestamps"], len(v), p["sample_fps"]) for p, (v, _) in zip(parts, videos)]
         kw.update(vkw)
         if hasattr(type(self.processor.video_processor.fn), "cap_pixels_per_frame"): kw["cap_pixels_per_frame"] = False
-    return self.processor(**kw)
+    return kw
 
 # %% ../../nbs/11_models_qwen_vl.ipynb #e6f70a02
 @patch
