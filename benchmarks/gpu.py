@@ -24,7 +24,7 @@ What is measured, each against a baseline timed in the same run:
 
 1. Qwen2.5-VL-7B's published architecture (vision 32 blocks x 1280, text 28 layers x 3584, vocabulary 151,936) with
    random bf16 weights built on the GPU from its config (no hub, nothing written to disk: vlmlens' loader is handed
-   the model built in place), through `vlmlens.models.hf.HFBackend` with InfiniBench's setting (video frames at most
+   the model built in place), through `vlmlens.models.qwen_vl.HFBackend` with InfiniBench's setting (video frames at most
    768·28² pixels): peak GPU memory (baseline: the weights alone) and prefill tokens/s (baseline: the language
    model's linear layers at the matrix-multiply rate measured now) at 64, 256 and 768 frames of a synthesised
    one-hour 640x360 H.264 video; 20 questions on one video with and without prefix reuse (target <= 0.25x the time,
@@ -236,7 +236,7 @@ def qwen_backend(size: str, device: str, dtype):
     "An HFBackend over a random Qwen2.5-VL: the tiny offline checkpoint's config (cpu) or 7B's published shapes (gpu)."
     from transformers import AutoConfig, AutoProcessor, GenerationConfig, Qwen2_5_VLProcessor, Qwen2VLImageProcessor
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
-    from vlmlens.models.hf import HFBackend, tiny_model_dir
+    from vlmlens.models.qwen_vl import HFBackend, tiny_model_dir
     tiny = tiny_model_dir()
     cfg, proc, gen = AutoConfig.from_pretrained(tiny), AutoProcessor.from_pretrained(tiny), GenerationConfig.from_pretrained(tiny)
     kw = {}

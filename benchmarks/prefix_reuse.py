@@ -33,7 +33,7 @@ def build(path: Path, size: str, frame_pixels: int) -> Path:
     import torch
     from transformers import AutoModelForImageTextToText, GenerationConfig, Qwen2_5_VLConfig, Qwen2_5_VLProcessor, Qwen2VLImageProcessor
     from transformers.models.qwen2_vl.video_processing_qwen2_vl import Qwen2VLVideoProcessor
-    from vlmlens.models.hf import QWEN_VL_CHAT_TEMPLATE, build_tiny_qwen_tokenizer
+    from vlmlens.models.qwen_vl import QWEN_VL_CHAT_TEMPLATE, build_tiny_qwen_tokenizer
     tok = build_tiny_qwen_tokenizer()
     tid = tok.convert_tokens_to_ids
     if size == "cpu":
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     ap.add_argument("--max-new-tokens", type=int, default=16)
     a = ap.parse_args(argv)
     from vlmlens.core import Request, message
-    from vlmlens.models.hf import HFBackend
+    from vlmlens.models.qwen_vl import HFBackend
     from vlmlens.models.transformers import MediaMemo
     import torch
     path = build(Path(tempfile.mkdtemp(prefix="vlmlens-prefix-")) / "model", a.size, a.width * a.height)

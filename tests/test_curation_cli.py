@@ -174,3 +174,21 @@ def test_a_prefixed_engine_option_is_an_option_not_a_traceback(tmp_path, capsys)
         assert main([*base, "--engine-option", opt]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and want in err[0], err
+
+
+def test_every_command_line_reads_a_mistake_alike(tmp_path, capsys, monkeypatch):
+    """`vlmlens`, `vlmlens curate` and `vlmlens curate <extension>` print a mistake through one rule (`core.user_mistake`):
+    a path the OS refuses is the path and the reason (any refusal, not only a missing file), exit 2."""
+    from vlmlens.cli import main
+    def refused(args): raise PermissionError(13, "Permission denied", str(tmp_path / "locked"))
+    with monkeypatch.context() as m:
+        m.setattr(ccli, "_dispatch", refused)
+        assert run("status", str(tmp_path)) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"vlmlens curate: error: {tmp_path / 'locked'}: Permission denied"]
+    for argv, prog in ((["curate", "status", str(tmp_path / "nope")], "vlmlens curate"),
+                       (["curate", "translate", "--records", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "t"),
+                         "--target", "hi", "--engine", "google"], "vlmlens curate translate"),
+                       (["score", str(tmp_path / "no-run")], "vlmlens")):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"{prog}: error: ") and "Errno" not in err[0], (argv, err)

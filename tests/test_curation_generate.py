@@ -145,3 +145,44 @@ def test_bad_source_files_are_named_by_line(tmp_path):
     assert f"{tmp_path / 'subs.srt'}:10: broken timestamp line" in msgs[1]
     assert "m.jsonl:3: transcript: file not found" in msgs[2] and "m.jsonl:4: kind" in msgs[3]
     assert load_sources(tmp_path / "m.jsonl", encoding="cp1252")[0][0].video_id == "a"
+
+
+# sha256 of each official generator prompt (the text sent, braces doubled for str.format) as first copied from the
+# official scripts; the texts now live in vlmlens/data/prompts/infinibench/ and must stay byte-identical.
+OFFICIAL_PROMPT_SHA256 = {
+    "EVENTS_SYSTEM": "7e048ffa9beb7a3141e40b742c1dcb07fb5d2ed7aea353e1f5b1e2e02c8defb6",
+    "EVENTS_USER": "60589d08d960af1821e5da3c47c5bf0ac5a8c4d89f9e86c198a451031a6ad319",
+    "SCENES_SYSTEM": "2383b071fff4852bb555330c58f5f2ab058b496dc955c9417e3d8e86fb019e5c",
+    "SCENES_USER": "365dcc3669f80f08b7030629fa9bd444c916b431eed6794d64bd46e093e1ac11",
+    "ACTIONS_SYSTEM": "0332a4387f875e343c4fcf30cb0ccdb986bf82d06c841e42d0370801b7251c77",
+    "ACTIONS_USER": "cec02fe465ce7b420573a6009c3061c26544d05241fcc9ebd81bbc261e83a4bc",
+    "CONTEXT_SYSTEM": "da3a74cb97cc039756e62a8b442dc4c9f240f2c2ec2ac33a47eb615210af1728",
+    "CONTEXT_USER": "280e07dcd7b2497b8939395a582e3ba736c50fc4b40449c0c2b87495f602ec31",
+    "LINKING_SYSTEM": "d49e82986aed3b4ea59962d370fdb42475232932d40481eb48f6e167322b4f4c",
+    "LINKING_USER": "f1f5d30b2b36fb06cb78f56994d94b8751a5256734b8e651127c395096956057",
+    "MOVIE_EVENTS_SYSTEM": "5cbdef628fbedaeca2ab2ac4bc32ab65646c1db5af5fcf684990e4d026521f90",
+    "MOVIE_EVENTS_USER": "60589d08d960af1821e5da3c47c5bf0ac5a8c4d89f9e86c198a451031a6ad319",
+    "MOVIE_ACTIONS_SYSTEM": "119d3cd86d55a5ecfdcffd326b1106a5c84ed95796dc6e822b7c31cc5675a99a",
+    "MOVIE_ACTIONS_USER": "78fd92c8ca5862b50ca0373818bc2172aa6f1419d0000e89393754ad607a8b9e",
+    "MOVIE_CONTEXT_SYSTEM": "28b6bfe1f364a3b3a0e2a7d55a918c229d445866362c58aaaf2b5146be7f2fae",
+    "MOVIE_CONTEXT_USER": "cd60b16170fc7c08c0a8ae5523c72b8359dfb22462bd2d2b956ae470338b453f",
+    "MOVIE_LINKING_SYSTEM": "1c0e2d1eed299809add52fd9c304b1568a9c2bfd01116db3b8113d5c305ac3ee",
+    "MOVIE_LINKING_USER": "29898eb399ef6de78eca7a106023cc82b7cf397fa59f785c097b3af4494255ed",
+    "OUTFIT_SYSTEM": "0ef69b2c860629581690eb2ed203db6ee35187067fdf18ad65945a07492d85aa",
+    "OUTFIT_USER": "295aecbf30c41a117200a43a40180505de52505360f5e698981b76e0494ce903",
+}
+
+
+def test_the_packaged_generator_prompts_are_the_official_texts_byte_for_byte():
+    import hashlib
+    from importlib import resources
+
+    from vlmlens import fidelity
+    from vlmlens.curation import appearance, generate
+    prompts = {k: v for m in (generate, appearance) for k, v in vars(m).items() if isinstance(v, fidelity.PaperPrompt)}
+    assert {k: hashlib.sha256(p.text.encode("utf-8")).hexdigest() for k, p in prompts.items()} == OFFICIAL_PROMPT_SHA256
+    folder = resources.files("vlmlens").joinpath("data", "prompts", "infinibench")
+    assert sorted(f.name for f in folder.iterdir()) == sorted(f"{k.lower()}.txt" for k in prompts)   # one file each, none unused
+    cited = {e.what: e for e in fidelity.ledger("infinibench") if e.kind == "prompt"}                  # each keeps its citation
+    assert all(cited[p.what].source.startswith("Vision-CAIR/Infinibench data_genration/") for p in prompts.values())
+    assert generate.prompts_for("movie", "linking_multiple_events") == (generate.MOVIE_LINKING_SYSTEM, generate.MOVIE_LINKING_USER)

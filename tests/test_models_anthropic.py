@@ -130,3 +130,30 @@ def test_key_from_the_environment_only(monkeypatch):
         load_backend("claude-sonnet-4", api_key="anthropic-key-0000", cache=False)
     with pytest.raises(ValueError, match="at least 1024"):
         AnthropicBackend("claude-sonnet-4-20250514", thinking_budget=512, cache=False)
+
+
+def test_the_three_api_backends_read_sdk_errors_alike(server, tmp_path, monkeypatch):
+    """One mapping (`models.api.sdk_error`/`status_error`): the same 429 reads the same from OpenAI, Anthropic and Gemini, and an
+    answer of the wrong shape (a pydantic error) is `malformed` for all three, never a final `client_error`."""
+    import anthropic
+    import httpx2
+    import openai
+    import pydantic
+    from google.genai import errors
+    from vlmlens.models.registry import load_backend
+    for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"): monkeypatch.setenv(var, KEY)
+    backends = [load_backend(n, cache=str(tmp_path / f"{n}.sqlite"), progress=False) for n in ("gpt-4o", "claude-sonnet-4", "gemini-2.5-flash")]
+    resp = httpx2.Response(429, json={"error": {"message": "slow down"}}, headers={"retry-after": "3"},
+                           request=httpx2.Request("POST", "http://x/v1"))
+    sdk_429 = [openai.RateLimitError("x", response=resp, body={"error": {"message": "slow down"}}),
+               anthropic.RateLimitError("x", response=resp, body={"error": {"message": "slow down"}}),
+               errors.ClientError(429, {"error": {"code": 429, "message": "slow down"}}, resp)]
+    try: pydantic.TypeAdapter(int).validate_python("not a number")
+    except pydantic.ValidationError as e: shape = e
+    try:
+        for b, exc in zip(backends, sdk_429):
+            err = b.classify(exc)
+            assert (err.kind, err.message, err.status, err.retry_after) == ("rate_limit", "HTTP 429: slow down", 429, 3.0)
+            assert b.classify(shape).kind == "malformed" and b.classify(shape).retryable is False
+    finally:
+        for b in backends: b.close()

@@ -225,3 +225,18 @@ def test_hf_dataset_folder(tmp_path):
     dd.save_to_disk(str(folder))
     samples, errors = load_samples(folder, default_mapper("demo", folder, extra="ignore"))
     assert errors == [] and [s.id for s in samples] == ["a", "b"]
+
+
+def test_every_reader_of_a_models_json_reply_reads_it_alike():
+    """Evidence graphs, generated MCQs, OCR pages and LLM translations read a reply through one rule
+    (`readers.json_in_reply`): the first code fence if any, then the first JSON object or list; text after it is ignored."""
+    from vlmlens.curation.captions import parse_mcq
+    from vlmlens.curation.translate import parse_json_list
+    from vlmlens.evidence import parse_alignment
+    reply = 'Here you go:\n```json\n{"alignment": [], "first_failure": null, "label": null, "explanation": "ok"}\n```\nHope it helps {x}.'
+    assert parse_alignment(reply, []).failed is None                     # before: the outermost braces, which spanned '{x}'
+    assert parse_json_list('Sure: ["a", "b"] (two lines) ["c"]', 2) == ["a", "b"]
+    mcq = {"en": {"question": "Which colour?", "options": ["red", "blue", "green", "black"]}, "answer": "B"}
+    assert parse_mcq("Answer:\n" + json.dumps(mcq) + "\nNote: {none}", "en")["answer_idx"] == 1
+    for bad, says in (("no json here", "no JSON object in the answer"), ('{"en": [1,}', "the answer's object is not valid JSON")):
+        with pytest.raises(ValueError, match=says): parse_mcq(bad, "en")

@@ -14,7 +14,7 @@ from PIL import Image
 from loopback import LoopbackServer
 from vlmlens.core import Request, message
 from vlmlens.media import frame_code_image, materialize, read_frame_code, write_video
-from vlmlens.models.hf import to_qwen_messages
+from vlmlens.models.qwen_vl import to_qwen_messages
 from vlmlens.models.registry import load_backend
 
 QWEN = "Qwen/Qwen2.5-VL-7B-Instruct"

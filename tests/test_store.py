@@ -336,3 +336,16 @@ def test_scores_without_arguments_is_the_categorical_reading(tmp_path):
     plain = rs.scores(categorical=False)                           # the repeated-value reading holds the same values
     same = lambda d: d.astype(object).where(d.notna(), None).values.tolist()
     assert same(df) == same(plain[list(df.columns)])
+
+
+def test_summary_and_viewer_share_one_json_safe_conversion(tmp_path):
+    "A set, a path, NumPy numbers and NaN in a summary are written as a list, text, numbers and null (one rule, `store.json_safe`)."
+    import json
+    import numpy as np
+    from pathlib import Path
+    from vlmlens import store, view
+    s = store.RunStore(tmp_path / "run", "h")
+    s.write_summary({"acc": np.float64("nan"), "n": np.int64(3), "langs": {"hi"}, "data": Path("/d/x.json"), "ok": np.bool_(True)})
+    got = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert got == {"acc": None, "n": 3, "langs": ["hi"], "data": "/d/x.json", "ok": True}
+    assert view.json_safe is store.json_safe

@@ -20,7 +20,8 @@ from pathlib import Path
 import vlmlens
 from . import data
 from .benchmarks.base import get_benchmark
-from .core import NothingAnswered, RunConfig, as_config, check_environment, check_field, field_kind, parse_kv
+from .core import (MISTAKES, NothingAnswered, RunConfig, as_config, check_environment, check_field, field_kind, parse_kv,
+                          user_mistake)
 from .curation import aligned_cli
 from .curation import cli as curation_cli
 from .evidence import isolate_run
@@ -39,7 +40,7 @@ from .vs_paper import vs_paper_report
 # %% auto #0
 __all__ = ['CURATE_EXTENSIONS', 'add_config_args', 'config_from_args', 'Parser', 'parser', 'csv_context', 'shown_path',
            'partial_note', 'print_summary', 'distinct_labels', 'report', 'latex_report', 'print_estimate',
-           'check_isolatable', 'report_check', 'mistake_line', 'use_plugins', 'main']
+           'check_isolatable', 'report_check', 'use_plugins', 'main']
 
 # %% ../nbs/42_cli.ipynb #6d2e3f40
 def add_config_args(p: argparse.ArgumentParser):
@@ -314,17 +315,6 @@ def _parse(argv) -> argparse.Namespace:
     return argparse.Namespace(command="run", help_kwargs=True, **vars(top), **vars(p.parse_known_args(rest[1:])[0]))
 
 # %% ../nbs/42_cli.ipynb #1d296c85
-def mistake_line(e: BaseException) -> str | None:
-    "The one line a user's mistake prints (a path the OS refused: the path and the reason), or None when `e` is not one."
-    if isinstance(e, KeyError): msg = str(e.args[0]) if e.args else ""
-    elif isinstance(e, OSError) and e.filename is not None: msg = f"{e.filename}: {e.strerror or type(e).__name__}"
-    elif isinstance(e, OSError) and e.errno in (errno.EFBIG, errno.ENOSPC, errno.EDQUOT):     # the OS names no file: say what to do
-        msg = (f"{e.strerror} while writing; free disk space (or raise the file size limit, ulimit -f) and rerun the same command: "
-               "finished items are kept")
-    elif isinstance(e, (ValueError, OSError, data.Offline)): msg = str(e)
-    else: return None
-    return (msg.strip().splitlines() or [type(e).__name__])[0]
-
 def _quiet_stdout():
     "Point stdout at /dev/null, so that the interpreter's last flush into a closed pipe says nothing."
     try: os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -360,7 +350,4 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("vlmlens: interrupted; finished items are saved, rerun the same command to resume", file=sys.stderr)
         return 130
-    except (ValueError, KeyError, OSError, data.Offline) as e:
-        if a.verbose: raise
-        print(f"vlmlens: error: {mistake_line(e)}", file=sys.stderr)
-        return 2
+    except (*MISTAKES, data.Offline) as e: return user_mistake(e, "vlmlens", a.verbose)

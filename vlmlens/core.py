@@ -23,11 +23,11 @@ from .secrets import looks_secret
 
 # %% auto #0
 __all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'MODALITIES', 'VIDEO_MODALITIES', 'STRATEGIES', 'TRANSPORT_KWARGS', 'TRUE_WORDS',
-           'FALSE_WORDS', 'ENVIRONMENT', 'canonical_json', 'sha256_json', 'file_sha256', 'Record', 'Media', 'Sample',
-           'Request', 'Generation', 'text_part', 'message', 'Prediction', 'Judgment', 'RunConfig', 'as_bool',
+           'FALSE_WORDS', 'ENVIRONMENT', 'MISTAKES', 'canonical_json', 'sha256_json', 'file_sha256', 'Record', 'Media',
+           'Sample', 'Request', 'Generation', 'text_part', 'message', 'Prediction', 'Judgment', 'RunConfig', 'as_bool',
            'maybe_bool', 'installed', 'field_kind', 'check_field', 'as_config', 'slug', 'model_slug', 'cache_root',
-           'env_problem', 'check_environment', 'shard_of', 'NothingAnswered', 'most_common_error', 'nothing_answered',
-           'parse_kv', 'utc_now']
+           'env_problem', 'check_environment', 'shard_of', 'mistake_line', 'user_mistake', 'NothingAnswered',
+           'most_common_error', 'nothing_answered', 'parse_kv', 'utc_now']
 
 # %% ../nbs/00_core.ipynb #9be27329
 def _canon(x: Any) -> Any:
@@ -484,6 +484,28 @@ def check_environment(environ=None):
 def shard_of(sample_id: str, n: int) -> int:
     "The shard (0..n-1) a sample id belongs to."
     return int(hashlib.sha256(str(sample_id).encode("utf-8")).hexdigest(), 16) % n
+
+# %% ../nbs/00_core.ipynb #c142c4ad
+import errno
+import sys
+
+MISTAKES = (ValueError, KeyError, OSError)        # what a user's mistake raises: one line, exit status 2
+
+def mistake_line(e: BaseException) -> str:
+    "The one line a user's mistake prints (a path the OS refused: the path and the reason; a full disk: what to do)."
+    if isinstance(e, KeyError): msg = str(e.args[0]) if e.args else ""
+    elif isinstance(e, OSError) and e.filename is not None: msg = f"{e.filename}: {e.strerror or type(e).__name__}"
+    elif isinstance(e, OSError) and e.errno in (errno.EFBIG, errno.ENOSPC, errno.EDQUOT):     # the OS names no file: say what to do
+        msg = (f"{e.strerror} while writing; free disk space (or raise the file size limit, ulimit -f) and rerun the same command: "
+               "finished items are kept")
+    else: msg = str(e)
+    return (msg.strip().splitlines() or [type(e).__name__])[0]
+
+def user_mistake(e: BaseException, prog: str, verbose: bool = False) -> int:
+    "Print `prog: error: <one line>` on stderr and return 2 (`verbose`: raise it; a closed pipe is raised on, not a mistake)."
+    if verbose or isinstance(e, BrokenPipeError): raise e
+    print(f"{prog}: error: {mistake_line(e)}", file=sys.stderr)
+    return 2
 
 # %% ../nbs/00_core.ipynb #69fad51a
 class NothingAnswered(RuntimeError):

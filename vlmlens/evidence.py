@@ -21,6 +21,7 @@ from .analysis import MIN_PT, TEXT_IN, bar_chart, below_legend, fit_title, use_s
 from .benchmarks.minerva import PAPER_RESOURCE_SETS, minerva_request, resource_level, wants_reasoning
 from .core import Request, RunConfig, Sample, cache_root, message, nothing_answered, sha256_json
 from .judges import fence, load_judge_model, model_identity
+from .readers import json_in_reply
 from .runner import reopen
 from .report import as_runset
 
@@ -29,12 +30,11 @@ __all__ = ['NODE_KINDS', 'PERCEPTION_ERRORS', 'ERROR_TYPES', 'LABELS', 'MAX_ROUN
            'KIND_COLORS', 'COMPILER_SYSTEM', 'ALIGN_SYSTEM', 'CORRECTION', 'ISOLATION_FILE', 'GRAPH_DIR',
            'error_family', 'normalize_label', 'GraphError', 'Node', 'EvidenceGraph', 'fmt_time', 'graph_problems',
            'validate_graph', 'topological_order', 'graph_depth', 'graph_stats', 'draw_graph', 'load_model', 'chat',
-           'parse_json_reply', 'chain_text', 'reference_of', 'compiler_messages', 'safe_name', 'GraphCompiler',
-           'save_graph', 'load_graph', 'Alignment', 'node_line', 'align_messages', 'parse_alignment', 'hint_text',
-           'isolation_request', 'prompt_of', 'label_round', 'isolate', 'video_duration', 'score_rows', 'run_items',
-           'failed_ids', 'compile_graphs', 'isolate_run', 'run_dirs', 'read_isolation', 'read_graphs', 'graph_table',
-           'error_table', 'family_split', 'resource_table', 'masked_errors', 'mode_comparison', 'plot_error_bars',
-           'paper_comparison']
+           'chain_text', 'reference_of', 'compiler_messages', 'safe_name', 'GraphCompiler', 'save_graph', 'load_graph',
+           'Alignment', 'node_line', 'align_messages', 'parse_alignment', 'hint_text', 'isolation_request', 'prompt_of',
+           'label_round', 'isolate', 'video_duration', 'score_rows', 'run_items', 'failed_ids', 'compile_graphs',
+           'isolate_run', 'run_dirs', 'read_isolation', 'read_graphs', 'graph_table', 'error_table', 'family_split',
+           'resource_table', 'masked_errors', 'mode_comparison', 'plot_error_bars', 'paper_comparison']
 
 # %% ../nbs/51_evidence.ipynb #3a8094c6
 NODE_KINDS = ("visual", "knowledge", "reasoning")
@@ -300,18 +300,6 @@ def chat(backend, messages: list, max_new_tokens: int = 1024, temperature: float
     if g.error is not None or g.text is None: raise RuntimeError(f"{getattr(backend, 'name', backend)}: {g.error or 'no text returned'}")
     return g.text
 
-def parse_json_reply(text: str, where: str = "reply") -> Any:
-    "The JSON object in a model reply; ValueError naming `where` when there is none."
-    t = (text or "").strip()
-    m = re.search(r"```(?:json)?\s*(.*?)```", t, re.S)
-    if m: t = m.group(1).strip()
-    if not t.startswith("{"):
-        i, j = t.find("{"), t.rfind("}")
-        if i < 0 or j < i: raise ValueError(f"{where}: no JSON object in {text[:80]!r}")
-        t = t[i:j + 1]
-    try: return json.loads(t)
-    except ValueError as e: raise ValueError(f"{where}: invalid JSON ({e})") from None
-
 # %% ../nbs/51_evidence.ipynb #ffce30af
 COMPILER_SYSTEM = fidelity.PaperPrompt("curve", "evidence graph compilation prompt", """You turn a human reasoning chain about a video question into an evidence graph.
 Split the chain into atomic claims (one fact each). Each claim is a node:
@@ -392,7 +380,7 @@ def compile(self: GraphCompiler, sample: Sample, duration_s: float | None = None
         self.stats["calls"] += 1
         text = chat(self.backend, convs, self.max_new_tokens, sample_id=sample.id)
         try:
-            d = parse_json_reply(text, where)
+            d = json_in_reply(text, dict, where)
             g = EvidenceGraph.from_dict(d if not isinstance(d, dict) else {**d, "question_id": sample.id}, sample.id, where)
             g.duration_s, g.meta = duration_s, {"compiler": self.identity.get("name"), "attempts": attempt + 1}
             validate_graph(g, duration_s, where)
@@ -448,8 +436,7 @@ def align_messages(sample: Sample, g: EvidenceGraph, remaining: Sequence[str], r
 # %% ../nbs/51_evidence.ipynb #c7d8e9f0
 def parse_alignment(text: str, remaining: Sequence[str], where: str = "alignment") -> Alignment:
     "A strict reading of the labeller's reply (ValueError naming the problem)."
-    d = parse_json_reply(text, where)
-    if not isinstance(d, dict): raise ValueError(f"{where}: expected a JSON object")
+    d = json_in_reply(text, dict, where)
     rem, status = list(remaining), {}
     for i, a in enumerate(d.get("alignment") or []):
         if not isinstance(a, dict) or "node" not in a or "status" not in a: raise ValueError(f"{where}: alignment[{i}] needs node and status")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['STATUSES', 'KINDS', 'LEDGER', 'PAPER_NUMBERS', 'Entry', 'record', 'ledger', 'placeholders', 'PaperPrompt',
-           'ledger_table', 'ledger_markdown', 'paper_file', 'paper_numbers', 'paper_layout', 'paper_grid']
+           'prompt_text', 'ledger_table', 'ledger_markdown', 'paper_file', 'paper_numbers', 'paper_layout',
+           'paper_grid']
 
 # %% ../nbs/05_fidelity.ipynb #baf5419e
 STATUSES = ("verbatim", "official", "reading", "departure")
@@ -91,6 +92,14 @@ class PaperPrompt:
                                   + ", ".join("{" + f + "}" for f in sorted(lost)))
         return PaperPrompt(self.benchmark, self.what, text, f"{p} (user override of {self.source})", "departure",
                            "user-supplied prompt text", "remove the prompt override")
+
+# %% ../nbs/05_fidelity.ipynb #fc1e1bf4
+def prompt_text(name: str) -> str:
+    "The packaged prompt `name` (the file `vlmlens/data/prompts/<name>.txt`), byte for byte."
+    from importlib import resources
+    f = resources.files("vlmlens").joinpath("data", "prompts", *f"{name}.txt".split("/"))
+    if not f.is_file(): raise FileNotFoundError(f"no packaged prompt {name!r} (vlmlens/data/prompts/{name}.txt)")
+    return f.read_bytes().decode("utf-8")
 
 # %% ../nbs/05_fidelity.ipynb #a975af10
 _COLS = ("benchmark", "what", "kind", "source", "status", "note", "switch")

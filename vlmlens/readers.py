@@ -18,8 +18,8 @@ from .core import ANSWER_TYPES, Media, Sample
 
 # %% auto #0
 __all__ = ['READERS', 'SAMPLE_FIELDS', 'IMAGE_EXT', 'VIDEO_EXT', 'AUDIO_EXT', 'RowError', 'FieldError', 'DataError',
-           'parse_literal_list', 'read_records', 'load_json', 'resolve_path', 'media_kind', 'parse_media',
-           'default_mapper', 'load_samples']
+           'parse_literal_list', 'read_records', 'load_json', 'json_in_reply', 'resolve_path', 'media_kind',
+           'parse_media', 'default_mapper', 'load_samples']
 
 # %% ../nbs/01_readers.ipynb #0aef0df0
 @dataclass
@@ -198,6 +198,22 @@ def load_json(path) -> Any:
     path = Path(path)
     try: return json.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, ValueError, RecursionError) as e: raise ValueError(f"{path}: cannot read JSON ({e})") from None
+
+# %% ../nbs/01_readers.ipynb #0b302f84
+_REPLY_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
+
+def json_in_reply(text: str | None, kind: type = dict, where: str = "") -> dict | list:
+    "The first JSON object (`kind=dict`) or list (`kind=list`) in a model's reply, inside its first code fence if any."
+    t = (text or "").strip()
+    m = _REPLY_FENCE.search(t)
+    if m: t = m.group(1).strip()
+    opener, noun = ("{", "object") if kind is dict else ("[", "list")
+    pre, i = f"{where}: " if where else "", t.find(opener)
+    if i < 0: raise ValueError(f"{pre}no JSON {noun} in the answer: {t[:80]!r}")
+    try: out, _ = json.JSONDecoder().raw_decode(t[i:])
+    except (ValueError, RecursionError) as e:
+        raise ValueError(f"{pre}the answer's {noun} is not valid JSON ({e}): {t[i:i + 80]!r}") from None
+    return out
 
 # %% ../nbs/01_readers.ipynb #e4ec69bc
 _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")

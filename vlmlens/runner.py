@@ -59,9 +59,8 @@ def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | Non
 
 # %% ../nbs/40_runner.ipynb #493ef590
 def languages_of(model, benchmark: str | None) -> tuple:
-    "The languages `model` (a ModelSpec or a Backend) claims for `benchmark`."
-    fn = getattr(model, "languages_for", None)
-    return tuple(fn(benchmark)) if callable(fn) else tuple(getattr(model, "languages", ()) or ())
+    "The languages `model` (a ModelSpec, a Backend, any object with `languages`) claims for `benchmark`."
+    return registry.LanguageClaims.languages_for(model, benchmark)
 
 # %% ../nbs/40_runner.ipynb #1f3a9b70
 def check_selection(all_samples: list[Sample], selected: list[Sample], cfg: RunConfig):

@@ -29,7 +29,7 @@ from .secrets import scrub_secrets
 
 # %% auto #0
 __all__ = ['atomic_write', 'remove_stale_temps', 'iter_jsonl', 'RunConflictError', 'RunLockedError', 'RunStore', 'flocked',
-           'open_run', 'shard_filter', 'Run', 'read_scores_csv', 'RunSet', 'config_columns']
+           'json_safe', 'open_run', 'shard_filter', 'Run', 'read_scores_csv', 'RunSet', 'config_columns']
 
 # %% ../nbs/02_store.ipynb #7725a7a7
 def _write_all(fd: int, data: bytes):
@@ -489,22 +489,22 @@ def claim(self: RunStore, ids: Iterable[str]) -> list[str]:
         c.owner.update((sid, c.token) for sid in new)
     return got
 
-# %% ../nbs/02_store.ipynb #a914d0a4
-def _plain(x: Any) -> Any:
-    "JSON-safe copy: NaN/inf -> None, numpy scalars -> Python, paths -> str."
-    if isinstance(x, dict): return {str(k): _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple, set)): return [_plain(v) for v in x]
+# %% ../nbs/02_store.ipynb #d5c2ce82
+def json_safe(x: Any) -> Any:
+    "A JSON-safe copy of `x`: text keys, lists, Python scalars, NaN/inf -> None, other objects (paths) -> their text."
+    if isinstance(x, dict): return {str(k): json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, set)): return [json_safe(v) for v in x]
     if hasattr(x, "item") and callable(x.item) and not isinstance(x, (str, bytes)):
         try: x = x.item()
         except (TypeError, ValueError): pass
     if isinstance(x, float) and not math.isfinite(x): return None
-    if hasattr(x, "__fspath__"): return str(x)
-    return x
+    return x if x is None or isinstance(x, (str, int, float, bool)) else str(x)
 
+# %% ../nbs/02_store.ipynb #a914d0a4
 def _csv_cell(v):
     if v is None: return ""
-    if isinstance(v, (list, dict, tuple)): return json.dumps(_plain(v), ensure_ascii=False)
-    return _plain(v)
+    if isinstance(v, (list, dict, tuple)): return json.dumps(json_safe(v), ensure_ascii=False)
+    return json_safe(v)
 
 # %% ../nbs/02_store.ipynb #0a9c3d5e
 @patch
@@ -521,7 +521,7 @@ def write_scores_csv(self: RunStore, rows: list[dict]) -> Path:
 @patch
 def write_summary(self: RunStore, summary: dict) -> Path:
     "Write summary.json atomically (secrets scrubbed, NaN -> null)."
-    text = json.dumps(scrub_secrets(_plain(summary)), indent=2, ensure_ascii=False, allow_nan=False, default=str)
+    text = json.dumps(scrub_secrets(json_safe(summary)), indent=2, ensure_ascii=False, allow_nan=False, default=str)
     atomic_write(self.summary_path, text + "\n")
     return self.summary_path
 

@@ -25,7 +25,7 @@ from .evidence import GRAPH_DIR, ISOLATION_FILE, safe_name
 from .media import FrameCache
 from .metrics import OUTCOMES, outcome, outcome_codes
 from .report import BLANK, Table, as_runset, language_name, model_name, render_table, run_labels
-from .store import Run, RunSet, iter_jsonl
+from .store import Run, RunSet, iter_jsonl, json_safe
 from .vs_paper import compare, vs_paper_report, vs_paper_table
 
 # %% auto #0
@@ -92,16 +92,6 @@ def located_config(run: Run):
     return dataclasses.replace(cfg, data_path=dp, benchmark_kwargs=kw) if (dp, kw) != (cfg.data_path, cfg.benchmark_kwargs or {}) else cfg
 
 # %% ../nbs/57_view.ipynb #c9da5568
-def _clean(x):
-    "JSON-safe copy: NaN/inf → None, numpy scalars → Python, other objects → str."
-    if isinstance(x, dict): return {str(k): _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)): return [_clean(v) for v in x]
-    if hasattr(x, "item") and callable(x.item) and not isinstance(x, (str, bytes)):
-        try: x = x.item()
-        except (TypeError, ValueError): pass
-    if isinstance(x, float) and not math.isfinite(x): return None
-    return x if x is None or isinstance(x, (str, int, float, bool)) else str(x)
-
 def _samples_of(run: Run) -> tuple:
     "`(benchmark, {sample_id: Sample}, problem)`; the problem says why the samples could not be loaded."
     try:
@@ -124,8 +114,7 @@ def _score_rows(run: Run) -> tuple:
         df = run.scores([c for c in next(csv.reader([head]), []) if c not in _ROW_TEXT])
     except FileNotFoundError: return {}, None
     except (OSError, ValueError, StopIteration) as e: return {}, str(e)
-    ok = lambda v: None if isinstance(v, float) and not math.isfinite(v) else v        # flat rows of Python scalars: NaN -> None
-    return {str(r["sample_id"]): {k: ok(v) for k, v in r.items()} for r in df.to_dict("records")}, None
+    return {str(r["sample_id"]): json_safe(r) for r in df.to_dict("records")}, None
 
 # %% ../nbs/57_view.ipynb #04032f94
 def prediction_offsets(run: Run, cut: list | None = None) -> dict:
@@ -241,7 +230,7 @@ def item_fields(sid: str, sample, pred: dict | None, row: dict | None, benchmark
         d = {"benchmark": benchmark, "subset": r.get("subset"), "language": r.get("language"), "locale": r.get("locale"),
              "align_id": r.get("align_id"), "question": p.get("question") or r.get("question"), "options": p.get("options") or [],
              "answer": p.get("gold", r.get("gold")), "answer_type": r.get("answer_type"), "gold_text": p.get("gold_text") or r.get("gold_text")}
-    return _clean({"sample_id": sid, **d})
+    return json_safe({"sample_id": sid, **d})
 
 def _thinking(pred: dict) -> str | None:
     ex = pred.get("extra") or {}
@@ -269,7 +258,7 @@ def run_provenance(run: Run) -> dict:
     g, d = i.get("git") or {}, i.get("dataset") or {}
     data = " ".join(str(x) for x in (d.get("source"), d.get("location"), d.get("split"), d.get("revision") and f"@{str(d['revision'])[:12]}",
                                        d.get("digest") and f"lock {str(d['digest'])[:12]}", d.get("source") == "local" and d.get("path")) if x) or None
-    return _clean({"vlmlens": i.get("vlmlens_version"), "commit": g.get("commit") and str(g["commit"])[:12] + (" (uncommitted changes)" if g.get("dirty") else ""),
+    return json_safe({"vlmlens": i.get("vlmlens_version"), "commit": g.get("commit") and str(g["commit"])[:12] + (" (uncommitted changes)" if g.get("dirty") else ""),
                    "model_id": i.get("model_id"), "model_revision": i.get("model_revision"), "data": data})
 
 # %% ../nbs/57_view.ipynb #81e0d78d
@@ -278,7 +267,7 @@ ITEM_COLUMNS = ("sample_id", "subset", "language", "locale", "align_id", "questi
 
 def _run_meta(key: str, run: Run, label: str, problems: list, n: int, live: bool = False) -> dict:
     c = run.config
-    return _clean({"key": key, "name": run.name, "label": label, "dir": str(run.dir.resolve()), "status": "running" if live else run.status, "problems": problems,
+    return json_safe({"key": key, "name": run.name, "label": label, "dir": str(run.dir.resolve()), "status": "running" if live else run.status, "problems": problems,
                    "benchmark": c.benchmark if c else None, "model": model_name(run.info.get("model_id") or (c.model if c else None)),
                    "num_frames": _used_frames(run.info) or (c.num_frames if c else None), "n_items": n,
                    "judge_id": (run.summary or {}).get("judge_id"), "overall": run.overall, "provenance": run_provenance(run)})
@@ -323,7 +312,7 @@ def _codes(col) -> dict:
     "`{v: vocabulary, c: codes}` of one column (missing values: None in the vocabulary)."
     import pandas as pd
     codes, vocab = pd.factorize(pd.Series(col, dtype=object), use_na_sentinel=True)
-    vocab = [_clean(v) for v in vocab.tolist()]
+    vocab = [json_safe(v) for v in vocab.tolist()]
     if (codes < 0).any(): codes = codes.copy(); codes[codes < 0] = len(vocab); vocab.append(None)
     return {"v": vocab, "c": codes.tolist()}
 
@@ -456,7 +445,7 @@ def check_out(out) -> Path:
 def _js(path: Path, prefix: str, obj, suffix: str = ";\n"):
     dump = lambda o: json.dumps(o, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try: text = dump(obj)
-    except (ValueError, TypeError): text = dump(_clean(obj))          # a NaN or an odd value somewhere: the slow, safe copy
+    except (ValueError, TypeError): text = dump(json_safe(obj))          # a NaN or an odd value somewhere: the slow, safe copy
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(prefix + text + suffix, encoding="utf-8"); tmp.replace(path)
 
@@ -812,7 +801,7 @@ def to_wandb(runs, project: str | None = None, frames: bool = True, progress: bo
                 table.add_data(*wandb_row(item, res, tmp, wandb.Image)); n += 1
             cfg = {"run": m["name"], "run_dir": m["dir"], "label": m["label"], "status": m["status"], "config_hash": run.config_hash,
                    "model_revision": run.info.get("model_revision"), "vlmlens_version": run.info.get("vlmlens_version"),
-                   "provenance": run_provenance(run), **_clean(run.settings())}
+                   "provenance": run_provenance(run), **json_safe(run.settings())}
             try:
                 with wandb.init(project=project, name=m["name"], config=cfg, job_type="eval", reinit="create_new",
                                 settings=wandb.Settings(init_timeout=60)) as wr:

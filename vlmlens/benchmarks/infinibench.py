@@ -856,15 +856,13 @@ class InfiniBenchBenchmark(Benchmark):
             samples, errors = self._fit_filter(samples, errors, cfg)
         return samples, errors
 
-_CHOICES = {o.name: o.choices for o in KWARGS_SCHEMA if o.name in ("answer_format", "scoring", "subtitle_mode", "protocol")}
-_DEFAULTS = {o.name: o.default for o in KWARGS_SCHEMA if o.name in _CHOICES}
+_OPTION = {o.name: o for o in KWARGS_SCHEMA}
 
 def _options(cfg: RunConfig) -> dict:
-    "The benchmark_kwargs with their defaults, checked (a bad value is a ValueError naming the key and the choices)."
-    out = {**_DEFAULTS, **_kw(cfg)}
-    for k, ch in _CHOICES.items():
-        if out[k] not in ch: raise ValueError(f"benchmark_kwargs {k} must be one of {', '.join(map(repr, ch))}, got {out[k]!r}")
-    return out
+    "The benchmark_kwargs with their defaults, the rule choices checked by their `Option` (a bad value names the key and the choices)."
+    kw = _kw(cfg)
+    rules = ("answer_format", "scoring", "subtitle_mode", "protocol")
+    return {**kw, **{k: _OPTION[k].default if kw.get(k) is None else _OPTION[k].coerce(kw[k]) for k in rules}}
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #c1a5e0c2
 @patch
@@ -893,8 +891,7 @@ def source(self: InfiniBenchBenchmark, cfg: RunConfig) -> str:
         raise ValueError("infinibench needs --data-path (the release rows, or official generator output), or "
                          "--benchmark-kwarg source=real_text for the packaged IMDb spoiler FAQ and episode summaries")
     if s is None: s = "real_text" if _is_real_text(cfg.data_path) else "release"
-    if s not in ("release", "real_text"): raise ValueError(f"benchmark_kwargs source must be 'release' or 'real_text', got {s!r}")
-    return s
+    return _OPTION["source"].coerce(s)
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #bf39dc55
 def _probe(path) -> tuple:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..readers import read_records
 from . import align, calibration, captions, ocr, translate
-from ..core import NothingAnswered, installed, most_common_error, parse_kv
+from ..core import MISTAKES, NothingAnswered, installed, most_common_error, parse_kv, user_mistake
 from ..runner import check_languages
 from .cli import command, judge_kwargs, model_kwargs, readable_verdicts, report_step
 from .review import VerdictLog
@@ -272,7 +272,4 @@ def dispatch(args) -> int | None:
     "Run one of this framework's `vlmlens curate` commands (None when `args` names another); user mistakes print one line and return 2."
     if getattr(args, "curate_command", None) not in COMMANDS: return None
     try: return _run(args)
-    except (ValueError, KeyError, FileNotFoundError) as e:
-        if getattr(args, "verbose", False): raise
-        print(f"vlmlens curate {args.curate_command}: error: {e}", file=sys.stderr)
-        return 2
+    except MISTAKES as e: return user_mistake(e, f"vlmlens curate {args.curate_command}", getattr(args, "verbose", False))

@@ -18,7 +18,7 @@ from PIL import Image
 from .. import fidelity, media
 from ..benchmarks import infinibench as ib
 from ..core import Request, installed, message
-from ..fidelity import PaperPrompt
+from ..fidelity import PaperPrompt, prompt_text
 from ..models.registry import load_backend
 from ..readers import load_json
 from .generate import IDK, MCQ_HEADER, Source, check_mcq, ordering_options, parse_literal
@@ -32,9 +32,9 @@ __all__ = ['OUTFIT_SYSTEM', 'OUTFIT_USER', 'OUTFIT_IMAGE_LABEL', 'OUTFIT_QUESTIO
            'outfit_mcq', 'appearance_crops', 'describe_outfits', 'appearance_questions']
 
 # %% ../../nbs/63_curation_appearance.ipynb #c1b0c255
-OUTFIT_SYSTEM = PaperPrompt("infinibench", "outfit descriptions (system)", 'You are an intelligent vision system that can track changes in the outfit of a character in a sequence of images. Identify transitions between different outfits for the character in the images.Your output should strictly follow this JSON format: {{"outfits": "<outfit_transitions>","indices": "<transitions_indices>"}}, where \'<outfit_transitions>\' is a Python list containing the DETAILED descriptions of the unique outfits in the sequence of images and \'<transitions_indices>\' is a Python list containing the indices of the images where the transitions occur. the descriptions of the outfits should be detailed and should not contain any other information.',
+OUTFIT_SYSTEM = PaperPrompt("infinibench", "outfit descriptions (system)", prompt_text("infinibench/outfit_system"),
     "Vision-CAIR/Infinibench data_genration/global_apprerance/tvqa/generate_descriptions_and_transitions.py", "official")
-OUTFIT_USER = PaperPrompt("infinibench", "outfit descriptions (user)", 'Given this sequence of images, identify transitions between different outfits for the character in the images by providing the unique outfits and the indices of the images where the transitions occur.',
+OUTFIT_USER = PaperPrompt("infinibench", "outfit descriptions (user)", prompt_text("infinibench/outfit_user"),
     "Vision-CAIR/Infinibench data_genration/global_apprerance/tvqa/generate_descriptions_and_transitions.py", "official")
 OUTFIT_IMAGE_LABEL = "Image index: {i}"
 

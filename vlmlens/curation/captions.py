@@ -19,7 +19,7 @@ from ..benchmarks import hintel
 from ..core import Request, message, sha256_json
 from ..fidelity import PaperPrompt
 from ..models.registry import load_backend
-from ..readers import FieldError, RowError, read_records
+from ..readers import FieldError, RowError, json_in_reply, read_records
 from ..scoring import extract_choice
 from .review import VerdictLog
 from .store import MAX_INVALID_RATE, Provenance, Step, decisions, output_options, recorded_options
@@ -101,18 +101,9 @@ fidelity.record("hintel", "VAANI near-duplicate options", "rule", _S32, "reading
 # %% ../../nbs/72_curation_captions.ipynb #ed8b08cd
 N_OPTIONS = 4
 
-def _json_object(text: str | None) -> dict:
-    t = (text or "").strip()
-    i = t.find("{")
-    if i < 0: raise ValueError(f"no JSON object in the answer: {t[:80]!r}")
-    try: obj, _ = json.JSONDecoder().raw_decode(t[i:])
-    except ValueError as e: raise ValueError(f"the answer's object is not valid JSON ({e})") from None
-    if not isinstance(obj, dict): raise ValueError("expected a JSON object")
-    return obj
-
 def parse_mcq(text: str | None, lang: str, min_script_share: float = 0.5) -> dict:
     "`{'answer_idx', lang: {question, options}, 'en': {...}}` from a generator's answer; ValueError naming the problem."
-    obj, out = _json_object(text), {}
+    obj, out = json_in_reply(text, dict), {}
     for l in dict.fromkeys((lang, "en")):
         v = obj.get(l)
         if not isinstance(v, dict): raise ValueError(f"no '{l}' version")

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from ..benchmarks import minerva
 from ..benchmarks.infinibench import InfiniBenchJudge
-from ..core import parse_kv
+from ..core import MISTAKES, parse_kv, user_mistake
 from ..judges import Judge
 from ..models import registry
 from . import appearance, dedup, filters, generate, release, verify_step
@@ -271,7 +271,4 @@ def main(args, extensions: Sequence = ()) -> int:
             rc = ext.dispatch(args)
             if rc is not None: return rc
         try: return _dispatch(args)
-        except (ValueError, KeyError, FileNotFoundError) as e:
-            if getattr(args, "verbose", False): raise
-            print(f"vlmlens curate: error: {e}", file=sys.stderr)
-            return 2
+        except MISTAKES as e: return user_mistake(e, "vlmlens curate", getattr(args, "verbose", False))

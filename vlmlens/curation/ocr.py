@@ -19,7 +19,7 @@ from ..benchmarks import hintel
 from ..core import Request, message, sha256_json
 from ..fidelity import PaperPrompt
 from ..models.registry import load_backend
-from ..readers import load_json
+from ..readers import json_in_reply, load_json
 from .review import ReviewWidget, VerdictLog
 from .store import Provenance, Step, file_digest, recorded_options
 from .translate import language_name, lang_code, script_problem
@@ -109,15 +109,6 @@ def question_key(description: str, index) -> str:
     paper = re.sub(r"[^0-9a-z]+", "-", str(description or "").lower()).strip("-")
     return f"{paper}/{int(str(index).strip())}" if paper else str(int(str(index).strip()))
 
-def _parse_page(text: str | None) -> list:
-    t = (text or "").strip()
-    i = t.find("[")
-    if i < 0: raise ValueError(f"no JSON list in the answer: {t[:80]!r}")
-    try: out, _ = json.JSONDecoder().raw_decode(t[i:])
-    except ValueError as e: raise ValueError(f"the answer's list is not valid JSON ({e})") from None
-    if not isinstance(out, list): raise ValueError("expected a JSON list of questions")
-    return out
-
 def _page_items(page: Path, qs: list, ctx: dict, step_dir: Path) -> list[tuple[str, dict]]:
     out = []
     for q in qs:
@@ -137,7 +128,7 @@ def _ocr_unit(payload, w, ctx):
     prov = Provenance(str(page), model=ctx["model"], model_id=ctx["model_id"], prompt_id="hintel/" + OCR_PROMPT.what,
                       prompt_sha256=ctx["prompt_sha256"], raw=g.text)
     if g.error is not None: raise RuntimeError(f"OCR model {ctx['model']}: {g.error}")
-    try: qs = _parse_page(g.text)
+    try: qs = json_in_reply(g.text, list)
     except ValueError as e: return w.reject(f"page/{page.name}", "schema", f"{page.name}: {e}", {"page": str(page), "raw": g.text}, prov)
     problems = [p for q in qs for p in check_row(q)]
     idx = [str(q.get("index")) for q in qs if isinstance(q, dict)]

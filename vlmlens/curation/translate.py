@@ -28,6 +28,7 @@ from ..fidelity import PaperPrompt
 from ..models.api import (APIBackend, CallError, Reply, api_key_from_env, redact_url, refuse_secret_options, retry_after_from_headers,
                                 status_kind)
 from ..models.registry import load_backend
+from ..readers import json_in_reply
 from ..scoring import ascii_digits
 from ..secrets import REDACTED, secret_values
 from ..core import utc_now
@@ -464,12 +465,8 @@ LLM_USER = PaperPrompt("hintel", "LLM translation prompt (user)",
 
 def parse_json_list(text: str | None, n: int) -> list[str]:
     "The first JSON list of `n` strings in a model's answer (code fences allowed); ValueError saying what is wrong."
-    t = (text or "").strip()
-    start = t.find("[")
-    if start < 0: raise ValueError(f"no JSON list in the answer: {t[:80]!r}")
-    try: out, _ = json.JSONDecoder().raw_decode(t[start:])
-    except ValueError as e: raise ValueError(f"the answer's list is not valid JSON ({e}): {t[start:start + 80]!r}") from None
-    if not isinstance(out, list) or not all(isinstance(x, str) for x in out): raise ValueError("expected a list of strings")
+    out = json_in_reply(text, list)
+    if not all(isinstance(x, str) for x in out): raise ValueError("expected a list of strings")
     if len(out) != n: raise ValueError(f"expected {n} translations, got {len(out)}")
     return out
 

@@ -13,7 +13,7 @@ from fastcore.basics import patch
 from ..core import Request, as_bool
 from ..prompts import format_timestamp
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg, redact_url,
-                                refuse_secret_options, refused_connection, retry_after_from_headers, status_kind)
+                                refuse_secret_options, refused_connection, sdk_error)
 from .registry import ModelSpec
 from ..fidelity import record
 
@@ -227,19 +227,9 @@ async def _aclose(self: AnthropicBackend):
 # %% ../../nbs/16_models_anthropic.ipynb #944e1a29
 @patch
 def _classify(self: AnthropicBackend, exc: BaseException) -> CallError:
-    "Map an `anthropic` exception to a `CallError`."
+    "Map an `anthropic` exception to a `CallError` (`sdk_error`: the same classes as `openai`'s)."
     import anthropic
-    if isinstance(exc, CallError): return exc
-    if isinstance(exc, anthropic.APITimeoutError): return CallError("timeout", f"no answer within {self.retry.timeout_s:g} s")
-    if isinstance(exc, anthropic.APIConnectionError): return CallError("connection", self._scrub(str(exc)))
-    if isinstance(exc, anthropic.APIStatusError):
-        body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else None
-        detail = body.get("message") if isinstance(body, dict) and body.get("message") else getattr(exc, "message", str(exc))
-        status = exc.status_code
-        return CallError(status_kind(status), f"HTTP {status}: {self._scrub(str(detail))}", status=status,
-                         retry_after=retry_after_from_headers(exc.response.headers) if status == 429 else None)
-    if isinstance(exc, anthropic.APIResponseValidationError): return CallError("malformed", f"unexpected response shape: {exc}")
-    return APIBackend._classify(self, exc)
+    return sdk_error(exc, anthropic, self.retry.timeout_s, self._scrub) or APIBackend._classify(self, exc)
 
 # %% ../../nbs/16_models_anthropic.ipynb #f1849f70
 @patch

@@ -38,9 +38,10 @@ log = logging.getLogger("vlmlens")
 __all__ = ['log', 'NOT_SECRET_OPTIONS', 'RETRYABLE', 'ERROR_KINDS', 'PRICES_AS_OF', 'DEFAULT_PRICES', 'USAGE_KEYS',
            'CACHE_COUNTS', 'MissingAPIKey', 'api_key_from_env', 'refuse_secret_options', 'redact_url', 'redact_keylike',
            'CallError', 'status_kind', 'parse_retry_after', 'retry_after_from_headers', 'retry_delay_from_body',
-           'RetryPolicy', 'RateLimiter', 'use_wal', 'ResponseCache', 'price_entry', 'load_prices', 'cost_usd',
-           'make_usage', 'cache_counts', 'CallProgress', 'LoopThread', 'encode_jpeg', 'b64', 'Reply',
-           'normalize_finish_reason', 'parse_ttl', 'APIBackend', 'refused_connection', 'payload_bytes', 'scale_request']
+           'status_error', 'sdk_error', 'RetryPolicy', 'RateLimiter', 'use_wal', 'ResponseCache', 'price_entry',
+           'load_prices', 'cost_usd', 'make_usage', 'cache_counts', 'CallProgress', 'LoopThread', 'encode_jpeg', 'b64',
+           'Reply', 'normalize_finish_reason', 'parse_ttl', 'APIBackend', 'refused_connection', 'payload_bytes',
+           'scale_request']
 
 # %% ../../nbs/12_models_api.ipynb #ea14274f
 class MissingAPIKey(ValueError):
@@ -142,6 +143,23 @@ def retry_delay_from_body(body) -> float | None:
         if isinstance(d, dict) and str(d.get("@type", "")).endswith("RetryInfo"):
             m = re.fullmatch(r"\s*([\d.]+)s\s*", str(d.get("retryDelay", "")))
             if m: return float(m.group(1))
+    return None
+
+# %% ../../nbs/12_models_api.ipynb #d87d2a18
+def status_error(status: int, message: str, retry_after: float | None = None, reason: str = "") -> CallError:
+    "An HTTP error reply as a `CallError`: `HTTP <status> [reason]: message`, kind by status, the wait kept on a 429 only."
+    head = f"HTTP {status} {reason}".rstrip()
+    return CallError(status_kind(status), f"{head}: {message}", status=status, retry_after=retry_after if status == 429 else None)
+
+def sdk_error(exc: BaseException, sdk, timeout_s: float, scrub=str) -> CallError | None:
+    "The `CallError` of an exception raised by a Stainless-built SDK module `sdk` (`openai`, `anthropic`); None for others."
+    if isinstance(exc, sdk.APITimeoutError): return CallError("timeout", f"no answer within {timeout_s:g} s")
+    if isinstance(exc, sdk.APIConnectionError): return CallError("connection", scrub(str(exc)))
+    if isinstance(exc, sdk.APIStatusError):
+        body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else None
+        detail = body.get("message") if isinstance(body, dict) and body.get("message") else getattr(exc, "message", str(exc))
+        return status_error(exc.status_code, scrub(str(detail)), retry_after_from_headers(exc.response.headers))
+    if isinstance(exc, sdk.APIResponseValidationError): return CallError("malformed", f"unexpected response shape: {exc}")
     return None
 
 # %% ../../nbs/12_models_api.ipynb #c31e96e3
@@ -567,6 +585,11 @@ async def _call(self: APIBackend, payload: dict) -> Reply:
     raise NotImplementedError
 
 @patch
+async def _aclose(self: APIBackend):
+    "Release clients and uploads (default: nothing to release)."
+
+# %% ../../nbs/12_models_api.ipynb #d8122437
+@patch
 def _classify(self: APIBackend, exc: BaseException) -> CallError:
     "Map an exception to a `CallError` (a backend extends this for its client library)."
     if isinstance(exc, CallError): return exc
@@ -574,11 +597,11 @@ def _classify(self: APIBackend, exc: BaseException) -> CallError:
         return CallError("timeout", f"no complete answer within {self.retry.timeout_s:g} s")
     if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)): return CallError("malformed", f"response body is not valid JSON ({exc})")
     if isinstance(exc, ConnectionError): return CallError("connection", self.scrub(str(exc), keylike=True))
+    try:
+        import pydantic                                          # the SDKs build their answers with pydantic
+        if isinstance(exc, pydantic.ValidationError): return CallError("malformed", f"unexpected response shape: {exc}")
+    except ImportError: pass
     return CallError("client_error", self.scrub(f"{type(exc).__name__}: {exc}", keylike=True))
-
-@patch
-async def _aclose(self: APIBackend):
-    "Release clients and uploads (default: nothing to release)."
 
 # %% ../../nbs/12_models_api.ipynb #92a3b4c6
 @patch

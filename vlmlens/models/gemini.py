@@ -21,7 +21,7 @@ from ..core import Request, as_bool, cache_root, canonical_json, file_sha256, ma
 from ..fidelity import record
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg, redact_url,
                                 refuse_secret_options, refused_connection, retry_after_from_headers, retry_delay_from_body,
-                                status_kind)
+                                status_error)
 from .registry import ModelSpec
 from ..prompts import format_timestamp
 
@@ -495,11 +495,9 @@ def _classify(self: GeminiBackend, exc: BaseException) -> CallError:
     from google.genai import errors
     if isinstance(exc, CallError): return exc
     if isinstance(exc, errors.APIError):
-        code = int(exc.code or 0)
         headers = getattr(getattr(exc, "response", None), "headers", None)
-        ra = (retry_after_from_headers(headers) or retry_delay_from_body(exc.details)) if code == 429 else None
-        return CallError(status_kind(code), self._scrub(f"HTTP {code} {exc.status or ''}: {exc.message or exc}".replace("  ", " ")),
-                         status=code, retry_after=ra)
+        return status_error(int(exc.code or 0), self._scrub(str(exc.message or exc)),
+                            retry_after_from_headers(headers) or retry_delay_from_body(exc.details), reason=exc.status or "")
     try:
         import aiohttp
         if isinstance(exc, (aiohttp.ServerTimeoutError, aiohttp.ConnectionTimeoutError)):
@@ -511,10 +509,6 @@ def _classify(self: GeminiBackend, exc: BaseException) -> CallError:
         import httpx2
         if isinstance(exc, httpx2.TimeoutException): return CallError("timeout", f"no answer within {self.retry.timeout_s:g} s")
         if isinstance(exc, httpx2.TransportError): return CallError("connection", self._scrub(str(exc)))
-    except ImportError: pass
-    try:
-        import pydantic
-        if isinstance(exc, pydantic.ValidationError): return CallError("malformed", f"unexpected response shape: {exc}")
     except ImportError: pass
     return APIBackend._classify(self, exc)
 

@@ -14,8 +14,7 @@ import re
 from ..core import Request, as_bool, maybe_bool, sha256_json
 from ..fidelity import record
 from .api import (APIBackend, CallError, Reply, api_key_from_env, b64, encode_jpeg,
-                                redact_url, refuse_secret_options, refused_connection, retry_after_from_headers,
-                                status_kind)
+                                redact_url, refuse_secret_options, refused_connection, sdk_error)
 from .registry import OPENAI_REASONING_PREFIXES, ModelSpec, count_images, get_spec, known_models
 from .transformers import sampling_fps
 from ..media import GridFit, write_video
@@ -347,25 +346,14 @@ async def _aclose(self: OpenAIBackend):
 # %% ../../nbs/13_models_openai.ipynb #98744b98
 @patch
 def _classify(self: OpenAIBackend, exc: BaseException) -> CallError:
-    "Map an `openai` exception to a `CallError`."
+    "Map an `openai` exception to a `CallError` (`sdk_error`); a 400 that names a content policy is a refusal."
     import openai
-    if isinstance(exc, CallError): return exc
-    if isinstance(exc, openai.APITimeoutError): return CallError("timeout", f"no answer within {self.retry.timeout_s:g} s")
-    if isinstance(exc, openai.APIConnectionError): return CallError("connection", self._scrub(str(exc)))
-    if isinstance(exc, openai.APIStatusError):
-        body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else None
-        detail = body.get("message") if isinstance(body, dict) and body.get("message") else getattr(exc, "message", str(exc))
-        status, msg = exc.status_code, self._scrub(str(detail))
-        if status == 400 and (exc.code in _REFUSAL_CODES or any(c in msg for c in _REFUSAL_CODES)):
-            return CallError("refusal", msg, status=status)
-        return CallError(status_kind(status), f"HTTP {status}: {msg}", status=status,
-                         retry_after=retry_after_from_headers(exc.response.headers) if status == 429 else None)
-    if isinstance(exc, openai.APIResponseValidationError): return CallError("malformed", f"unexpected response shape: {exc}")
-    try:
-        import pydantic
-        if isinstance(exc, pydantic.ValidationError): return CallError("malformed", f"unexpected response shape: {exc}")
-    except ImportError: pass
-    return APIBackend._classify(self, exc)
+    err = sdk_error(exc, openai, self.retry.timeout_s, self._scrub)
+    if err is None: return APIBackend._classify(self, exc)
+    msg = err.message.removeprefix("HTTP 400: ")
+    if err.status == 400 and (exc.code in _REFUSAL_CODES or any(c in msg for c in _REFUSAL_CODES)):
+        return CallError("refusal", msg, status=400)
+    return err
 
 # %% ../../nbs/13_models_openai.ipynb #31840a28
 def from_spec(spec: ModelSpec, **kw) -> OpenAIBackend:

@@ -21,14 +21,29 @@ from ..fidelity import record
 __all__ = ['RUN_HINT_KEYS', 'VIDEO_INPUTS', 'PRESET_KEYS', 'SERVE_HINT', 'LOCAL_BACKENDS', 'BACKEND_MODULES', 'QWEN_MODEL_TYPES',
            'TRANSFORMERS_MODEL_TYPES', 'HF_MODEL_TYPES', 'SERVED_VIDEO_FAMILIES', 'PLUGIN_GROUPS', 'EXTRA_OF_BACKEND',
            'CURVE_LOCALES', 'QWEN2_VL_LANGUAGES', 'EN', 'EN_HI', 'EN_TE', 'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES',
-           'PROVIDER_LIMITS', 'OPENAI_REASONING_PREFIXES', 'CURVE_REASONING_BUDGETS', 'TINY_MODELS', 'Backend',
-           'count_images', 'ModelSpec', 'apply_preset', 'LanguageNotClaimed', 'register_backend', 'register',
+           'PROVIDER_LIMITS', 'OPENAI_REASONING_PREFIXES', 'CURVE_REASONING_BUDGETS', 'TINY_MODELS', 'LanguageClaims',
+           'Backend', 'count_images', 'ModelSpec', 'apply_preset', 'LanguageNotClaimed', 'register_backend', 'register',
            'known_models', 'parse_api_name', 'plugins', 'load_object', 'load_model_plugin', 'load_plugin_folders',
            'get_spec', 'supports_language', 'with_video_default', 'load_backend', 'resolve_builder', 'preflight',
            'roster', 'roster_markdown']
 
+# %% ../../nbs/10_models_registry.ipynb #328b19b3
+def _primary(lang: str) -> str:
+    "Primary language subtag of a BCP-47 tag: 'ar-EG' -> 'ar', 'zh_TW' -> 'zh'."
+    return re.split(r"[-_]", str(lang).strip())[0].lower()
+
+class LanguageClaims:
+    "The one reading of a model's language claims (`languages`, `paper_languages`), shared by `ModelSpec` and `Backend`."
+    def languages_for(self, benchmark: str | None = None) -> tuple:
+        "The languages claimed for `benchmark`: that paper's list if it evaluates the model, else all claimed languages."
+        return tuple((getattr(self, "paper_languages", None) or {}).get(benchmark) or getattr(self, "languages", None) or ())
+
+    def supports_language(self, lang: str, benchmark: str | None = None) -> bool:
+        "Whether the model claims `lang` (BCP-47; compared on the primary subtag), for `benchmark` if given."
+        return _primary(lang) in {_primary(l) for l in self.languages_for(benchmark)}
+
 # %% ../../nbs/10_models_registry.ipynb #ce66540d
-class Backend:
+class Backend(LanguageClaims):
     "Base class of model backends: `generate` requests, `close`, describe itself with `info`."
     kind = "base"           # backend kind: "hf", "transformers", "openai", "gemini", "anthropic", ...
     name: str = ""
@@ -53,21 +68,9 @@ class Backend:
         return {"name": self.name, "model_id": self.model_id, "revision": self.revision, "backend": self.kind,
                 "languages": list(self.languages), "context_tokens": self.context_tokens}
 
-    def languages_for(self, benchmark: str | None = None) -> tuple:
-        "The languages claimed for `benchmark` (the paper's evaluation languages), else all claimed languages."
-        return tuple((self.paper_languages or {}).get(benchmark) or self.languages)
-
-    def supports_language(self, lang: str, benchmark: str | None = None) -> bool:
-        "Whether the model claims `lang` (BCP-47; compared on the primary subtag), for `benchmark` if given."
-        return _primary(lang) in {_primary(l) for l in self.languages_for(benchmark)}
-
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
     def __repr__(self): return f"{type(self).__name__}(name={self.name!r}, model_id={self.model_id!r}, revision={self.revision!r})"
-
-def _primary(lang: str) -> str:
-    "Primary language subtag of a BCP-47 tag: 'ar-EG' -> 'ar', 'zh_TW' -> 'zh'."
-    return re.split(r"[-_]", str(lang).strip())[0].lower()
 
 # %% ../../nbs/10_models_registry.ipynb #e9eaf5f9
 @patch
@@ -125,7 +128,7 @@ RUN_HINT_KEYS = ("num_frames", "max_frames", "fps", "context_tokens")
 VIDEO_INPUTS = ("native", "frames")
 
 @dataclass(frozen=True)
-class ModelSpec:
+class ModelSpec(LanguageClaims):
     "What the registry knows about a model before loading it."
     name: str
     backend: str
@@ -161,17 +164,6 @@ class ModelSpec:
     def backend_defaults(self) -> dict:
         "The `defaults` meant for the backend constructor (run hints removed)."
         return {k: v for k, v in self.defaults.items() if k not in RUN_HINT_KEYS}
-
-# %% ../../nbs/10_models_registry.ipynb #5acf1fd2
-@patch
-def languages_for(self: ModelSpec, benchmark: str | None = None) -> tuple:
-    "The languages this model is run on for `benchmark`: that paper's list if it evaluates the model, else `languages`."
-    return tuple(self.paper_languages.get(benchmark) or self.languages)
-
-@patch
-def supports_language(self: ModelSpec, lang: str, benchmark: str | None = None) -> bool:
-    "Whether the model claims `lang` (primary subtag compared) for `benchmark`."
-    return _primary(lang) in {_primary(l) for l in self.languages_for(benchmark)}
 
 # %% ../../nbs/10_models_registry.ipynb #8d40d4a1
 PRESET_KEYS = ("num_frames", "fps", "max_frames", "model_kwargs", "benchmark_kwargs", "source")
@@ -228,7 +220,7 @@ def check(self: ModelSpec, cfg: RunConfig):
 #: backend kinds that run the model in this process (the others call an API or a server)
 LOCAL_BACKENDS = ("hf", "transformers")
 
-BACKEND_MODULES: dict[str, str] = {"hf": "vlmlens.models.hf", "transformers": "vlmlens.models.transformers",
+BACKEND_MODULES: dict[str, str] = {"hf": "vlmlens.models.qwen_vl", "transformers": "vlmlens.models.transformers",
                                     "openai": "vlmlens.models.openai", "gemini": "vlmlens.models.gemini",
                                     "anthropic": "vlmlens.models.anthropic"}
 
@@ -605,7 +597,7 @@ TINY_MODELS = {"tiny-internvl": ("internvl", "native", None), "tiny-llava-onevis
                "tiny-gemma3": ("gemma3", "frames", None), "tiny-mllama": ("mllama", "frames", 1),
                "tiny-aya-vision": ("aya_vision", "frames", None), "tiny-qwen3-vl": ("qwen3_vl", "native", None)}
 register(ModelSpec("tiny-qwen2.5-vl", "hf", "vlmlens/tiny-qwen2.5-vl-v1", EN_HI_TE, {"num_frames": 4, "max_frames": 16},
-                   _TINY_NOTE, local_builder="vlmlens.models.hf:tiny_model_dir", context_tokens=4096, video="native"))
+                   _TINY_NOTE, local_builder="vlmlens.models.qwen_vl:tiny_model_dir", context_tokens=4096, video="native"))
 for _n, (_mt, _video, _maxi) in TINY_MODELS.items():
     register(ModelSpec(_n, "transformers", f"vlmlens/{_n}-v1", EN_HI_TE, {"num_frames": 4, "max_frames": 16}, _TINY_NOTE,
                        local_builder=f"vlmlens.models.transformers:tiny_checkpoint:{_mt}", context_tokens=4096,

@@ -512,13 +512,18 @@ def chat_text(self: TransformersBackend, conversation: list) -> str:
 # %% ../../nbs/15_models_transformers.ipynb #bc6e5587
 @patch
 def prepare_inputs(self: TransformersBackend, requests: list[Request]):
-    "Processor inputs (a `BatchFeature`) for `requests`, left-padded."
+    "Processor inputs (a `BatchFeature`) for `requests`: each request checked, media memoised, `processor_inputs` left-padded."
     for r in requests: self.check_request(r)
     memoize_media(self.processor)
+    return self.processor(**{"padding": True, "padding_side": "left", "return_tensors": "pt", **self.processor_inputs(requests)})
+
+@patch
+def processor_inputs(self: TransformersBackend, requests: list[Request]) -> dict:
+    "The processor's arguments for `requests`: the chat template's texts, images per request, videos with their timestamps."
     convs = [to_hf_conversation(r.messages, video_input=self.video_input, frame_labels=self.frame_labels, sample_id=r.sample_id)
              for r in requests]
     texts = [self.chat_text(c["conversation"]) for c in convs]
-    kw = dict(text=texts, padding=True, padding_side="left", return_tensors="pt", **self.processor_kwargs)
+    kw = dict(text=texts, **self.processor_kwargs)
     bos = self.tokenizer.bos_token
     if bos and all(t.startswith(bos) for t in texts): kw["add_special_tokens"] = False
     if any(c["images"] for c in convs): kw["images"] = [c["images"] for c in convs]
@@ -528,7 +533,7 @@ def prepare_inputs(self: TransformersBackend, requests: list[Request]):
         kw["videos"], kw["do_sample_frames"] = [f for f, _, _ in videos], False
         if self.timestamps: kw["video_metadata"] = [video_metadata(ts, len(f), sampling_fps(ts, len(f), d)) for f, ts, d in videos]
         if hasattr(type(self.processor.video_processor.fn), "cap_pixels_per_frame"): kw.setdefault("cap_pixels_per_frame", True)
-    return self.processor(**kw)
+    return kw
 
 # %% ../../nbs/15_models_transformers.ipynb #9e20bb64
 def trim_row(row: list, eos_ids: set, limit: int) -> list:

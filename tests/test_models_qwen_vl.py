@@ -7,7 +7,7 @@ from PIL import Image
 
 from vlmlens.core import Request, message
 from vlmlens.models import registry
-from vlmlens.models.hf import (HFBackend, build_tiny_qwen25vl, content_hash, estimate_visual_tokens, sampling_fps,
+from vlmlens.models.qwen_vl import (HFBackend, build_tiny_qwen25vl, content_hash, estimate_visual_tokens, sampling_fps,
                                tiny_model_dir, TINY_MODEL_NAME)
 
 
@@ -285,3 +285,16 @@ def test_grid_fit_is_qwen_vl_utils_smart_resize():
         except ValueError: want = None
         got = g.size(w, h)
         assert got == want or (got is None and want is not None and 0 in want), (f, g, w, h, got, want)
+
+
+def test_the_qwen_vl_path_shares_the_transformers_input_preparation(tiny_path):
+    "One `prepare_inputs` for every local backend (checks, media memo, left padding); the Qwen-VL path supplies only its processor arguments."
+    from vlmlens.models.transformers import TransformersBackend
+    assert HFBackend.prepare_inputs is TransformersBackend.prepare_inputs
+    b = HFBackend(str(tiny_path), name="tiny")
+    try:
+        kw = b.processor_inputs([Request("a", [message("user", "Hi")]), Request("b", [message("user", "A longer question here?")])])
+        assert kw["do_resize"] is False and len(kw["text"]) == 2 and "padding" not in kw
+        mask = b.prepare_inputs([Request("a", [message("user", "Hi")]), Request("b", [message("user", "A longer question here?")])])["attention_mask"]
+        assert mask[0, 0] == 0 and mask[0, -1] == 1                                   # the shorter one padded on the left
+    finally: b.close()
