@@ -169,3 +169,24 @@ def test_the_registry_names_no_benchmark():
     src = (ROOT / "vlmlens" / "models" / "registry.py").read_text(encoding="utf-8")
     for name in ("curve", "minerva", "hintel", "infinibench"):
         assert f'"{name}"' not in src, name
+
+
+def test_a_plugin_benchmark_adds_its_papers_roster(tmp_path):
+    """A benchmark from a plugin folder says which registered models its paper evaluates, in which languages and with
+    which preset; the first model lookup in a fresh process finds it, and nothing in vlmlens is edited."""
+    (tmp_path / "swbench.py").write_text(
+        "from vlmlens.benchmarks.base import register_benchmark\n"
+        "from vlmlens.benchmarks.demo import DemoBenchmark\n"
+        "from vlmlens.models import registry\n"
+        "class SwBench(DemoBenchmark):\n    name = 'swbench'\n"
+        "register_benchmark('swbench', SwBench)\n"
+        "registry.add_to_roster('swbench', 'gpt-4o', ('en', 'sw'), {'num_frames': 6, 'source': 'SwBench §3'},\n"
+        "                       label='English and Swahili', source='SwBench §3')\n", encoding="utf-8")
+    code = ("from vlmlens.models import registry as r; from vlmlens import fidelity as f; s = r.get_spec('gpt-4o');"
+            "print(s.supports_language('sw-KE', 'swbench'), s.supports_language('sw', 'infinibench'), s.preset('swbench')['num_frames'],"
+            "[x['languages'] for x in r.roster() if x['name'] == 'gpt-4o'][0], 'swbench/model GPT-4o' in f.LEDGER)")
+    import os
+    env = {**os.environ, "VLMLENS_PLUGINS": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "False", "6", "infinibench:", "en;", "swbench:", "English", "and", "Swahili", "True"]
