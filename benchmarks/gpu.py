@@ -1,24 +1,22 @@
 """GPU numbers in one run: a 7B video model through vlmlens' own backends, prefix reuse, batch 8, dedup embeddings.
 
     python benchmarks/gpu.py --size cpu                     # tiny models on this CPU: checks the script (CI, tests)
-    python benchmarks/gpu.py --prepare .whl                 # here, before a device call: wheels + MiniLM tokenizer
+    python benchmarks/gpu.py --prepare .whl                 # on a machine with network, for a GPU node without it
     python benchmarks/gpu.py --size gpu --assets .whl       # on a GPU: writes benchmarks/results/gpu.md
 
-On a machine lent through the `device` tool (one H200; its image has torch, transformers, accelerate,
-sentence-transformers and OpenCV but not fastcore, PyAV or qwen-vl-utils, and nothing can be installed there):
-first, here, `python benchmarks/gpu.py --prepare .whl` (downloads those three wheels, about 36 MB, and packs the
-MiniLM tokenizer and config without its weights; `*.whl` and `*.tar.gz` are git-ignored), then ONE `run` call with
-`carry=[".whl"]` and `timeout_s=600`:
+A GPU node often has torch, transformers, accelerate, sentence-transformers and OpenCV but not fastcore, PyAV or
+qwen-vl-utils, and no network. Then first, on a machine with network, `python benchmarks/gpu.py --prepare .whl`
+(downloads those three wheels, about 36 MB, and packs the MiniLM tokenizer and config without its weights; `*.whl` and
+`*.tar.gz` are git-ignored), copy the checkout with `.whl` to the GPU node and run there, in the checkout:
 
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
       && export PYTHONPATH=/tmp/site || exit; PYTHONUNBUFFERED=1 python3 benchmarks/gpu.py --size gpu --assets .whl \
-      --out $OUT/gpu.md 2>&1 | tee $OUT/log.txt
+      --out gpu.md 2>&1 | tee gpu-log.txt
 
-then copy the returned gpu.md to benchmarks/results/gpu.md and `give_back` at once. The working tree (about 7 MB) and
-the wheels stay under the 64 MiB a call may carry. The run keeps to `--budget-s` (480 s on a GPU): each section has
-its own share, a step whose predicted time would overrun it is skipped with the reason written in its row, a step that
-runs out of GPU memory says so, and the results file is rewritten after every section, so a cut-short run still
-leaves what it measured.
+then copy the written gpu.md to benchmarks/results/gpu.md. The run keeps to `--budget-s` (480 s on a GPU): each
+section has its own share, a step whose predicted time would overrun it is skipped with the reason written in its row,
+a step that runs out of GPU memory says so, and the results file is rewritten after every section, so a cut-short run
+still leaves what it measured.
 
 What is measured, each against a baseline timed in the same run:
 
@@ -59,7 +57,7 @@ from fractions import Fraction
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE)]       # vlmlens from this working tree (the device has no install)
+sys.path[:0] = [str(HERE.parent), str(HERE)]       # vlmlens from this working tree (a GPU node may have no install)
 
 SIZES = {
     "gpu": dict(device="cuda", dtype="bfloat16", frames=(64, 256, 768), warm_frames=8, reuse_frames=256, questions=20,

@@ -980,6 +980,18 @@ def roster_check():
                      "extra": ",".join(sorted(claims - want)) if known else None})
     return pd.DataFrame(rows).set_index("model")
 
+# %% ../../nbs/32_benchmarks_hintel.ipynb #0c2d4e70
+_READ_AS = ("Gemma3-4B", "Gemma3-12B", "Gemma3-27B", "LLaMA 3.2 Vision 11B", "Aya-8B")   # read as the instruct checkpoints
+for _paper, _langs in PAPER_ROSTER.items():
+    _src = "HinTel-AlignBench §4.1, " + ("Table 4" if set(_langs) == {"en", "hi"} else "Tables 3/4")
+    if _paper in _READ_AS:
+        _kw = {"status": "reading", "note": f"the paper's '{_paper}' read as the instruct checkpoint {{model_id}}; languages en, hi (verbatim)"}
+    elif _paper == "Chitrarth-8B":
+        _kw = {"status": "departure", "note": "krutrim-ai-labs/Chitrarth cannot be loaded through transformers (custom LLaVA/MPT code)",
+               "switch": "serve it with its own code behind an OpenAI-compatible server: --model openai-compatible:<model>@<url>"}
+    else: _kw = {}
+    registry.add_to_roster("hintel", REGISTRY_NAMES[_paper], _langs, source=_src, **_kw)
+
 # %% ../../nbs/32_benchmarks_hintel.ipynb #e0c4a301
 from ..data import Release, register_release
 

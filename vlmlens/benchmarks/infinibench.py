@@ -36,10 +36,10 @@ from ..store import Run, open_run
 
 # %% auto #0
 __all__ = ['MCQ_SKILLS', 'OPEN_SKILLS', 'SKILLS', 'OFFICIAL_FILES', 'SKILL_TITLES', 'TABLE3_SOURCE', 'TABLE3_PUBLISHED',
-           'QWEN_VIDEO_PIXELS', 'IDK_TEXT', 'IDK_OPTION', 'MCQ_NUMBER_PROMPT', 'SUMMARY_QUESTIONS', 'SHOW_NAMES',
-           'SUBTITLE_MODALITIES', 'TVQA_FPS', 'INFINIBENCH_REVISION', 'INFINIBENCH_RELEASE', 'KWARGS_SCHEMA',
-           'OFFICIAL_JUDGE_SYSTEM', 'OFFICIAL_JUDGE_USER', 'OFFICIAL_JUDGE', 'OFFICIAL_JUDGE_FENCED', 'SYN_SCENES',
-           'SYN_TITLE', 'LMMS_EVAL_SOURCE', 'LMMS_PRE', 'LMMS_POST_MCQ', 'LMMS_POST_OPEN', 'LMMS_FRAMES',
+           'PAPER_ROSTER', 'QWEN_VIDEO_PIXELS', 'IDK_TEXT', 'IDK_OPTION', 'MCQ_NUMBER_PROMPT', 'SUMMARY_QUESTIONS',
+           'SHOW_NAMES', 'SUBTITLE_MODALITIES', 'TVQA_FPS', 'INFINIBENCH_REVISION', 'INFINIBENCH_RELEASE',
+           'KWARGS_SCHEMA', 'OFFICIAL_JUDGE_SYSTEM', 'OFFICIAL_JUDGE_USER', 'OFFICIAL_JUDGE', 'OFFICIAL_JUDGE_FENCED',
+           'SYN_SCENES', 'SYN_TITLE', 'LMMS_EVAL_SOURCE', 'LMMS_PRE', 'LMMS_POST_MCQ', 'LMMS_POST_OPEN', 'LMMS_FRAMES',
            'LMMS_SUBTITLES', 'LMMS_SKILL_NAMES', 'LMMS_OPEN', 'LMMS_MCQ', 'normalize_skill', 'skill_from_filename',
            'official_format', 'grounding_accuracy', 'reasoning_score', 'overall_score', 'table3_from_cells',
            'frames_preset', 'count_frames', 'check_fits', 'is_idk', 'apply_idk', 'option_text', 'number_prompt',
@@ -171,6 +171,30 @@ def table3_from_cells(grounding, reasoning=()) -> dict:
     score = sum(r) / len(r) if r else None
     ov = overall_score(acc, score)
     return {"Acc": round_half_up(acc), "Score": round_half_up(score), "Overall": round_half_up(ov)}
+
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #3f38c3c0
+_B7, _SRC = "InfiniBench App. B.7", "InfiniBench §4.1, App. B.7"
+_QWEN_IB = {"num_frames": 768, "model_kwargs": {"video_max_pixels": 768 * 28 * 28}, "benchmark_kwargs": {"subtitle_mode": "full"},
+            "source": _B7 + " (Qwen2.5-VL and Qwen2-VL)"}
+_PER_FRAME_128 = "{model_id} (size not named in the paper); 128 frames (B.7's upper setting), subtitles of the selected frames"
+PAPER_ROSTER = {   # registry name: (preset, ledger status, ledger note, switch); status None: no ledger entry
+    "qwen2.5-vl-7b": (_QWEN_IB, "reading", "Qwen/Qwen2.5-VL-7B-Instruct (size not named; 7B as in the §4.4.1 judge study); 768 frames, "
+                      "video_max_pixels=768·28² (qwen-vl-utils default read as 'recommended settings'), full subtitles", ""),
+    "qwen2-vl-7b": (_QWEN_IB, "reading", "Qwen/Qwen2-VL-7B-Instruct (size not named); 768 frames, video_max_pixels=768·28², full subtitles", ""),
+    "internvl3-8b": ({"num_frames": 128, "benchmark_kwargs": {"subtitle_mode": "per_frame"}, "source": _B7}, "reading", _PER_FRAME_128, ""),
+    "llava-onevision-7b": ({"num_frames": 128, "benchmark_kwargs": {"subtitle_mode": "per_frame"}, "source": _B7}, "reading", _PER_FRAME_128, ""),
+    **{n: ({"num_frames": f, "benchmark_kwargs": {"subtitle_mode": sub}, "source": _B7}, None, "", "")
+       for n, f, sub in (("internvl2.5-8b", 128, "per_frame"), ("internvl2-8b", 128, "per_frame"), ("videochat-flash-7b", 1000, "full"),
+                         ("longvu-7b", 512, "per_frame"), ("internlm-xcomposer2.5-7b", 16, "per_frame"),
+                         ("goldfish", 60, "per_frame"), ("minigpt4-video", 60, "per_frame"))},
+    "gpt-4o": ({"num_frames": 450, "benchmark_kwargs": {"subtitle_mode": "full"}, "source": _B7 + " (GPT-4o)"}, "reading",
+               "gpt-4o; 450 frames ('up to 450' read as 450 uniform), the subtitle text in full", ""),
+    "gemini-2.0-flash": ({"fps": 1.0, "model_kwargs": {"video": "native"}, "source": _B7 + " (Gemini-Flash 2.0)"}, "departure",
+                         "gemini-2.0-flash; native video at 1 fps; subtitles follow the run's modality, B.7 gives them for movies only",
+                         "--modality video for TV episodes (their dialogue is in the audio), video+subtitles for movies")}
+for _n, (_preset, _status, _note, _switch) in PAPER_ROSTER.items():
+    registry.add_to_roster("infinibench", _n, ("en",), _preset, source=_SRC if _status else "", status=_status or "verbatim",
+                           note=_note, switch=_switch)
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #3f38c3c5
 def frames_preset(model_name: str | None) -> dict | None:

@@ -21,22 +21,25 @@ from .base import Benchmark, Option
 from ..core import Media, Request, RunConfig, Sample, message, text_part
 from ..judges import Judge, JudgeTemplate, Vote, load_judge_model, parse_json_score
 from ..metrics import aggregate, rates
-from ..models.registry import CURVE_LOCALES
+from ..models import registry
 from ..prompts import context_parts, format_options
 from ..readers import FieldError, RowError, load_samples
 from ..scoring import final_answer_text, parse_answer, score_answer
 
 # %% auto #0
-__all__ = ['CURVE_CATEGORIES', 'LOCALE_LANGUAGE', 'PAPER_RESOURCE_SETS', 'CURVE_MAIN_TABLE', 'CURVE_ROSTER', 'VIDEO_EXTS',
-           'NEPTUNE_RELEASES', 'MINERVA_DIRECT', 'MINERVA_REASON', 'CURVE_DIRECT', 'CURVE_REASON', 'CURVE_JUDGE_SYSTEM',
-           'CURVE_JUDGE_USER', 'CURVE_JUDGE', 'CURVE_JUDGE_MODEL', 'MINERVA_KWARGS', 'ACCURACY_METRICS', 'CURVE_KWARGS',
-           'resource_sets', 'resource_level', 'paper_main_table', 'parse_timestamps', 'youtube_id', 'read_video_map',
-           'video_locator', 'release_video_ids', 'map_videos', 'prepare_videos', 'norm_choice', 'match_choice',
-           'minerva_mapper', 'curve_mapper', 'with_video', 'load_benchmark_file', 'wants_reasoning', 'answer_prompt',
-           'prompt_text', 'minerva_request', 'curve_judge', 'MinervaBenchmark', 'by_group', 'overall',
-           'minerva_ego_mapper', 'MinervaEgoBenchmark', 'accuracy_metric', 'CurveBenchmark']
+__all__ = ['CURVE_LOCALES', 'CURVE_CATEGORIES', 'LOCALE_LANGUAGE', 'PAPER_RESOURCE_SETS', 'CURVE_MAIN_TABLE', 'CURVE_ROSTER',
+           'CURVE_REASONING_BUDGETS', 'VIDEO_EXTS', 'NEPTUNE_RELEASES', 'MINERVA_DIRECT', 'MINERVA_REASON',
+           'CURVE_DIRECT', 'CURVE_REASON', 'CURVE_JUDGE_SYSTEM', 'CURVE_JUDGE_USER', 'CURVE_JUDGE', 'CURVE_JUDGE_MODEL',
+           'MINERVA_KWARGS', 'ACCURACY_METRICS', 'CURVE_KWARGS', 'resource_sets', 'resource_level', 'paper_main_table',
+           'parse_timestamps', 'youtube_id', 'read_video_map', 'video_locator', 'release_video_ids', 'map_videos',
+           'prepare_videos', 'norm_choice', 'match_choice', 'minerva_mapper', 'curve_mapper', 'with_video',
+           'load_benchmark_file', 'wants_reasoning', 'answer_prompt', 'prompt_text', 'minerva_request', 'curve_judge',
+           'MinervaBenchmark', 'by_group', 'overall', 'minerva_ego_mapper', 'MinervaEgoBenchmark', 'accuracy_metric',
+           'CurveBenchmark']
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #1228b686
+CURVE_LOCALES = ("ar-EG", "bn-BD", "de-DE", "en-GB", "es-MX", "fr-FR", "hi-IN", "id-ID", "it-IT", "ja-JP", "kn-IN", "ko-KR",
+                 "mr-IN", "pt-BR", "ru-RU", "ta-IN", "te-IN", "zh-TW")
 CURVE_CATEGORIES = ("Sports", "Cuisine", "Festivals", "Tourism", "Rituals", "Education")
 LOCALE_LANGUAGE = {"ar": "Arabic", "bn": "Bengali", "de": "German", "en": "English", "es": "Spanish", "fr": "French",
                    "hi": "Hindi", "id": "Indonesian", "it": "Italian", "ja": "Japanese", "kn": "Kannada", "ko": "Korean",
@@ -93,6 +96,20 @@ def paper_main_table():
     t = pd.DataFrame(list(CURVE_MAIN_TABLE), columns=cols)
     t.insert(1, "registry_name", t["model"].map(CURVE_ROSTER))
     return t
+
+# %% ../../nbs/34_benchmarks_minerva.ipynb #2f5e8b40
+_NATIVE_CURVE = {"model_kwargs": {"video": "native"}, "source": "MINERVA-Cultural (Gemini given the video natively)"}
+_READ = {"qwen2.5-vl-7b": "Qwen/Qwen2.5-VL-7B-Instruct (the paper names no size); all 18 locales",
+         "qwen3-vl-8b": "Qwen/Qwen3-VL-8B-Instruct (the paper names no size); all 18 locales",
+         "claude-sonnet-4": "claude-sonnet-4-20250514 (the paper says Claude-Sonnet-4; the dated id is Anthropic's)"}
+CURVE_REASONING_BUDGETS = (128, 256, 512, 1024, 2048)
+fidelity.record("curve", "reasoning budget sweep", "default", "MINERVA-Cultural ablations ('128 to 2k tokens')", "reading",
+                "the paper gives the endpoints 128 and 2k; vlmlens sweeps the powers of two between them (CURVE_REASONING_BUDGETS) "
+                "as thinking_budget; the main results use each model's default budget")
+for _n in CURVE_ROSTER.values():
+    registry.add_to_roster("curve", _n, CURVE_LOCALES, _NATIVE_CURVE if _n.startswith("gemini") else None,
+                           label="18 CURVE locales", source="MINERVA-Cultural main results",
+                           status="reading" if _n in _READ else "verbatim", note=_READ.get(_n, ""))
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #9651fd11
 _TS = r"(?:(\d{1,2}):)?(\d{1,2}):(\d{2})(?:\.\d+)?"

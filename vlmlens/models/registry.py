@@ -19,13 +19,13 @@ from ..fidelity import record
 
 # %% auto #0
 __all__ = ['RUN_HINT_KEYS', 'VIDEO_INPUTS', 'PRESET_KEYS', 'SERVE_HINT', 'LOCAL_BACKENDS', 'BACKEND_MODULES', 'QWEN_MODEL_TYPES',
-           'TRANSFORMERS_MODEL_TYPES', 'HF_MODEL_TYPES', 'SERVED_VIDEO_FAMILIES', 'PLUGIN_GROUPS', 'EXTRA_OF_BACKEND',
-           'CURVE_LOCALES', 'QWEN2_VL_LANGUAGES', 'EN', 'EN_HI', 'EN_TE', 'EN_HI_TE', 'PAPERS', 'AYA_VISION_LANGUAGES',
-           'PROVIDER_LIMITS', 'OPENAI_REASONING_PREFIXES', 'CURVE_REASONING_BUDGETS', 'TINY_MODELS', 'LanguageClaims',
-           'Backend', 'count_images', 'ModelSpec', 'apply_preset', 'LanguageNotClaimed', 'register_backend', 'register',
-           'known_models', 'parse_api_name', 'plugins', 'load_object', 'load_model_plugin', 'load_plugin_folders',
+           'TRANSFORMERS_MODEL_TYPES', 'HF_MODEL_TYPES', 'SERVED_VIDEO_FAMILIES', 'PLUGIN_GROUPS', 'ROSTER_MODULES',
+           'EXTRA_OF_BACKEND', 'QWEN2_VL_LANGUAGES', 'EN', 'EN_HI_TE', 'ROSTER_LABELS', 'AYA_VISION_LANGUAGES',
+           'PROVIDER_LIMITS', 'OPENAI_REASONING_PREFIXES', 'TINY_MODELS', 'LanguageClaims', 'Backend', 'count_images',
+           'ModelSpec', 'apply_preset', 'LanguageNotClaimed', 'register_backend', 'register', 'known_models',
+           'parse_api_name', 'plugins', 'load_object', 'load_model_plugin', 'load_plugin_folders', 'load_rosters',
            'get_spec', 'supports_language', 'with_video_default', 'load_backend', 'resolve_builder', 'preflight',
-           'roster', 'roster_markdown']
+           'add_to_roster', 'roster', 'roster_markdown']
 
 # %% ../../nbs/10_models_registry.ipynb #328b19b3
 def _primary(lang: str) -> str:
@@ -354,6 +354,20 @@ def load_plugin_folders(folders=None) -> list[str]:
             names.append(f.stem)
     return names
 
+# %% ../../nbs/10_models_registry.ipynb #7a1c0e08
+ROSTER_MODULES = "vlmlens.benchmarks.base:benchmark_modules"   # imports the modules of every known benchmark
+_ROSTERS_LOADED: list = []
+
+def load_rosters():
+    "Import, once, every known benchmark's module, so that each paper's roster (`add_to_roster`) is in the registry."
+    if _ROSTERS_LOADED: return
+    _ROSTERS_LOADED.append(ROSTER_MODULES)
+    mod, _, fn = ROSTER_MODULES.partition(":")
+    try: getattr(importlib.import_module(mod), fn)()
+    except BaseException:
+        _ROSTERS_LOADED.clear()
+        raise
+
 # %% ../../nbs/10_models_registry.ipynb #3286894a
 def _looks_like_path(ident: str) -> bool:
     "Whether `ident` is written as a filesystem path (`./x`, `../x`, `/x`, `~/x`, `a/b/c`) rather than a name or a hub id."
@@ -362,6 +376,7 @@ def _looks_like_path(ident: str) -> bool:
 def get_spec(name: str) -> ModelSpec:
     "The spec for a registered name or model id, a local checkpoint dir, a Qwen-VL hub id, 'hf:<id>' or 'openai-compatible:...'."
     name = str(name).strip()
+    load_rosters()                                                      # the benchmarks add their papers' rosters
     if name not in _REGISTRY: load_plugin_folders()                     # the --plugins / VLMLENS_PLUGINS folders register theirs
     if name in _REGISTRY: return _REGISTRY[name]
     api = parse_api_name(name)
@@ -430,11 +445,9 @@ def preflight(spec: ModelSpec, cfg: RunConfig, **kwargs):
         raise ValueError(f"model {spec.name!r}: unknown {spec.backend} backend option {bad[1]!r} (--model-kwarg)") from None
 
 # %% ../../nbs/10_models_registry.ipynb #0d44603f
-CURVE_LOCALES = ("ar-EG", "bn-BD", "de-DE", "en-GB", "es-MX", "fr-FR", "hi-IN", "id-ID", "it-IT", "ja-JP", "kn-IN", "ko-KR",
-                 "mr-IN", "pt-BR", "ru-RU", "ta-IN", "te-IN", "zh-TW")
 QWEN2_VL_LANGUAGES = ("en", "zh", "fr", "de", "es", "it", "pt", "nl", "ru", "pl", "cs", "ja", "ko", "ar", "vi")
-EN, EN_HI, EN_TE, EN_HI_TE = ("en",), ("en", "hi"), ("en", "te"), ("en", "hi", "te")
-PAPERS = {"infinibench": "InfiniBench", "hintel": "HinTel-AlignBench", "curve": "MINERVA-Cultural (CURVE)"}
+EN, EN_HI_TE = ("en",), ("en", "hi", "te")
+ROSTER_LABELS: dict = {}   # (benchmark, languages) -> how the roster table names them
 
 def _ledger_model(benchmark: str, spec: ModelSpec, source: str, status: str = "verbatim", note: str = "", switch: str = ""):
     "Record a roster entry (model id and the paper's settings) in the fidelity ledger."
@@ -444,10 +457,20 @@ def _ledger_model(benchmark: str, spec: ModelSpec, source: str, status: str = "v
            note or f"{spec.model_id}; languages {', '.join(spec.paper_languages.get(benchmark, ()))}" + (f"; {what}" if what else ""),
            switch)
 
+# %% ../../nbs/10_models_registry.ipynb #65b1d8e1
+def add_to_roster(benchmark: str, model: str, languages, preset: dict | None = None, label: str = "", source: str = "",
+                  status: str = "verbatim", note: str = "", switch: str = "") -> ModelSpec:
+    "`benchmark`'s paper evaluates the registered `model` in `languages` (with run settings `preset`); the updated spec."
+    if model not in _REGISTRY: raise ValueError(f"{benchmark} roster: no registered model {model!r} (register its ModelSpec first)")
+    s = _REGISTRY[model]
+    presets = {**s.presets, benchmark: dict(preset)} if preset else s.presets
+    s = _REGISTRY[model] = replace(s, paper_languages={**s.paper_languages, benchmark: tuple(languages)}, presets=presets)
+    if label: ROSTER_LABELS[(benchmark, s.paper_languages[benchmark])] = label
+    if source: _ledger_model(benchmark, s, source, status, note.format(model_id=s.model_id), switch)   # note may name {model_id}
+    return s
+
 # %% ../../nbs/10_models_registry.ipynb #4e08a65a
 _QWEN_VIDEO = {"num_frames": 32, "max_frames": 768, "video_max_pixels": 360 * 420}
-_QWEN_IB = {"num_frames": 768, "model_kwargs": {"video_max_pixels": 768 * 28 * 28}, "benchmark_kwargs": {"subtitle_mode": "full"},
-            "source": "InfiniBench App. B.7 (Qwen2.5-VL and Qwen2-VL)"}
 _QWEN_CARD = "Qwen2-VL card 'Multilingual Support' (https://huggingface.co/Qwen/Qwen2-VL-7B-Instruct); "
 for _n, _id, _disp in [("qwen2.5-vl-3b", "Qwen/Qwen2.5-VL-3B-Instruct", "Qwen2.5-VL-3B"),
                        ("qwen2.5-vl-72b", "Qwen/Qwen2.5-VL-72B-Instruct", "Qwen2.5-VL-72B")]:
@@ -455,72 +478,46 @@ for _n, _id, _disp in [("qwen2.5-vl-3b", "Qwen/Qwen2.5-VL-3B-Instruct", "Qwen2.5
                        display=_disp, context_tokens=128000, video="native"))
 register(ModelSpec("qwen2.5-vl-7b", "hf", "Qwen/Qwen2.5-VL-7B-Instruct", QWEN2_VL_LANGUAGES, _QWEN_VIDEO,
                    _QWEN_CARD + "HinTel §4.1 adds Hindi; MINERVA-Cultural runs all 18 CURVE locales.", display="Qwen2.5-VL-7B",
-                   context_tokens=128000, video="native", presets={"infinibench": _QWEN_IB},
-                   paper_languages={"infinibench": EN, "hintel": EN_HI, "curve": CURVE_LOCALES}))
+                   context_tokens=128000, video="native"))
 register(ModelSpec("qwen2-vl-7b", "hf", "Qwen/Qwen2-VL-7B-Instruct", QWEN2_VL_LANGUAGES, _QWEN_VIDEO, _QWEN_CARD,
-                   display="Qwen2-VL-7B", context_tokens=32768, video="native", presets={"infinibench": _QWEN_IB},
-                   paper_languages={"infinibench": EN}))
-_ledger_model("infinibench", _REGISTRY["qwen2.5-vl-7b"], "InfiniBench §4.1, App. B.7", "reading",
-              "Qwen/Qwen2.5-VL-7B-Instruct (size not named; 7B as in the §4.4.1 judge study); 768 frames, "
-              "video_max_pixels=768·28² (qwen-vl-utils default read as 'recommended settings'), full subtitles")
-_ledger_model("infinibench", _REGISTRY["qwen2-vl-7b"], "InfiniBench §4.1, App. B.7", "reading",
-              "Qwen/Qwen2-VL-7B-Instruct (size not named); 768 frames, video_max_pixels=768·28², full subtitles")
-_ledger_model("hintel", _REGISTRY["qwen2.5-vl-7b"], "HinTel-AlignBench §4.1, Table 4")
-_ledger_model("curve", _REGISTRY["qwen2.5-vl-7b"], "MINERVA-Cultural main results", "reading",
-              "Qwen/Qwen2.5-VL-7B-Instruct (the paper names no size); all 18 locales")
+                   display="Qwen2-VL-7B", context_tokens=32768, video="native"))
 
 # %% ../../nbs/10_models_registry.ipynb #55e362fc
-_PER_FRAME_128 = {"num_frames": 128, "benchmark_kwargs": {"subtitle_mode": "per_frame"}, "source": "InfiniBench App. B.7"}
 register(ModelSpec("internvl3-8b", "transformers", "OpenGVLab/InternVL3-8B-hf", notes="InfiniBench §4.1/B.7 (InternVL3.0)",
-                   display="InternVL3-8B", context_tokens=32768, video="native", presets={"infinibench": _PER_FRAME_128},
-                   paper_languages={"infinibench": EN}))
+                   display="InternVL3-8B", context_tokens=32768, video="native"))
 register(ModelSpec("llava-onevision-7b", "transformers", "llava-hf/llava-onevision-qwen2-7b-ov-hf", ("en", "zh"),
                    notes="card languages en, zh; InfiniBench §4.1/B.7", display="LLaVA-OV-7B", context_tokens=32768,
-                   video="native", presets={"infinibench": _PER_FRAME_128}, paper_languages={"infinibench": EN}))
-for _n in ("internvl3-8b", "llava-onevision-7b"):
-    _ledger_model("infinibench", _REGISTRY[_n], "InfiniBench §4.1, App. B.7", "reading",
-                  f"{_REGISTRY[_n].model_id} (size not named in the paper); 128 frames (B.7's upper setting), subtitles of the selected frames")
+                   video="native"))
 
 # %% ../../nbs/10_models_registry.ipynb #442d053f
 AYA_VISION_LANGUAGES = ("en", "fr", "de", "es", "it", "pt", "ja", "ko", "zh", "ar", "el", "fa", "pl", "id", "cs", "he",
                         "hi", "nl", "ro", "ru", "tr", "uk", "vi")
 for _size in ("4b", "12b", "27b"):
     register(ModelSpec(f"gemma3-{_size}", "transformers", f"google/gemma-3-{_size}-it", notes="HinTel §4.1, Table 4",
-                       display=f"Gemma3-{_size.upper()}", context_tokens=131072, paper_languages={"hintel": EN_HI}))
+                       display=f"Gemma3-{_size.upper()}", context_tokens=131072))
 register(ModelSpec("llama-3.2-11b-vision", "transformers", "meta-llama/Llama-3.2-11B-Vision-Instruct", EN,
                    notes="card: English for image+text; HinTel §4.1 evaluates it in Hindi", display="Llama-3.2-11B-V",
-                   context_tokens=131072, max_images=1, paper_languages={"hintel": EN_HI}))
+                   context_tokens=131072, max_images=1))
 register(ModelSpec("aya-vision-8b", "transformers", "CohereLabs/aya-vision-8b", AYA_VISION_LANGUAGES,
-                   notes="card: 23 languages; HinTel §4.1 (Aya-8B)", display="Aya-Vision-8B", context_tokens=16384,
-                   paper_languages={"hintel": EN_HI}))
-for _n, _paper in (("gemma3-4b", "Gemma3-4B"), ("gemma3-12b", "Gemma3-12B"), ("gemma3-27b", "Gemma3-27B"),
-                  ("llama-3.2-11b-vision", "LLaMA 3.2 Vision 11B"), ("aya-vision-8b", "Aya-8B")):
-    _ledger_model("hintel", _REGISTRY[_n], "HinTel-AlignBench §4.1, Table 4", "reading",
-                  f"the paper's '{_paper}' read as the instruct checkpoint {_REGISTRY[_n].model_id}; languages en, hi (verbatim)")
+                   notes="card: 23 languages; HinTel §4.1 (Aya-8B)", display="Aya-Vision-8B", context_tokens=16384))
 
 # %% ../../nbs/10_models_registry.ipynb #6b8ba69f
 register(ModelSpec("qwen3-vl-8b", "transformers", "Qwen/Qwen3-VL-8B-Instruct", notes="MINERVA-Cultural main table (Qwen-3-VL)",
-                   display="Qwen3-VL-8B", context_tokens=262144, video="native", paper_languages={"curve": CURVE_LOCALES}))
-_ledger_model("curve", _REGISTRY["qwen3-vl-8b"], "MINERVA-Cultural main results", "reading",
-              "Qwen/Qwen3-VL-8B-Instruct (the paper names no size); all 18 locales")
+                   display="Qwen3-VL-8B", context_tokens=262144, video="native"))
 
 # %% ../../nbs/10_models_registry.ipynb #066114ba
 _CUSTOM = "custom code only ({})"
-_IB = {"infinibench": EN}
-for _n, _id, _disp, _code, _frames, _sub in [
-        ("internvl2.5-8b", "OpenGVLab/InternVL2_5-8B", "InternVL2.5-8B", "trust_remote_code internvl_chat", 128, "per_frame"),
-        ("internvl2-8b", "OpenGVLab/InternVL2-8B", "InternVL2-8B", "trust_remote_code internvl_chat", 128, "per_frame"),
-        ("videochat-flash-7b", "OpenGVLab/VideoChat-Flash-Qwen2-7B_res448", "VideoChat-Flash", "trust_remote_code", 1000, "full"),
-        ("longvu-7b", "Vision-CAIR/LongVU_Qwen2_7B", "LongVU", "the LongVU repository", 512, "per_frame"),
-        ("internlm-xcomposer2.5-7b", "internlm/internlm-xcomposer2d5-7b", "InternLM-XComposer-2.5", "trust_remote_code", 16, "per_frame"),
-        ("goldfish", "Vision-CAIR/Goldfish", "Goldfish (Mistral)", "the Goldfish/MiniGPT4-video repository", 60, "per_frame"),
-        ("minigpt4-video", "Vision-CAIR/MiniGPT4-video", "MiniGPT4-video (Mistral)", "the MiniGPT4-video repository", 60, "per_frame")]:
-    register(ModelSpec(_n, "transformers", _id, display=_disp, video="native", paper_languages=_IB, unavailable=_CUSTOM.format(_code),
-                       presets={"infinibench": {"num_frames": _frames, "benchmark_kwargs": {"subtitle_mode": _sub},
-                                                "source": "InfiniBench App. B.7"}}))
+for _n, _id, _disp, _code in [
+        ("internvl2.5-8b", "OpenGVLab/InternVL2_5-8B", "InternVL2.5-8B", "trust_remote_code internvl_chat"),
+        ("internvl2-8b", "OpenGVLab/InternVL2-8B", "InternVL2-8B", "trust_remote_code internvl_chat"),
+        ("videochat-flash-7b", "OpenGVLab/VideoChat-Flash-Qwen2-7B_res448", "VideoChat-Flash", "trust_remote_code"),
+        ("longvu-7b", "Vision-CAIR/LongVU_Qwen2_7B", "LongVU", "the LongVU repository"),
+        ("internlm-xcomposer2.5-7b", "internlm/internlm-xcomposer2d5-7b", "InternLM-XComposer-2.5", "trust_remote_code"),
+        ("goldfish", "Vision-CAIR/Goldfish", "Goldfish (Mistral)", "the Goldfish/MiniGPT4-video repository"),
+        ("minigpt4-video", "Vision-CAIR/MiniGPT4-video", "MiniGPT4-video (Mistral)", "the MiniGPT4-video repository")]:
+    register(ModelSpec(_n, "transformers", _id, display=_disp, video="native", unavailable=_CUSTOM.format(_code)))
 register(ModelSpec("chitrarth-8b", "transformers", "krutrim-ai-labs/Chitrarth", ("en", "hi", "bn", "te", "ta", "mr", "gu", "kn", "ml", "or", "as"),
                    notes="card: 10 Indic languages and English; HinTel §4.1, Tables 3/4", display="Chitrarth-8B",
-                   paper_languages={"hintel": EN_HI_TE},
                    unavailable=_CUSTOM.format("the Chitrarth repository's LLaVA code over Krutrim-1 (model_type mpt)")))
 
 # %% ../../nbs/10_models_registry.ipynb #8afa7d0b
@@ -544,52 +541,25 @@ record("all", "Gemini images per request", "default", "https://ai.google.dev/gem
 # %% ../../nbs/10_models_registry.ipynb #7883fc1e
 OPENAI_REASONING_PREFIXES = ("gpt-5", "o1", "o3", "o4")   # reasoning models: max_completion_tokens, no temperature
 
-def _openai(name, disp, ctx, paper=None, presets=None, model_id=None):
+def _openai(name, disp, ctx, model_id=None):
     reasoning = name.startswith(OPENAI_REASONING_PREFIXES)
     return ModelSpec(name, "openai", model_id or name, defaults={"token_param": "max_completion_tokens" if reasoning else "max_tokens",
-                     "reasoning": reasoning}, display=disp, context_tokens=ctx, paper_languages=paper or {}, presets=presets or {},
+                     "reasoning": reasoning}, display=disp, context_tokens=ctx,
                      max_images=PROVIDER_LIMITS["openai"][0], max_request_mb=PROVIDER_LIMITS["openai"][1])
 
-def _gemini(name, disp, thinking, paper=None, presets=None):
+def _gemini(name, disp, thinking):
     return ModelSpec(name, "gemini", name, defaults={"thinking_range": thinking, "video": "frames"}, display=disp,
-                     context_tokens=1048576, video="native", paper_languages=paper or {}, presets=presets or {},
+                     context_tokens=1048576, video="native",
                      max_images=PROVIDER_LIMITS["gemini"][0], max_request_mb=PROVIDER_LIMITS["gemini"][1])
 
-_NATIVE_CURVE = {"model_kwargs": {"video": "native"}, "source": "MINERVA-Cultural (Gemini given the video natively)"}
-for _s in [_openai("gpt-4o", "GPT-4o", 128000, _IB, {"infinibench": {"num_frames": 450, "benchmark_kwargs": {"subtitle_mode": "full"},
-                                                                      "source": "InfiniBench App. B.7 (GPT-4o)"}}),
-           _openai("gpt-4o-mini", "GPT-4o mini", 128000),
-           _openai("gpt-4.1", "GPT-4.1", 1047576, {"hintel": EN_HI_TE}),
-           _openai("gpt-4.1-2025-04-14", "GPT-4.1 (2025-04-14)", 1047576),
-           _openai("gpt-5", "GPT-5", 400000, {"curve": CURVE_LOCALES}),
-           _openai("gpt-5-mini", "GPT-5 mini", 400000, {"curve": CURVE_LOCALES}),
-           _gemini("gemini-1.5-flash", "Gemini 1.5 Flash", None, {"hintel": EN_TE}),
-           _gemini("gemini-2.0-flash", "Gemini 2.0 Flash", None, {"hintel": EN_TE, "infinibench": EN},
-                   {"infinibench": {"fps": 1.0, "model_kwargs": {"video": "native"}, "source": "InfiniBench App. B.7 (Gemini-Flash 2.0)"}}),
-           _gemini("gemini-2.5-flash", "Gemini 2.5 Flash", (0, 24576), {"hintel": EN_HI_TE, "curve": CURVE_LOCALES}, {"curve": _NATIVE_CURVE}),
-           _gemini("gemini-2.5-pro", "Gemini 2.5 Pro", (128, 32768), {"curve": CURVE_LOCALES}, {"curve": _NATIVE_CURVE}),
+for _s in [_openai("gpt-4o", "GPT-4o", 128000), _openai("gpt-4o-mini", "GPT-4o mini", 128000),
+           _openai("gpt-4.1", "GPT-4.1", 1047576), _openai("gpt-4.1-2025-04-14", "GPT-4.1 (2025-04-14)", 1047576),
+           _openai("gpt-5", "GPT-5", 400000), _openai("gpt-5-mini", "GPT-5 mini", 400000),
+           _gemini("gemini-1.5-flash", "Gemini 1.5 Flash", None), _gemini("gemini-2.0-flash", "Gemini 2.0 Flash", None),
+           _gemini("gemini-2.5-flash", "Gemini 2.5 Flash", (0, 24576)), _gemini("gemini-2.5-pro", "Gemini 2.5 Pro", (128, 32768)),
            ModelSpec("claude-sonnet-4", "anthropic", "claude-sonnet-4-20250514", display="Claude Sonnet 4", context_tokens=200000,
-                     max_images=PROVIDER_LIMITS["anthropic"][0], max_request_mb=PROVIDER_LIMITS["anthropic"][1],
-                     paper_languages={"curve": CURVE_LOCALES})]:
+                     max_images=PROVIDER_LIMITS["anthropic"][0], max_request_mb=PROVIDER_LIMITS["anthropic"][1])]:
     register(_s)
-
-# %% ../../nbs/10_models_registry.ipynb #781b4fc4
-_ledger_model("infinibench", _REGISTRY["gpt-4o"], "InfiniBench §4.1, App. B.7", "reading",
-              "gpt-4o; 450 frames ('up to 450' read as 450 uniform), the subtitle text in full")
-_ledger_model("infinibench", _REGISTRY["gemini-2.0-flash"], "InfiniBench §4.1, App. B.7", "departure",
-              "gemini-2.0-flash; native video at 1 fps; subtitles follow the run's modality, B.7 gives them for movies only",
-              "--modality video for TV episodes (their dialogue is in the audio), video+subtitles for movies")
-for _n in ("gpt-4.1", "gemini-2.5-flash", "gemini-2.0-flash", "gemini-1.5-flash"): _ledger_model("hintel", _REGISTRY[_n], "HinTel-AlignBench §4.1, Tables 3/4")
-for _n in ("gpt-5", "gpt-5-mini", "gemini-2.5-flash", "gemini-2.5-pro", "claude-sonnet-4"):
-    _ledger_model("curve", _REGISTRY[_n], "MINERVA-Cultural main results", "reading" if _n == "claude-sonnet-4" else "verbatim",
-                  "claude-sonnet-4-20250514 (the paper says Claude-Sonnet-4; the dated id is Anthropic's)" if _n == "claude-sonnet-4" else "")
-_ledger_model("hintel", _REGISTRY["chitrarth-8b"], "HinTel-AlignBench §4.1, Tables 3/4", "departure",
-              "krutrim-ai-labs/Chitrarth cannot be loaded through transformers (custom LLaVA/MPT code)",
-              "serve it with its own code behind an OpenAI-compatible server: --model openai-compatible:<model>@<url>")
-CURVE_REASONING_BUDGETS = (128, 256, 512, 1024, 2048)
-record("curve", "reasoning budget sweep", "default", "MINERVA-Cultural ablations ('128 to 2k tokens')", "reading",
-       "the paper gives the endpoints 128 and 2k; vlmlens sweeps the powers of two between them (CURVE_REASONING_BUDGETS) "
-       "as thinking_budget; the main results use each model's default budget")
 
 # %% ../../nbs/10_models_registry.ipynb #033cf5e5
 _TINY_NOTE = "Random pipeline-test model built offline; its answers are noise."
@@ -611,20 +581,21 @@ def _preset_text(p: dict) -> str:
 
 def roster() -> list[dict]:
     "One row per registered model: name, display, backend, model id, languages per paper, context, video, presets, status."
+    load_rosters()
     rows = []
     for name in known_models():
         s = _REGISTRY[name]
-        langs = "; ".join(f"{b}: {'18 CURVE locales' if tuple(v) == CURVE_LOCALES else ', '.join(v)}" for b, v in s.paper_languages.items())
+        langs = "; ".join(f"{b}: {ROSTER_LABELS.get((b, v)) or ', '.join(v)}" for b, v in sorted(s.paper_languages.items()))
         rows.append({"name": name, "display": s.display, "backend": s.backend, "model_id": s.model_id,
                      "languages": langs or (", ".join(s.languages) + " (card)" if s.languages else "not gated"),
                      "context": f"{s.context_tokens:,}" if s.context_tokens else "",
                      "video": ("video input" if s.video == "native" else "frames as images") + (f", ≤{s.max_images} images" if s.max_images else ""),
-                     "presets": "; ".join(f"{b}: {_preset_text(p)}" for b, p in s.presets.items()),
+                     "presets": "; ".join(f"{b}: {_preset_text(p)}" for b, p in sorted(s.presets.items())),
                      "status": f"cannot load: {s.unavailable}" if s.unavailable else "runs"})
     return rows
 
 def roster_markdown() -> str:
-    "The roster as the README's Markdown table."
+    "The roster as the models guide's Markdown table."
     cols = ("name", "display", "backend", "languages (per paper)", "context", "video", "presets", "status")
     keys = ("name", "display", "backend", "languages", "context", "video", "presets", "status")
     out = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
