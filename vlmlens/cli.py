@@ -19,7 +19,7 @@ from pathlib import Path
 
 import vlmlens
 from . import data
-from .benchmarks.base import get_benchmark
+from .benchmarks.base import get_benchmark, known_benchmarks
 from .core import NothingAnswered, RunConfig, as_config, check_environment, check_field, field_kind, parse_kv
 from .curation import aligned_cli
 from .curation import cli as curation_cli
@@ -240,10 +240,11 @@ def _sweep(a) -> int:
 
 # %% ../nbs/42_cli.ipynb #db0cd62f
 def check_isolatable(run_dir):
-    "Refuse (one-line ValueError) a run `isolate` cannot work on: error isolation reads CURVE/MINERVA reasoning chains."
+    "Refuse (one-line ValueError) a run `isolate` cannot work on: its benchmark must declare the `isolate` capability (reference reasoning chains)."
     cfg, _, _ = open_run(run_dir)
-    if cfg.benchmark not in ("curve", "minerva"):
-        raise ValueError(f"isolate needs a CURVE or MINERVA run (it compiles their reasoning chains into evidence graphs); "
+    if "isolate" not in get_benchmark(cfg.benchmark).capabilities:
+        able = [n for n in known_benchmarks() if "isolate" in get_benchmark(n).capabilities]
+        raise ValueError(f"isolate needs a run of a benchmark whose items carry reference reasoning chains ({', '.join(able) or 'none installed'}); "
                          f"{run_dir} is a {cfg.benchmark} run")
 
 # %% ../nbs/42_cli.ipynb #eeca80c5

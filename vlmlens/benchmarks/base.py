@@ -42,6 +42,8 @@ class Benchmark:
     splits: tuple | None = None
     #: what `cluster(sample)` names: the unit items are drawn in (questions about one video move together)
     cluster_unit = "media file"
+    #: what else the command line may do with this benchmark's runs: "isolate" (error isolation over the items' reference reasoning chains)
+    capabilities: frozenset = frozenset()
 
     def load(self, cfg: RunConfig) -> tuple[list[Sample], list]:
         "Return `(samples, row_errors)` for `cfg`."

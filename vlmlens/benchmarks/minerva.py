@@ -409,6 +409,7 @@ class MinervaBenchmark(Benchmark):
     group_by = ("split",)
     mapper = staticmethod(minerva_mapper)
     kwargs_schema = MINERVA_KWARGS
+    capabilities = frozenset({"isolate"})   # its items carry reference reasoning chains (evidence graphs, error isolation)
 
     def load(self, cfg: RunConfig):
         samples, errors = load_benchmark_file(cfg.data_path, self.mapper, cfg, self.name)
@@ -491,6 +492,7 @@ class MinervaEgoBenchmark(MinervaBenchmark):
     name = "minerva-ego"
     group_by = ()                       # no split or category in the release; per skill in `summarize`
     mapper = staticmethod(minerva_ego_mapper)
+    capabilities = frozenset()          # the release has no reasoning chains
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #006a62a9
 ACCURACY_METRICS = ("share_of_2s", "mean_half")
