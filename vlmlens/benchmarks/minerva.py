@@ -241,9 +241,9 @@ def minerva_mapper(rec: dict, benchmark: str = "minerva") -> Sample:
     aid = match_choice(rec.get("answer"), opts, rec.get("answer_id"))
     qtype = rec.get("question type", rec.get("question_type"))
     return Sample(key, benchmark, subset=str(rec.get("category") or ""), language="en", question=q, options=opts,
-                  answer=aid, answer_type="mcq", reasoning=rec.get("reasoning"), align_id=key,
+                  answer=aid, answer_type="mcq", align_id=key,
                   metadata={"video_id": vid, "skills": _skills(qtype), "split": rec.get("split"),
-                            "category": rec.get("category")})
+                            "category": rec.get("category"), "reasoning": rec.get("reasoning")})
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #d5e6f708
 def _steps(steps):
@@ -261,8 +261,9 @@ def curve_mapper(rec: dict) -> Sample:
     loc = _req(rec, "locale")
     if loc not in CURVE_LOCALES: raise FieldError("locale", f"unknown locale {loc!r}; CURVE has {', '.join(CURVE_LOCALES)}")
     return Sample(key, "curve", subset=str(rec.get("category") or ""), language=loc.split("-")[0], locale=loc,
-                  question=q, answer=a, answer_type="open", reasoning=_steps(rec.get("reasoning_steps")), align_id=key,
+                  question=q, answer=a, answer_type="open", align_id=key,
                   metadata={"video_id": vid, "skills": _skills(rec.get("skills")), "category": rec.get("category"),
+                            "reasoning": _steps(rec.get("reasoning_steps")),
                             "subcategory": rec.get("subcategory"), "external_links": rec.get("external_links") or []})
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #cbd3b039
