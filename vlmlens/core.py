@@ -265,7 +265,7 @@ def _f(default=None, help: str = "", *, flag: str | None = None, choices=None, h
 @dataclass
 class RunConfig(Record):
     "Everything that defines one evaluation run."
-    benchmark: str = _f(None, "benchmark name (demo, hintel, infinibench, minerva, curve)")
+    benchmark: str = _f(None, "a registered benchmark's name (vlmlens' own or a plugin's; an unknown name lists them)")
     model: str = _f(None, "model: a registry name, a local checkpoint path or openai-compatible:<model>@<url>")
     subset: str | None = _f(None, "subset/skill/task to run (comma-separated list allowed)")
     language: str | None = _f(None, "language or locale to run, e.g. hi or ta-IN (comma-separated list allowed)")

@@ -293,8 +293,7 @@ def default_mapper(benchmark: str | None = None, base_dir=None, *, extra: str = 
             locale=opt("locale"), question="" if rec.get("question") is None else str(rec["question"]),
             options=[] if _blank(rec.get("options")) else parse_literal_list(rec["options"], "options"),
             answer=answer, answer_type=atype, media=parse_media(rec.get("media"), base_dir),
-            subtitles=resolve_path(base_dir, rec.get("subtitles")), metadata=meta,
-            align_id=opt("align_id"))
+            subtitles=resolve_path(base_dir, rec.get("subtitles")), metadata=meta, align_id=opt("align_id"))
     return mapper
 
 # %% ../nbs/01_readers.ipynb #7268f5e2
