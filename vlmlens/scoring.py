@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from decimal import Decimal
 from typing import Any, Sequence
 
 from .core import Sample
