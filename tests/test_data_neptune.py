@@ -126,7 +126,7 @@ def test_curve_release_fetched_prepared_verified_and_run_without_data_path(tmp_p
     from vlmlens.core import RunConfig
     samples, _ = get_benchmark("curve").load(RunConfig("curve", "m", data_path=str(folder / "curve.json"), modality="text"))
     hi = next(x for x in samples if x.locale == "hi-IN")                                # the human chain, step by step
-    assert (hi.language, len(hi.reasoning), hi.metadata["skills"][-1]) == ("hi", 3, "Visual Cultural Understanding")
+    assert (hi.language, len(hi.metadata["reasoning"]), hi.metadata["skills"][-1]) == ("hi", 3, "Visual Cultural Understanding")
 
 
 def _hd_epic_copy(root: Path) -> Path:

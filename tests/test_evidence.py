@@ -16,7 +16,7 @@ from vlmlens.evidence import (ERROR_TYPES, EvidenceGraph, GraphCompiler, GraphEr
                               paper_comparison, read_isolation)
 
 KO = curve_mapper(CURVE_ITEMS[2])          # Korean kimchi item: 2 visual nodes, 1 knowledge, 1 reasoning
-KO_GRAPH = graph_from_chain("\n".join(f"{i}. {s}" for i, s in enumerate(KO.reasoning, 1)))
+KO_GRAPH = graph_from_chain("\n".join(f"{i}. {s}" for i, s in enumerate(KO.metadata["reasoning"], 1)))
 TEXT = RunConfig("curve", "student", modality="text", max_new_tokens=64)
 
 

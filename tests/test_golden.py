@@ -13,7 +13,7 @@ from vlmlens.benchmarks.infinibench import MCQ_SKILLS, OFFICIAL_FILES, OPEN_SKIL
 from vlmlens.core import Generation
 from vlmlens.models.registry import Backend
 from vlmlens.runner import score_files
-from vlmlens.scoring import jee_score, vqa_accuracy, vqa_normalize
+from vlmlens.benchmarks.hintel_scoring import jee_score, vqa_accuracy, vqa_normalize
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 
@@ -86,7 +86,7 @@ def test_jee_golden_covers_every_type():
 
 def test_jee_score_equals_official():
     """jee_score (official=True) equals compute_score on every row; where compute_score stops on an answer it cannot
-    read as a number, vlmlens scores 0 (documented in vlmlens.scoring)."""
+    read as a number, vlmlens scores 0 (documented in vlmlens.benchmarks.hintel_scoring)."""
     _, rows = golden("jee")
     def check(r):
         got = jee_score(r["gold"], r["resp"], r["type"])

@@ -236,7 +236,7 @@ def test_isolate_on_a_hintel_run_says_isolation_needs_curve_or_minerva(tmp_path)
     (run / "run.json").write_text(json.dumps({"config": cfg.to_dict(), "config_hash": cfg.hash()}))
     before = sorted(p.name for p in run.iterdir())
     out = _cli("isolate", run, "--compiler", "tiny-qwen2.5-vl", "--labeller", "tiny-qwen2.5-vl", cwd=tmp_path)
-    _one_line(out, 2, "isolate needs a CURVE or MINERVA run", "is a hintel run")
+    _one_line(out, 2, "isolate needs a run of a benchmark whose items carry reference reasoning chains (curve, minerva)", "is a hintel run")
     assert sorted(p.name for p in run.iterdir()) == before
 
 

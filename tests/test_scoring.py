@@ -1,13 +1,14 @@
-"""Table-driven tests of the deterministic scorers (vlmlens.scoring): English, Hindi and Telugu, adversarial cases."""
+"""Table-driven tests of the deterministic scorers (vlmlens.scoring, and HinTel's own in vlmlens.benchmarks.hintel_scoring): English, Hindi and
+Telugu, adversarial cases."""
 import json
 from pathlib import Path
 
 import pytest
 
 from vlmlens.core import Sample
-from vlmlens.scoring import (english_reasoning, exact_match, extract_choice, final_answer_text, has_extra_explanation,
-                             jee_score, normalize_text, parse_answer, parse_number, score_answer, vqa_accuracy,
-                             vqa_normalize)
+from vlmlens.benchmarks.hintel_scoring import english_reasoning, has_extra_explanation, jee_score, vqa_accuracy, vqa_normalize
+import vlmlens.benchmarks.base  # noqa: F401  (registers the named rules `jee` and `vqa`)
+from vlmlens.scoring import exact_match, extract_choice, final_answer_text, normalize_text, parse_answer, parse_number, score_answer
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -380,7 +381,7 @@ def test_vqa_normalize(text, lang, want):
 
 # --- The official VQA script itself: tests/test_golden.py (its output on 3,000 generated cases) -----------------
 def test_contraction_table_spot_checks():
-    from vlmlens.scoring import _VQA_CONTRACTIONS as c
+    from vlmlens.benchmarks.hintel_scoring import _VQA_CONTRACTIONS as c
     assert len(c) == 120 and c["dont"] == "don't" and c["somebody'd"] == "somebodyd" and c["twas"] == "'twas"
     assert c["yall'd've"] == "y'all'd've" and c["Im"] == "I'm"
 
@@ -565,8 +566,9 @@ WIRING = [
     (dict(answer=3, answer_type="integer", language="hi"), "उत्तर: तीन", 3.0, True, 1.0),
     (dict(answer=3, answer_type="integer", language="te"), "సమాధానం: మూడు", 3.0, True, 1.0),
     (dict(answer=3, answer_type="integer"), "I am not sure", None, False, 0.0),
-    (dict(answer=["yes"] * 10, answer_type="short"), "Answer: yes", "yes", True, 1.0),
-    (dict(answer=["2"] * 3 + ["3"] * 7, answer_type="short"), "two", "two", True, 0.9),
+    (dict(answer=["yes"] * 10, answer_type="short", metadata={"scoring": "vqa"}), "Answer: yes", "yes", True, 1.0),
+    (dict(answer=["2"] * 3 + ["3"] * 7, answer_type="short", metadata={"scoring": "vqa"}), "two", "two", True, 0.9),   # ten annotators
+    (dict(answer=["2"] * 3 + ["3"] * 7, answer_type="short"), "3", "3", True, 1.0),         # no rule named: exact match with any
     (dict(answer="हाँ", answer_type="short", language="hi", metadata={"scoring": "vqa"}), "हां।", "हां", True, 1.0),
     (dict(answer="అవును", answer_type="short", language="te", metadata={"scoring": "vqa"}), "ఔను", "ఔను", True, 1.0),
     (dict(answer="red", answer_type="short"), "Red.", "Red", True, 1.0),

@@ -39,8 +39,11 @@ def test_data_file_is_versioned_names_its_papers_and_ships_in_the_wheel():
     assert DOC["papers"]["infinibench"]["id"] == "arXiv:2406.19875" and DOC["papers"]["curve"]["id"] == "arXiv:2601.10649"
     keys = {"paper", "section", "table", "model", "row", "column", "metric", "value", "text", "unit", "where"}
     assert all(keys <= set(c) for c in CELLS) and all(float(c["text"]) == c["value"] for c in CELLS)
-    setup = (Path(__file__).parents[1] / "setup.py").read_text()          # package_data covers vlmlens/data/*.json
-    assert '"data/*.json"' in setup and (Path(V.__file__).parent / "data" / fidelity.PAPER_NUMBERS).is_file()
+    setup = (Path(__file__).parents[1] / "setup.py").read_text()          # package_data covers vlmlens/data/**/*.json
+    folder = Path(V.__file__).parent / fidelity.PACKAGE_DATA / fidelity.PAPER_NUMBERS
+    assert f'"{fidelity.PACKAGE_DATA}/**/*.json"' in setup
+    assert sorted(f.stem for f in folder.glob("*.json")) == ["curve", "hintel", "infinibench"]   # one file per benchmark, naming its paper
+    assert all(set(json.loads(f.read_text(encoding="utf-8"))["papers"]) == {f.stem} for f in folder.glob("*.json"))
 
 
 def test_hintel_tables_3_to_5_are_the_printed_rows_cell_for_cell():
@@ -86,7 +89,7 @@ def test_infinibench_table_5_and_the_table_3_numbers_quoted_in_section_4_3_2():
     quoted = [c for c in CELLS if c["paper"] == "infinibench" and c["table"] == "3"]
     assert len(quoted) == 4 and all(c["text"] in text[0] and c["model"] in text[0] for c in quoted)
     assert "reaches only 47.1% accuracy" in text[0]
-    assert {"2", "3", "6", "7", "8", "9"} == set(DOC["not_in_text"][0]["tables"])
+    assert {"2", "3", "6", "7", "8", "9"} == set(next(x for x in DOC["not_in_text"] if x["paper"] == "infinibench")["tables"])
 
 
 def test_curve_main_ablation_and_key_findings_numbers():
@@ -666,3 +669,53 @@ def test_a_run_written_before_clusters_were_recorded_is_told_to_rescore(tmp_path
     cmp = V.compare(RunSet.discover(tmp_path))
     assert cmp[cmp.column == "Aggregate"].ci_method.iloc[0] == "wilson"
     assert any("names no cluster" in m and "vlmlens score" in m for m in cmp.attrs["unmatched"])
+
+
+TOY_PLUGIN = '''from pathlib import Path
+from vlmlens.benchmarks.base import Benchmark, register_benchmark
+
+class ToyPaper(Benchmark):
+    "A benchmark from outside vlmlens whose paper printed one table: its numbers ship beside it."
+    name = "toypaper"
+    published = str(Path(__file__).with_name("toypaper_numbers.json"))
+    paper_item_keys = ("task",)
+
+register_benchmark("toypaper", ToyPaper)
+'''
+TOY_NUMBERS = {
+    "version": "2026.1.0", "papers": {"toy": {"benchmark": "toypaper", "title": "A toy paper", "short": "Toy"}},
+    "aliases": {"toy": {"Toy-VLM": ["gpt-4.1"]}},
+    "tables": [{"paper": "toy", "table": "1", "section": "§4", "caption": "Accuracy per task", "rows": ["Toy-VLM"],
+                "columns": ["counting", "colours", "Avg."]}],
+    "cells": [{"paper": "toy", "section": "§4", "table": "1", "model": "Toy-VLM", "row": "Toy-VLM", "column": c, "metric": "accuracy",
+               "value": v, "text": f"{v:.1f}", "unit": "%", "where": w, **({"mean_of": ["counting", "colours"]} if c == "Avg." else {})}
+              for c, v, w in (("counting", 52.5, {"task": "counting"}), ("colours", 70.0, {"task": "colours"}), ("Avg.", 61.3, {}))],
+    "protocols": [{"paper": "toy", "tables": ["1"], "settings": {"strategy": "standard"},
+                   "items": {"by": "task", "counts": {"counting": 40, "colours": 40}}}]}
+
+
+def test_a_plugin_benchmark_ships_its_own_published_numbers(tmp_path):
+    "A benchmark from a plugin folder names its own numbers file (`published`) and item key; --vs-paper compares with it, vlmlens untouched."
+    import subprocess, sys
+    from vlmlens.benchmarks import base
+    from vlmlens.models import registry
+    folder = tmp_path / "plugins"; folder.mkdir()
+    (folder / "toypaper.py").write_text(TOY_PLUGIN, encoding="utf-8")
+    (folder / "toypaper_numbers.json").write_text(json.dumps(TOY_NUMBERS), encoding="utf-8")
+    rows = [{"sample_id": f"{t}{i}", "task": t, "language": "en", "valid": True, "error": None, "score": float(i < k)}
+            for t, k in (("counting", 20), ("colours", 28)) for i in range(40)]
+    _fake_run(tmp_path / "runs", "toy", rows, benchmark="toypaper")
+    try:
+        registry.load_plugin_folders([folder])
+        assert V.published_papers()["toy"]["benchmark"] == "toypaper" and V.item_keys("toy") == ("task",)
+        cmp = V.compare(RunSet.discover(tmp_path / "runs")).set_index("column")
+        assert cmp.loc["counting", "ours"] == pytest.approx(50.0) and cmp.loc["colours", "ours"] == pytest.approx(70.0)
+        assert cmp.loc["Avg.", "ours"] == pytest.approx(60.0) and cmp.loc["Avg.", "derived"]        # the mean of its columns, by `task`
+        assert int(cmp.loc["counting", "paper_n"]) == 40 and cmp.loc["counting", "verdict"] == "not papers"   # no release: no verdict
+        assert "Toy Table 1" in V.vs_paper_report(RunSet.discover(tmp_path / "runs"))[0]
+    finally:
+        base.BENCHMARKS.pop("toypaper", None); registry._LOADED_FOLDERS.discard(folder.resolve())
+    out = subprocess.run([sys.executable, "-m", "vlmlens", "--plugins", str(folder), "report", str(tmp_path / "runs" / "toy"), "--vs-paper"],
+                         capture_output=True, text=True, timeout=300, env={**__import__("os").environ, "VLMLENS_PLUGINS": ""})
+    assert out.returncode == 0, out.stderr
+    assert "Toy Table 1" in out.stdout and "Toy version 2026.1.0" in out.stdout and "-2.5" in out.stdout

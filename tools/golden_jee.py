@@ -1,6 +1,6 @@
 """Golden data for JEE scoring: the official dair-iitd/jeebench `compute_metrics.py` (`compute_score`) run on
 generated and adversarial (gold, extracted answer, question type) cases; writes tests/data/golden/jee.jsonl
-(tests/test_golden.py checks vlmlens.scoring.jee_score against it).
+(tests/test_golden.py checks vlmlens.benchmarks.hintel_scoring.jee_score against it).
 
     python tools/golden_jee.py --official /path/to/jeebench     # a clone of github.com/dair-iitd/jeebench
     python tools/golden_jee.py --official /work/.mirror/dair-iitd+jeebench/repo   # or a bare git dir (fetch tool)

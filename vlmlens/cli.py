@@ -19,7 +19,7 @@ from pathlib import Path
 
 import vlmlens
 from . import data
-from .benchmarks.base import get_benchmark
+from .benchmarks.base import get_benchmark, known_benchmarks
 from .core import (MISTAKES, NothingAnswered, RunConfig, as_config, check_environment, check_field, field_kind, parse_kv,
                           user_mistake)
 from .curation import aligned_cli
@@ -85,8 +85,8 @@ def _add_subcommands(sub):
     s.add_argument("--vs-paper", action="store_true", help="also print ours beside the papers' numbers (difference, our 95%% CI); with csv, only that")
     s.add_argument("--judge-reading", action="store_true", help="with --vs-paper, compare GPT-4o mini runs with InfiniBench's 'GPT-4o' judge cells, flagged")
     s.add_argument("--include-departures", action="store_true", help="with --vs-paper, also show cells whose protocol the run departs from, each departure listed")
-    s.add_argument("--check", action="store_true", help="then set its tables together, twice, in ACL, NeurIPS and IEEE papers (or --venue's): every problem a reviewer finds; exit 1 on one"); s.add_argument("--venue", choices=tuple(VENUES), help="the venue whose page --check sets the tables in"); s.add_argument("--latex-engine", choices=("xelatex", "pdflatex"), help="the engine the LaTeX must compile under (default xelatex where a table holds Indic or CJK script); pdflatex: such text is left out, each table's note says so")
-    s = sub.add_parser("isolate", help="evidence graphs + iterative error isolation on a finished MINERVA/CURVE run")
+    s.add_argument("--check", action="store_true", help="then set its tables together, twice, in ACL, NeurIPS and IEEE papers (or --venue's): every problem a reviewer finds; exit 1 on one"); s.add_argument("--venue", choices=tuple(VENUES), help="the venue whose page --check sets the tables in")
+    s = sub.add_parser("isolate", help="evidence graphs + iterative error isolation on a finished run whose items carry reference reasoning chains")
     s.add_argument("run_dir"); s.add_argument("--compiler", required=True, help="model that compiles reasoning chains into graphs")
     s.add_argument("--labeller", required=True, help="model that aligns answers with graphs and labels errors")
     s.add_argument("--model", help="model under test to re-ask with hints (default: the run's model)")
@@ -244,10 +244,11 @@ def _sweep(a) -> int:
 
 # %% ../nbs/42_cli.ipynb #db0cd62f
 def check_isolatable(run_dir):
-    "Refuse (one-line ValueError) a run `isolate` cannot work on: error isolation reads CURVE/MINERVA reasoning chains."
+    "Refuse (one-line ValueError) a run `isolate` cannot work on: its benchmark must declare the `isolate` capability (reference reasoning chains)."
     cfg, _, _ = open_run(run_dir)
-    if cfg.benchmark not in ("curve", "minerva"):
-        raise ValueError(f"isolate needs a CURVE or MINERVA run (it compiles their reasoning chains into evidence graphs); "
+    if "isolate" not in get_benchmark(cfg.benchmark).capabilities:
+        able = [n for n in known_benchmarks() if "isolate" in get_benchmark(n).capabilities]
+        raise ValueError(f"isolate needs a run of a benchmark whose items carry reference reasoning chains ({', '.join(able) or 'none installed'}); "
                          f"{run_dir} is a {cfg.benchmark} run")
 
 # %% ../nbs/42_cli.ipynb #eeca80c5

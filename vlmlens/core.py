@@ -22,12 +22,12 @@ from fastcore.basics import patch
 from .secrets import looks_secret
 
 # %% auto #0
-__all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'MODALITIES', 'VIDEO_MODALITIES', 'STRATEGIES', 'TRANSPORT_KWARGS', 'TRUE_WORDS',
-           'FALSE_WORDS', 'ENVIRONMENT', 'MISTAKES', 'canonical_json', 'sha256_json', 'file_sha256', 'Record', 'Media',
-           'Sample', 'Request', 'Generation', 'text_part', 'message', 'Prediction', 'Judgment', 'RunConfig', 'as_bool',
-           'maybe_bool', 'installed', 'field_kind', 'check_field', 'as_config', 'slug', 'model_slug', 'cache_root',
-           'env_problem', 'check_environment', 'shard_of', 'mistake_line', 'user_mistake', 'NothingAnswered',
-           'most_common_error', 'nothing_answered', 'parse_kv', 'utc_now']
+__all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'LEGACY_SAMPLE_FIELDS', 'MODALITIES', 'VIDEO_MODALITIES', 'STRATEGIES',
+           'TRANSPORT_KWARGS', 'TRUE_WORDS', 'FALSE_WORDS', 'ENVIRONMENT', 'MISTAKES', 'canonical_json', 'sha256_json',
+           'file_sha256', 'Record', 'Media', 'Sample', 'Request', 'Generation', 'text_part', 'message', 'Prediction',
+           'Judgment', 'RunConfig', 'as_bool', 'maybe_bool', 'installed', 'field_kind', 'check_field', 'as_config',
+           'slug', 'model_slug', 'cache_root', 'env_problem', 'check_environment', 'shard_of', 'mistake_line',
+           'user_mistake', 'NothingAnswered', 'most_common_error', 'nothing_answered', 'parse_kv', 'utc_now']
 
 # %% ../nbs/00_core.ipynb #9be27329
 def _canon(x: Any) -> Any:
@@ -147,7 +147,6 @@ class Sample(Record):
     media: list = field(default_factory=list)
     subtitles: str | None = None
     metadata: dict = field(default_factory=dict)
-    reasoning: Any = None
     align_id: str | None = None
 
     def __post_init__(self): _check_sample(self)
@@ -155,6 +154,18 @@ class Sample(Record):
     def media_of(self, kind: str) -> list:
         "The media items of one kind."
         return [m for m in self.media if m.kind == kind]
+
+# %% ../nbs/00_core.ipynb #5a1e0c3e
+LEGACY_SAMPLE_FIELDS = ("reasoning",)   # once top-level fields, now kept in `metadata`
+
+@patch(cls_method=True)
+def from_dict(cls: Sample, d: dict, strict: bool = True):
+    "A sample from its dict; a legacy top-level field (`LEGACY_SAMPLE_FIELDS`) is read into `metadata`."
+    old = {k: d[k] for k in LEGACY_SAMPLE_FIELDS if isinstance(d, dict) and k in d}
+    if old:
+        d = {k: v for k, v in d.items() if k not in old}
+        d["metadata"] = {**(d.get("metadata") or {}), **{k: v for k, v in old.items() if v is not None}}
+    return Record.from_dict.__func__(cls, d, strict)
 
 # %% ../nbs/00_core.ipynb #372bacbf
 @dataclass
@@ -254,7 +265,7 @@ def _f(default=None, help: str = "", *, flag: str | None = None, choices=None, h
 @dataclass
 class RunConfig(Record):
     "Everything that defines one evaluation run."
-    benchmark: str = _f(None, "benchmark name (demo, hintel, infinibench, minerva, curve)")
+    benchmark: str = _f(None, "a registered benchmark's name (vlmlens' own or a plugin's; an unknown name lists them)")
     model: str = _f(None, "model: a registry name, a local checkpoint path or openai-compatible:<model>@<url>")
     subset: str | None = _f(None, "subset/skill/task to run (comma-separated list allowed)")
     language: str | None = _f(None, "language or locale to run, e.g. hi or ta-IN (comma-separated list allowed)")

@@ -326,7 +326,7 @@ def compiler_messages(sample: Sample, duration_s: float | None = None) -> list:
     "The neutral chat messages that ask for `sample`'s evidence graph."
     dur = f"The video is {fmt_time(duration_s)} long ({duration_s:g} seconds)." if duration_s else "The video's length is unknown."
     user = "\n\n".join([f"Question:\n{fence('QUESTION', sample.question)}", f"Reference answer:\n{fence('REFERENCE ANSWER', reference_of(sample))}",
-                        f"Reasoning chain:\n{fence('REASONING', chain_text(sample.reasoning))}", dur,
+                        f"Reasoning chain:\n{fence('REASONING', chain_text(sample.metadata.get('reasoning')))}", dur,
                         "Reply with the evidence graph as JSON only."])
     return [message("system", COMPILER_SYSTEM.text + json.dumps(GRAPH_SCHEMA)), message("user", user)]
 
@@ -585,7 +585,7 @@ def compile_graphs(run_dir, compiler, which: str = "all", progress: bool = True)
     try:
         for sid in tqdm(ids, desc=f"graphs {run_dir.name}", disable=not progress, unit="item"):
             if (run_dir / GRAPH_DIR / f"{safe_name(sid)}.json").is_file(): counts["stored"] += 1; continue
-            if sid not in samples or samples[sid].reasoning is None: counts["no_chain"] += 1; continue
+            if sid not in samples or samples[sid].metadata.get("reasoning") is None: counts["no_chain"] += 1; continue
             counts["compiled" if _graph_for(comp, samples[sid], run_dir, st) is not None else "graph_errors"] += 1
     finally:
         st.close()

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['STATUSES', 'KINDS', 'LEDGER', 'PAPER_NUMBERS', 'Entry', 'record', 'ledger', 'placeholders', 'PaperPrompt',
-           'prompt_text', 'ledger_table', 'ledger_markdown', 'paper_file', 'paper_numbers', 'paper_layout',
-           'paper_grid']
+__all__ = ['STATUSES', 'KINDS', 'LEDGER', 'PACKAGE_DATA', 'PAPER_NUMBERS', 'Entry', 'record', 'ledger', 'placeholders',
+           'PaperPrompt', 'prompt_text', 'ledger_table', 'ledger_markdown', 'paper_numbers_file', 'read_paper_numbers',
+           'paper_file', 'paper_numbers', 'paper_layout', 'paper_grid']
 
 # %% ../nbs/05_fidelity.ipynb #baf5419e
 STATUSES = ("verbatim", "official", "reading", "departure")
@@ -116,23 +116,47 @@ def ledger_markdown(benchmark: str | None = None) -> str:
     head = "| " + " | ".join(_COLS) + " |\n|" + "---|" * len(_COLS) + "\n"
     return head + "".join("| " + " | ".join(_cell(getattr(e, c)) for c in _COLS) + " |\n" for e in ledger(benchmark))
 
-# %% ../nbs/05_fidelity.ipynb #c2c45cf1
+# %% ../nbs/05_fidelity.ipynb #c2c45cf0
 import json
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
-PAPER_NUMBERS = "paper_numbers.json"
+PACKAGE_DATA = "data"                   # the package's folder of shipped files
+PAPER_NUMBERS = "paper_numbers"         # its folder of published numbers: one `<benchmark>.json` per paper
+
+def paper_numbers_file(name: str):
+    "The shipped published-numbers file `name` (what a benchmark of vlmlens names in `Benchmark.published`)."
+    return resources.files("vlmlens").joinpath(PACKAGE_DATA, PAPER_NUMBERS, f"{name}.json")
+
+@lru_cache(maxsize=None)
+def _read_numbers(path: str) -> dict: return json.loads(Path(path).read_text(encoding="utf-8"))
+
+def read_paper_numbers(source) -> dict:
+    "A copy of one published-numbers file (`version`, `papers`, `aliases`, `where_keys`, `tables`, `cells`, `protocols`): a path or a package file."
+    return json.loads(json.dumps(_read_numbers(str(source))))
+
+# %% ../nbs/05_fidelity.ipynb #c2c45cf1
+_LISTS = ("not_in_text", "tables", "cells", "protocols")
 
 @lru_cache(maxsize=1)
 def _paper_file() -> dict:
-    return json.loads(resources.files("vlmlens").joinpath("data", PAPER_NUMBERS).read_text(encoding="utf-8"))
+    "The shipped files together: `papers`, `aliases`, `where_keys` joined, the lists one after another (files by name)."
+    out = {"version": "", "papers": {}, "aliases": {}, "where_keys": {}, **{k: [] for k in _LISTS}}
+    for f in sorted(resources.files("vlmlens").joinpath(PACKAGE_DATA, PAPER_NUMBERS).iterdir(), key=lambda f: f.name):
+        if not f.name.endswith(".json"): continue
+        d = _read_numbers(str(f))
+        out["version"] = max(out["version"], d.get("version", ""))
+        for k in ("papers", "aliases", "where_keys"): out[k].update(d.get(k, {}))
+        for k in _LISTS: out[k] += d.get(k, [])
+    return out
 
 def paper_file(part: str | None = None):
-    "A copy of the whole file (`version`, `papers`, `aliases`, `tables`, `cells`, `not_in_text`), or of one `part` of it only."
+    "A copy of the shipped files together (`version`, `papers`, `aliases`, `tables`, `cells`, `not_in_text`), or of one `part` only."
     return json.loads(json.dumps(_paper_file() if part is None else _paper_file()[part]))
 
 def paper_numbers(paper: str | None = None, table: str | int | None = None) -> list[dict]:
-    "The published cells (dicts) of every paper, or of one paper and table, in the file's order."
+    "The published cells (dicts) of every paper, or of one paper and table, in the files' order."
     return [json.loads(json.dumps(c)) for c in _paper_file()["cells"]
             if (paper is None or c["paper"] == paper) and (table is None or c["table"] == str(table))]
 
@@ -140,7 +164,7 @@ def paper_layout(paper: str, table: str | int) -> dict:
     "One table's printed layout: `section`, `caption`, `rows` and `columns` in the paper's order."
     for t in _paper_file()["tables"]:
         if t["paper"] == paper and t["table"] == str(table): return json.loads(json.dumps(t))
-    raise KeyError(f"no table {table!r} of {paper!r} in {PAPER_NUMBERS}")
+    raise KeyError(f"no table {table!r} of {paper!r} in {PACKAGE_DATA}/{PAPER_NUMBERS}/")
 
 def paper_grid(paper: str, table: str | int) -> dict[str, dict[str, dict]]:
     "`{row: {column: cell}}` of one published table."

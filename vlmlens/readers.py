@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .core import ANSWER_TYPES, Media, Sample
+from .core import ANSWER_TYPES, LEGACY_SAMPLE_FIELDS, Media, Sample
 
 # %% auto #0
 __all__ = ['READERS', 'SAMPLE_FIELDS', 'IMAGE_EXT', 'VIDEO_EXT', 'AUDIO_EXT', 'RowError', 'FieldError', 'DataError',
@@ -228,7 +228,7 @@ def resolve_path(base_dir, p) -> str | None:
     return str(Path(base_dir) / q)
 
 # %% ../nbs/01_readers.ipynb #5edc9464
-SAMPLE_FIELDS = tuple(f.name for f in fields(Sample))
+SAMPLE_FIELDS = (*(f.name for f in fields(Sample)), *LEGACY_SAMPLE_FIELDS)   # a `reasoning` column is read into `metadata`
 IMAGE_EXT = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff"}
 VIDEO_EXT = {".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".mpg", ".mpeg"}
 AUDIO_EXT = {".wav", ".mp3", ".flac", ".m4a", ".ogg", ".opus"}
@@ -302,14 +302,14 @@ def default_mapper(benchmark: str | None = None, base_dir=None, *, extra: str = 
                 dec = json.loads(reasoning)
                 if isinstance(dec, list): reasoning = dec
             except (ValueError, RecursionError): pass
+        if not _blank(reasoning): meta = {**meta, "reasoning": reasoning}     # a reference reasoning chain: the benchmark's own field
         opt = lambda k: None if _blank(rec.get(k)) else str(rec[k]).strip()
         return Sample(
             id=str(sid).strip(), benchmark=str(bench), subset=opt("subset") or "", language=opt("language") or "en",
             locale=opt("locale"), question="" if rec.get("question") is None else str(rec["question"]),
             options=[] if _blank(rec.get("options")) else parse_literal_list(rec["options"], "options"),
             answer=answer, answer_type=atype, media=parse_media(rec.get("media"), base_dir),
-            subtitles=resolve_path(base_dir, rec.get("subtitles")), metadata=meta,
-            reasoning=None if _blank(reasoning) else reasoning, align_id=opt("align_id"))
+            subtitles=resolve_path(base_dir, rec.get("subtitles")), metadata=meta, align_id=opt("align_id"))
     return mapper
 
 # %% ../nbs/01_readers.ipynb #7268f5e2

@@ -217,13 +217,14 @@ def isolation_records(run: Run) -> dict:
     return out
 
 # %% ../nbs/57_view.ipynb #2852d8d2
-_ITEM = ("benchmark", "subset", "language", "locale", "align_id", "question", "options", "answer", "answer_type",
-         "reasoning", "metadata")
+_ITEM = ("benchmark", "subset", "language", "locale", "align_id", "question", "options", "answer", "answer_type", "metadata")
 
 def item_fields(sid: str, sample, pred: dict | None, row: dict | None, benchmark: str | None) -> dict:
     "The item's own fields: from the sample, else from the prediction and score row."
     if sample is not None:
         d = {k: getattr(sample, k) for k in _ITEM}
+        d["metadata"] = {k: v for k, v in sample.metadata.items() if k != "reasoning"}
+        d["reasoning"] = sample.metadata.get("reasoning")              # a reference reasoning chain, shown under the item
         d["gold_text"] = runner.gold_text(sample)
     else:
         p, r = pred or {}, row or {}

@@ -18,7 +18,7 @@ from ..core import Judgment, Prediction, Request, RunConfig, Sample, as_bool, ca
 from ..judges import DEFAULT_JUDGE_MODEL, JudgeItem, open_ended_judge, reference_text
 from ..models.registry import load_object, load_plugin_folders, plugins
 from ..prompts import GENERIC_STRATEGIES, build_request
-from ..scoring import parse_answer, score_answer
+from ..scoring import parse_answer, register_answer_rule, score_answer
 
 # %% auto #0
 __all__ = ['OPTION_TYPES', 'BENCHMARKS', 'Benchmark', 'Option', 'check_options', 'register_benchmark', 'known_benchmarks',
@@ -42,6 +42,9 @@ class Benchmark:
     splits: tuple | None = None
     #: what `cluster(sample)` names: the unit items are drawn in (questions about one video move together)
     cluster_unit = "media file"
+    capabilities: frozenset = frozenset()   #: what else the CLI may do with its runs: "isolate" (error isolation over reference reasoning chains)
+    published: str | None = None            #: its paper's numbers: a shipped file's name (`fidelity.paper_numbers_file`) or a path; None: none
+    paper_item_keys: tuple = ("subset", "language")   #: the score columns a published cell's `where` selects items by (mean_of: the first)
 
     def load(self, cfg: RunConfig) -> tuple[list[Sample], list]:
         "Return `(samples, row_errors)` for `cfg`."
@@ -162,6 +165,16 @@ def filter(self: Benchmark, samples: list[Sample], cfg: RunConfig) -> list[Sampl
         return wanted in (None, "", "all") or any(v in [w.strip() for w in str(wanted).split(",")] for v in values)
     return [s for s in samples if _ok([s.subset], cfg.subset) and _ok([s.language, s.locale], cfg.language)]
 
+# %% ../../nbs/30_benchmarks_base.ipynb #a7c3e1b1
+from ..fidelity import paper_numbers_file, read_paper_numbers
+
+@patch
+def published_numbers(self: Benchmark) -> dict | None:
+    "The numbers this benchmark's paper published (`published`: a shipped file's name, or the path of the benchmark's own file), or None."
+    p = self.published
+    if not p: return None
+    return read_paper_numbers(paper_numbers_file(p) if isinstance(p, str) and not p.endswith(".json") else p)
+
 # %% ../../nbs/30_benchmarks_base.ipynb #597dac72
 OPTION_TYPES = {"str": "a string", "path": "an existing file or folder", "int": "an integer", "float": "a number", "bool": "true or false (1/0, yes/no, on/off)",
                 "dict": 'a JSON object ({"key": value})', "list": "a list (JSON, or comma-separated)", "any": "any JSON value"}
@@ -280,3 +293,6 @@ def benchmark_modules(*names: str) -> list[str]:
         target = BENCHMARKS.get(n) or declared.get(n)
         if isinstance(target, str): mods.append(importlib.import_module(target.partition(":")[0].strip()).__name__)
     return list(dict.fromkeys(mods))
+
+# %% ../../nbs/30_benchmarks_base.ipynb #a7c3e1c1
+for _rule in ("jee", "vqa"): register_answer_rule(_rule, f"vlmlens.benchmarks.hintel_scoring:{_rule}_rule")   # HinTel-AlignBench's

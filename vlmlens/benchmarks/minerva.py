@@ -84,7 +84,7 @@ CURVE_ROSTER = {"Qwen-2.5-VL": "qwen2.5-vl-7b", "Qwen-3-VL": "qwen3-vl-8b", "Cla
                 "Gemini-2.5-Pro": "gemini-2.5-pro"}
 
 fidelity.record("curve", "main table (aggregate, highest and lowest region, human)", "table",
-                "MINERVA-Cultural, Main Results (accuracy %)", "verbatim", "vlmlens/data/paper_numbers.json, given as fractions")
+                "MINERVA-Cultural, Main Results (accuracy %)", "verbatim", "vlmlens/data/paper_numbers/curve.json, given as fractions")
 fidelity.record("curve", "model roster and locales per model", "model_id", "MINERVA-Cultural, Main Results", "reading",
                 "all seven models on all 18 locales (verbatim); registry names and the Qwen sizes (7B/8B) are ours: "
                 "the paper text names no sizes")
@@ -338,9 +338,9 @@ def minerva_mapper(rec: dict, benchmark: str = "minerva") -> Sample:
     aid = match_choice(rec.get("answer"), opts, rec.get("answer_id"))
     qtype = rec.get("question type", rec.get("question_type"))
     return Sample(key, benchmark, subset=str(rec.get("category") or ""), language="en", question=q, options=opts,
-                  answer=aid, answer_type="mcq", reasoning=rec.get("reasoning"), align_id=key,
+                  answer=aid, answer_type="mcq", align_id=key,
                   metadata={"video_id": vid, "skills": _skills(qtype), "split": rec.get("split"),
-                            "category": rec.get("category")})
+                            "category": rec.get("category"), "reasoning": rec.get("reasoning")})
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #d5e6f708
 def _steps(steps):
@@ -358,8 +358,9 @@ def curve_mapper(rec: dict) -> Sample:
     loc = _req(rec, "locale")
     if loc not in CURVE_LOCALES: raise FieldError("locale", f"unknown locale {loc!r}; CURVE has {', '.join(CURVE_LOCALES)}")
     return Sample(key, "curve", subset=str(rec.get("category") or ""), language=loc.split("-")[0], locale=loc,
-                  question=q, answer=a, answer_type="open", reasoning=_steps(rec.get("reasoning_steps")), align_id=key,
+                  question=q, answer=a, answer_type="open", align_id=key,
                   metadata={"video_id": vid, "skills": _skills(rec.get("skills")), "category": rec.get("category"),
+                            "reasoning": _steps(rec.get("reasoning_steps")),
                             "subcategory": rec.get("subcategory"), "external_links": rec.get("external_links") or []})
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #cbd3b039
@@ -506,6 +507,7 @@ class MinervaBenchmark(Benchmark):
     group_by = ("split",)
     mapper = staticmethod(minerva_mapper)
     kwargs_schema = MINERVA_KWARGS
+    capabilities = frozenset({"isolate"})   # its items carry reference reasoning chains (evidence graphs, error isolation)
 
     def load(self, cfg: RunConfig):
         samples, errors = load_benchmark_file(cfg.data_path, self.mapper, cfg, self.name)
@@ -590,6 +592,7 @@ class MinervaEgoBenchmark(MinervaBenchmark):
     display_name = "Minerva-Ego"
     group_by = ()                       # no split or category in the release; per skill in `summarize`
     mapper = staticmethod(minerva_ego_mapper)
+    capabilities = frozenset()          # the release has no reasoning chains
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #006a62a9
 ACCURACY_METRICS = ("share_of_2s", "mean_half")
@@ -619,6 +622,7 @@ class CurveBenchmark(MinervaBenchmark):
     group_by = ("locale",)
     mapper = staticmethod(curve_mapper)
     judge_scale = (0, 2)
+    published, paper_item_keys = "curve", ("locale", "language")   # MINERVA-Cultural's main results, key findings, evidence statistics
     metric, sets = "share_of_2s", PAPER_RESOURCE_SETS
     kwargs_schema = CURVE_KWARGS
 
@@ -674,3 +678,15 @@ def summarize(self: CurveBenchmark, rows: list[dict], cfg: RunConfig) -> dict:
 # %% ../../nbs/34_benchmarks_minerva.ipynb #b4c5d6e7
 fidelity.record("curve", "ablations: frames 1-512, audio on/off, reasoning budget 128-2k", "default",
                 "MINERVA-Cultural, Ablation Study", "verbatim", "sweeps over num_frames and Gemini's audio / thinking_budget")
+
+# %% ../../nbs/34_benchmarks_minerva.ipynb #b9e1d0c1
+_FILE = f"vlmlens/{fidelity.PACKAGE_DATA}/{fidelity.PAPER_NUMBERS}/curve.json"
+fidelity.record("curve", "published numbers: main results, ablation, key findings, evidence statistics", "table",
+                "MINERVA-Cultural Main Results, Ablation Study, Key Findings, Key Designs 2-3", "verbatim",
+                f"{_FILE}; the evidence statistics are vlmlens.evidence.EVIDENCE_PAPER; the 18-locale table is not in the text; the ablation numbers name no model (kept, never compared); "
+                "'2k' tokens read as 2048")
+fidelity.record("curve", "main results protocol: compared runs", "table", "MINERVA-Cultural, Evaluation; Main Results", "reading",
+                f"{_FILE} protocols: Gemini-2.5-Flash judge, accuracy as the share of 2s; frames, audio and token budget are not stated "
+                "and not checked; per-locale item counts are not printed, so locale cells get no verdict")
+fidelity.record("curve", "printed model names -> registry names (vs paper)", "model_id", f"{_FILE} aliases", "reading",
+                "the sizes a paper does not print (7B/8B) are ours")
