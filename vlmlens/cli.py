@@ -85,7 +85,7 @@ def _add_subcommands(sub):
     s.add_argument("--vs-paper", action="store_true", help="also print ours beside the papers' numbers (difference, our 95%% CI); with csv, only that")
     s.add_argument("--judge-reading", action="store_true", help="with --vs-paper, compare GPT-4o mini runs with InfiniBench's 'GPT-4o' judge cells, flagged")
     s.add_argument("--include-departures", action="store_true", help="with --vs-paper, also show cells whose protocol the run departs from, each departure listed")
-    s.add_argument("--check", action="store_true", help="then set its tables together, twice, in ACL, NeurIPS and IEEE papers (or --venue's): every problem a reviewer finds; exit 1 on one"); s.add_argument("--venue", choices=tuple(VENUES), help="the venue whose page --check sets the tables in")
+    s.add_argument("--check", action="store_true", help="then set its tables together, twice, in ACL, NeurIPS and IEEE papers (or --venue's): every problem a reviewer finds; exit 1 on one"); s.add_argument("--venue", choices=tuple(VENUES), help="the venue whose page --check sets the tables in"); s.add_argument("--latex-engine", choices=("xelatex", "pdflatex"), help="the engine the LaTeX must compile under (default xelatex where a table holds Indic or CJK script); pdflatex: such text is left out, each table's note says so")
     s = sub.add_parser("isolate", help="evidence graphs + iterative error isolation on a finished run whose items carry reference reasoning chains")
     s.add_argument("run_dir"); s.add_argument("--compiler", required=True, help="model that compiles reasoning chains into graphs")
     s.add_argument("--labeller", required=True, help="model that aligns answers with graphs and labels errors")
