@@ -29,7 +29,7 @@ setuptools.setup(
     url=cfg["git_url"],
     packages=setuptools.find_packages(include=["vlmlens", "vlmlens.*"]),
     include_package_data=True,
-    package_data={"vlmlens": ["data/*.json", "data/**/*.json", "data/view/*", "data/prompts/*/*.txt"]},
+    package_data={"vlmlens": ["assets/*.json", "assets/**/*.json", "assets/view/*", "assets/prompts/*/*.txt"]},
     python_requires=">=" + cfg["min_python"],
     install_requires=requirements,
     extras_require=extras,

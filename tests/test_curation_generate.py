@@ -148,7 +148,7 @@ def test_bad_source_files_are_named_by_line(tmp_path):
 
 
 # sha256 of each official generator prompt (the text sent, braces doubled for str.format) as first copied from the
-# official scripts; the texts now live in vlmlens/data/prompts/infinibench/ and must stay byte-identical.
+# official scripts; the texts now live in vlmlens/assets/prompts/infinibench/ and must stay byte-identical.
 OFFICIAL_PROMPT_SHA256 = {
     "EVENTS_SYSTEM": "7e048ffa9beb7a3141e40b742c1dcb07fb5d2ed7aea353e1f5b1e2e02c8defb6",
     "EVENTS_USER": "60589d08d960af1821e5da3c47c5bf0ac5a8c4d89f9e86c198a451031a6ad319",
@@ -181,7 +181,7 @@ def test_the_packaged_generator_prompts_are_the_official_texts_byte_for_byte():
     from vlmlens.curation import appearance, generate
     prompts = {k: v for m in (generate, appearance) for k, v in vars(m).items() if isinstance(v, fidelity.PaperPrompt)}
     assert {k: hashlib.sha256(p.text.encode("utf-8")).hexdigest() for k, p in prompts.items()} == OFFICIAL_PROMPT_SHA256
-    folder = resources.files("vlmlens").joinpath("data", "prompts", "infinibench")
+    folder = resources.files("vlmlens").joinpath("assets", "prompts", "infinibench")
     assert sorted(f.name for f in folder.iterdir()) == sorted(f"{k.lower()}.txt" for k in prompts)   # one file each, none unused
     cited = {e.what: e for e in fidelity.ledger("infinibench") if e.kind == "prompt"}                  # each keeps its citation
     assert all(cited[p.what].source.startswith("Vision-CAIR/Infinibench data_genration/") for p in prompts.values())

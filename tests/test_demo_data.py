@@ -215,7 +215,7 @@ def test_images_show_what_the_metadata_claims(samples):
 
 def test_hintel_real_records_in_all_languages(samples):
     real = [s for s in samples if s.subset == "real_text"]
-    src = json.loads((Path(demo.__file__).parents[1] / "data" / "hintel_examples.json").read_text(encoding="utf-8"))
+    src = json.loads((Path(demo.__file__).parents[1] / "assets" / "hintel_examples.json").read_text(encoding="utf-8"))
     by_subset = defaultdict(dict)
     for s in real: by_subset[s.metadata["hintel_subset"]][s.language] = s
     assert set(by_subset) == {"VQAv2", "RealWorldQA"}

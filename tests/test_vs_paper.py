@@ -39,7 +39,7 @@ def test_data_file_is_versioned_names_its_papers_and_ships_in_the_wheel():
     assert DOC["papers"]["infinibench"]["id"] == "arXiv:2406.19875" and DOC["papers"]["curve"]["id"] == "arXiv:2601.10649"
     keys = {"paper", "section", "table", "model", "row", "column", "metric", "value", "text", "unit", "where"}
     assert all(keys <= set(c) for c in CELLS) and all(float(c["text"]) == c["value"] for c in CELLS)
-    setup = (Path(__file__).parents[1] / "setup.py").read_text()          # package_data covers vlmlens/data/**/*.json
+    setup = (Path(__file__).parents[1] / "setup.py").read_text()          # package_data covers vlmlens/assets/**/*.json
     folder = Path(V.__file__).parent / fidelity.PACKAGE_DATA / fidelity.PAPER_NUMBERS
     assert f'"{fidelity.PACKAGE_DATA}/**/*.json"' in setup
     assert sorted(f.stem for f in folder.glob("*.json")) == ["curve", "hintel", "infinibench"]   # one file per benchmark, naming its paper

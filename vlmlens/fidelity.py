@@ -94,11 +94,13 @@ class PaperPrompt:
                            "user-supplied prompt text", "remove the prompt override")
 
 # %% ../nbs/05_fidelity.ipynb #fc1e1bf4
+PACKAGE_DATA = "assets"                   # the package's folder of shipped files (prompts, published numbers, the viewer)
+
 def prompt_text(name: str) -> str:
-    "The packaged prompt `name` (the file `vlmlens/data/prompts/<name>.txt`), byte for byte."
+    "The packaged prompt `name` (the file `vlmlens/assets/prompts/<name>.txt`), byte for byte."
     from importlib import resources
-    f = resources.files("vlmlens").joinpath("data", "prompts", *f"{name}.txt".split("/"))
-    if not f.is_file(): raise FileNotFoundError(f"no packaged prompt {name!r} (vlmlens/data/prompts/{name}.txt)")
+    f = resources.files("vlmlens").joinpath(PACKAGE_DATA, "prompts", *f"{name}.txt".split("/"))
+    if not f.is_file(): raise FileNotFoundError(f"no packaged prompt {name!r} (vlmlens/assets/prompts/{name}.txt)")
     return f.read_bytes().decode("utf-8")
 
 # %% ../nbs/05_fidelity.ipynb #a975af10
@@ -122,7 +124,6 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-PACKAGE_DATA = "data"                   # the package's folder of shipped files
 PAPER_NUMBERS = "paper_numbers"         # its folder of published numbers: one `<benchmark>.json` per paper
 
 def paper_numbers_file(name: str):

@@ -433,8 +433,8 @@ def site_data(runs, frames: bool = True, progress: bool = True, out=None) -> dic
 MARKER = ".vlmlens-view"
 
 def _assets() -> Path:
-    "The folder of the page's files (`vlmlens/data/view`)."
-    return Path(runner.__file__).resolve().parent / "data" / "view"
+    "The folder of the page's files (`vlmlens/assets/view`)."
+    return Path(runner.__file__).resolve().parent / "assets" / "view"
 
 def check_out(out) -> Path:
     "The output folder, refused when it exists and holds something other than a view."

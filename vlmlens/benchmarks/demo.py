@@ -214,7 +214,7 @@ def number_image(number: int) -> Image.Image:
 # %% ../../nbs/31_benchmarks_demo.ipynb #2fcffc7a
 def hintel_examples() -> dict:
     "The transcribed HinTel-AlignBench examples shipped as package data."
-    path = resources.files("vlmlens").joinpath("data").joinpath("hintel_examples.json")
+    path = resources.files("vlmlens").joinpath("assets", "hintel_examples.json")
     return json.loads(path.read_text(encoding="utf-8"))
 
 # %% ../../nbs/31_benchmarks_demo.ipynb #76e0d915
@@ -443,7 +443,7 @@ def build_demo_data(dest, seed: int = DEMO_SEED, progress: bool = False) -> Path
         idx = counters[item["subset"]] = counters.get(item["subset"], -1) + 1
         samples += [localize(item, lang, idx) for lang in LANGS]
     info = {"version": DEMO_VERSION, "seed": seed, "n_samples": len(samples), "languages": list(LANGS),
-            "subsets": sorted(counters), "hintel_source": "vlmlens/data/hintel_examples.json"}
+            "subsets": sorted(counters), "hintel_source": "vlmlens/assets/hintel_examples.json"}
     (dest / "info.json").write_text(json.dumps(info, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     lines = "".join(json.dumps(s.to_dict(), ensure_ascii=False) + "\n" for s in samples)
     (dest / "samples.jsonl").write_text(lines, encoding="utf-8")

@@ -551,7 +551,7 @@ def load_release(cfg: RunConfig, progress: bool = False) -> tuple[list[Sample], 
 def real_text_data(root=None) -> dict:
     "`{'faq', 'summaries', 'durations', 'source'}` from a folder with the full files, else the packaged slice."
     if root is None:
-        d = load_json(Path(str(resources.files("vlmlens") / "data" / "infinibench_real_sample.json")))
+        d = load_json(Path(str(resources.files("vlmlens") / fidelity.PACKAGE_DATA / "infinibench_real_sample.json")))
         return {"faq": d["faq"], "summaries": d["summaries"], "durations": d.get("durations", {}), "source": "packaged sample"}
     root = Path(root).expanduser()
     faq, summ, dur = root / "movienet_spoiler_faq.json", root / "tvqa_imdb_summaries.json", root / "movienet_duration_minutes.json"

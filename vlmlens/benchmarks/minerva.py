@@ -84,7 +84,7 @@ CURVE_ROSTER = {"Qwen-2.5-VL": "qwen2.5-vl-7b", "Qwen-3-VL": "qwen3-vl-8b", "Cla
                 "Gemini-2.5-Pro": "gemini-2.5-pro"}
 
 fidelity.record("curve", "main table (aggregate, highest and lowest region, human)", "table",
-                "MINERVA-Cultural, Main Results (accuracy %)", "verbatim", "vlmlens/data/paper_numbers/curve.json, given as fractions")
+                "MINERVA-Cultural, Main Results (accuracy %)", "verbatim", "vlmlens/assets/paper_numbers/curve.json, given as fractions")
 fidelity.record("curve", "model roster and locales per model", "model_id", "MINERVA-Cultural, Main Results", "reading",
                 "all seven models on all 18 locales (verbatim); registry names and the Qwen sizes (7B/8B) are ours: "
                 "the paper text names no sizes")
