@@ -661,6 +661,10 @@ def test_the_data_guide_runs_as_printed(tmp_path, env, ib_hub, server, monkeypat
     [block] = guides.blocks(*GUIDE_BLOCKS[1])
     monkeypatch.chdir(tmp_path)
     for k in [k for k in os.environ if k.startswith("HF_") or k == "TRANSFORMERS_OFFLINE"]: monkeypatch.delenv(k)
+    import huggingface_hub.constants as hub_constants                      # read once, when another test first imported it
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(hub_constants, "ENDPOINT", ib_hub.url)
+    monkeypatch.setattr(hub_constants, "HUGGINGFACE_CO_URL_TEMPLATE", ib_hub.url + "/{repo_id}/resolve/{revision}/{filename}")
     server.responder = lambda call: "Answer: B"
     with HubServer(tmp_path / "empty", REPO, files_root=tmp_path / "files") as srv:
         for k, v in {"VLMLENS_DATA": env["VLMLENS_DATA"], "HF_HOME": env["HF_HOME"], "HF_ENDPOINT": ib_hub.url, "HOME": str(home),
