@@ -85,7 +85,17 @@ def _add_subcommands(sub):
     s.add_argument("--vs-paper", action="store_true", help="also print ours beside the papers' numbers (difference, our 95%% CI); with csv, only that")
     s.add_argument("--judge-reading", action="store_true", help="with --vs-paper, compare GPT-4o mini runs with InfiniBench's 'GPT-4o' judge cells, flagged")
     s.add_argument("--include-departures", action="store_true", help="with --vs-paper, also show cells whose protocol the run departs from, each departure listed")
-    s.add_argument("--check", action="store_true", help="then set its tables together, twice, in ACL, NeurIPS and IEEE papers (or --venue's): every problem a reviewer finds; exit 1 on one"); s.add_argument("--venue", choices=tuple(VENUES), help="the venue whose page --check sets the tables in"); s.add_argument("--latex-engine", choices=("xelatex", "pdflatex"), help="the engine the LaTeX must compile under (default xelatex where a table holds Indic or CJK script); pdflatex: such text is left out, each table's note says so")
+    s.add_argument(
+        "--check",
+        action="store_true",
+        help="then set its tables together, twice, in ACL, NeurIPS and IEEE papers (or --venue's): every problem a reviewer finds; exit 1 on one",
+    )
+    s.add_argument("--venue", choices=tuple(VENUES), help="the venue whose page --check sets the tables in")
+    s.add_argument(
+        "--latex-engine",
+        choices=("xelatex", "pdflatex"),
+        help="the engine the LaTeX must compile under (default xelatex where a table holds Indic or CJK script); pdflatex: such text is left out, each table's note says so",
+    )
     s = sub.add_parser("isolate", help="evidence graphs + iterative error isolation on a finished run whose items carry reference reasoning chains")
     s.add_argument("run_dir"); s.add_argument("--compiler", required=True, help="model that compiles reasoning chains into graphs")
     s.add_argument("--labeller", required=True, help="model that aligns answers with graphs and labels errors")
@@ -131,7 +141,8 @@ def csv_context(summary: dict, config: dict | None = None) -> dict:
 
 # %% ../nbs/42_cli.ipynb #ba03c699
 def _run_table(summary: dict, config: dict | None = None, run_dir=None, distinct: str | None = None, differing=None):
-    "A run's table: titled by its header (naming the `differing` settings of a report's runs; `distinct`: what tells it from runs of the same header); its settings (and folder) as the columns a CSV starts with."
+    """A run's table: titled by its header (naming the `differing` settings of a report's runs; `distinct`: what tells
+    it from runs of the same header); its settings (and folder) as the columns a CSV starts with."""
     t = summary_table(summary, title=run_header(summary, config, differing) + (f" · {distinct}" if distinct else ""))
     t.context = {**csv_context(summary, config), "run_dir": str(run_dir or summary.get("run_dir") or "")}
     return t
@@ -172,7 +183,9 @@ def _unsummarised(r) -> str:
 
 def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False,
            view_dir=None) -> int:
-    "Print the table of every run below `run_dirs` (CSV: one table, a header row, one block of rows per run), then with `vs_paper` ours beside the papers' numbers (CSV: only that); 1 if some run could not be read (an unfinished one is said, not an error)."
+    """Print the table of every run below `run_dirs` (CSV: one table, a header row, one block of rows per run), then
+    with `vs_paper` ours beside the papers' numbers (CSV: only that); 1 if some run could not be read (an unfinished
+    one is said, not an error)."""
     import pandas as pd
     runs = RunSet.discover(*run_dirs)
     if not len(runs): raise FileNotFoundError(f"no runs (folders with a run.json) below {', '.join(map(str, run_dirs))}")

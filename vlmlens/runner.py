@@ -89,7 +89,8 @@ def frame_fit(backend) -> media.GridFit | None:
 
 def prepare(bench: Benchmark, sample: Sample, cfg: RunConfig, cache=None, stage: int = 0, previous: list | None = None,
             frames: int | None = None, root=_RUN_ROOTS, fit: media.GridFit | None = None, per_video: dict | None = None):
-    "`(request, None)` or `(None, error_message)` for one sample (at one stage); `frames` overrides the config's, `fit` sizes them, `per_video` counts the run's questions per video."
+    """`(request, None)` or `(None, error_message)` for one sample (at one stage); `frames` overrides the config's,
+    `fit` sizes them, `per_video` counts the run's questions per video."""
     if root is _RUN_ROOTS: root = _media_root(bench, cfg)
     try:
         req = bench.build_request(sample, cfg, stage, previous) if stage else bench.build_request(sample, cfg)
@@ -653,7 +654,8 @@ def check_output_root(path) -> Path:
     return p
 
 def check_before_run(bench: Benchmark, cfg: RunConfig) -> RunConfig:
-    "The checks that need neither the items nor the model (environment, the benchmark's options, splits and strategies, device, the run folder's place; one line each): `cfg` with its options coerced."
+    """The checks that need neither the items nor the model (environment, the benchmark's options, splits and
+    strategies, device, the run folder's place; one line each): `cfg` with its options coerced."""
     check_environment()
     kw = bench.check_kwargs(cfg.benchmark_kwargs)            # the checked value is the one the run uses and records
     if cfg.strategy not in bench.strategies:
@@ -765,7 +767,8 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
 
 # %% ../nbs/40_runner.ipynb #e5f60a01
 def price_estimate(items: list[dict], price: dict | None, cache_usage=None, max_new_tokens: int = 0) -> dict:
-    "Totals and USD for items `{'video', 'visual', 'text', 'frames'}`: all uncached, and as `cache_usage(video, visual, frames, first, questions)` (the backend's `expected_cache_usage`) bills each video's questions."
+    """Totals and USD for items `{'video', 'visual', 'text', 'frames'}`: all uncached, and as `cache_usage(video,
+    visual, frames, first, questions)` (the backend's `expected_cache_usage`) bills each video's questions."""
     seen, cached = set(), {k: 0 for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens", "cache_write_1h_tokens")}
     per_video = Counter(it["video"] for it in items)
     for it in items:

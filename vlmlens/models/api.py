@@ -625,6 +625,16 @@ def expected_cache_usage(self: APIBackend, video: tuple, visual: int, frames: in
     "Prompt-cache usage (`cached_input_tokens`, `cache_write_tokens`, …, extra `input_tokens`) a question on `video` reports (default: automatic prefix caching)."
     return {} if first else {"cached_input_tokens": int(visual)}
 
+# %% ../../nbs/12_models_api.ipynb #af552ab0
+@patch
+def _thinking_and_answer(self: APIBackend, reply: Reply, text: str | None, fr: str | None) -> tuple:
+    "`(thinking, answer)` of a reply: the provider's thought text and any `<think>` tags of the answer, joined."
+    thinking, answer = split_thinking(text)                        # open models served without a reasoning parser: <think> tags
+    thinking = "\n\n".join(t for t in (self.scrub(reply.thinking) if reply.thinking else None, thinking) if t) or None
+    if reply.reasoning_tokens and thinking is None and fr == "length" and not (answer or "").strip():
+        thinking = ""                                              # it thought (tokens billed) but the provider returned no thought text
+    return thinking, answer
+
 # %% ../../nbs/12_models_api.ipynb #b1c2d3e4
 @patch
 def _finish(self: APIBackend, reply: Reply, key: str | None, latency: float, bar: CallProgress, scale: float = 1.0) -> Generation:
@@ -641,10 +651,7 @@ def _finish(self: APIBackend, reply: Reply, key: str | None, latency: float, bar
         self.stats["refusals"] += 1; bar.finished(False)
         return Generation(None, usage, latency, error=self._scrub(f"refusal: {reply.refusal}"), finish_reason=fr)
     text = self.scrub(reply.text) if isinstance(reply.text, str) else None
-    thinking, answer = split_thinking(text)                        # open models served without a reasoning parser: <think> tags
-    thinking = "\n\n".join(t for t in (self.scrub(reply.thinking) if reply.thinking else None, thinking) if t) or None
-    if reply.reasoning_tokens and thinking is None and fr == "length" and not (answer or "").strip():
-        thinking = ""                                              # it thought (tokens billed) but the provider returned no thought text
+    thinking, answer = self._thinking_and_answer(reply, text, fr)
     if thinking is not None and (answer is None or (fr == "length" and not answer.strip())):
         self.stats["unfinished_thinking"] = self.stats.get("unfinished_thinking", 0) + 1; bar.finished(False)   # invalid, not an error
         return Generation("", usage, latency, finish_reason=fr, thinking=thinking)

@@ -820,6 +820,7 @@ def checkpoint_config(model_id: str, revision: str | None = None, timeout_s: flo
     except EntryNotFoundError: raise ValueError(f"{at}: the repository has no config.json, so it is not a transformers checkpoint") from None
     except (OSError, ValueError) as e: raise ValueError(f"{at}: cannot read the model's config.json ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
 
+# %% ../../nbs/15_models_transformers.ipynb #f5336438
 def preflight(spec: ModelSpec, cfg, _known=BACKEND_KWARGS, **kwargs):
     "Refuse (one line) a run of `spec` under `cfg` that cannot work: unknown options, a missing checkpoint, input its architecture cannot take."
     kw = check_kwargs(spec, kwargs, _known)
