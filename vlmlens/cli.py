@@ -63,11 +63,9 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         if field_kind(f) == "dict": kw[f.name] = parse_kv(kw[f.name], f.metadata.get("flag") or f.name)
     return as_config(kw, how="flag")
 
-# %% ../nbs/42_cli.ipynb #8f405162
-#: modules that add `vlmlens curate` commands (`add_parsers(sub)`, `dispatch(args)`): the aligned-set and CURVE tools
-CURATE_EXTENSIONS = (aligned_cli,)
-
-def _add_subcommands(sub):
+# %% ../nbs/42_cli.ipynb #4be7098d
+def _add_run_parsers(sub):
+    "`vlmlens run`, `sweep` and `score`."
     r = sub.add_parser("run", help="run one configuration", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_config_args(r)
     r.add_argument("--help-kwargs", action="store_true", help="print the --benchmark's options (--benchmark-kwarg) and exit")
@@ -80,6 +78,10 @@ def _add_subcommands(sub):
     s.add_argument("--executor", choices=("local", "ray", "slurm"),
                    help="where the runs execute (default: the sweep file's executor.kind, else local); options in the file")
     sub.add_parser("score", help="re-score a run folder from its stored predictions (no model calls)").add_argument("run_dir")
+
+# %% ../nbs/42_cli.ipynb #2b153a8f
+def _add_report_parser(sub):
+    "`vlmlens report`: the tables of finished runs, beside the papers' numbers, set in a venue's page."
     s = sub.add_parser("report", help="print the tables of finished runs (any folder holding runs)")
     s.add_argument("run_dirs", nargs="+"); s.add_argument("--format", default="text", choices=("text", "md", "latex", "csv"))
     s.add_argument("--vs-paper", action="store_true", help="also print ours beside the papers' numbers (difference, our 95%% CI); with csv, only that")
@@ -96,6 +98,14 @@ def _add_subcommands(sub):
         choices=("xelatex", "pdflatex"),
         help="the engine the LaTeX must compile under (default xelatex where a table holds Indic or CJK script); pdflatex: such text is left out, each table's note says so",
     )
+
+# %% ../nbs/42_cli.ipynb #8f405162
+#: modules that add `vlmlens curate` commands (`add_parsers(sub)`, `dispatch(args)`): the aligned-set and CURVE tools
+CURATE_EXTENSIONS = (aligned_cli,)
+
+def _add_subcommands(sub):
+    _add_run_parsers(sub)
+    _add_report_parser(sub)
     s = sub.add_parser("isolate", help="evidence graphs + iterative error isolation on a finished run whose items carry reference reasoning chains")
     s.add_argument("run_dir"); s.add_argument("--compiler", required=True, help="model that compiles reasoning chains into graphs")
     s.add_argument("--labeller", required=True, help="model that aligns answers with graphs and labels errors")
@@ -276,6 +286,23 @@ def report_check(run_dirs, vs_paper: bool = False, judge_reading: bool = False, 
     print(f"paper check of {emitted}: {len(found)} problem{'s' if len(found) != 1 else ''}", file=sys.stderr)
     return 1 if found else 0
 
+# %% ../nbs/42_cli.ipynb #e38d0e2e
+def _report(a) -> int:
+    "`vlmlens report`: refuse options that need another, then print (and check) the tables."
+    if a.to == "wandb": return view.report_to_wandb(a.run_dirs)
+    if a.venue and not a.check:   # the tables are one for every venue: only the check's page changes
+        raise ValueError(f"--venue {a.venue} chooses the page --check sets the tables in: add --check")
+    if a.latex_engine and a.format != "latex" and not a.check:
+        raise ValueError(f"--latex-engine {a.latex_engine} chooses the LaTeX form: add --format latex (or --check)")
+    if a.check:
+        rc = (latex_report(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, a.view, a.latex_engine) if a.format == "latex" else
+              report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view))
+        return max(rc, report_check(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, (a.venue,) if a.venue else CHECK_VENUES,
+                                    engine=a.latex_engine))
+    if a.format == "latex":
+        return latex_report(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, a.view, a.latex_engine)
+    return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view)
+
 # %% ../nbs/42_cli.ipynb #db0cd630
 def _dispatch(a) -> int:
     if a.command == "run" and a.help_kwargs: print(get_benchmark(a.benchmark).kwargs_help())
@@ -299,19 +326,7 @@ def _dispatch(a) -> int:
         _printed(lambda: isolate_run(a.run_dir, compiler=a.compiler, labeller=a.labeller, model=a.model, max_rounds=a.max_rounds,
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),
                  lambda out: print(json.dumps(out, indent=1, default=str)))
-    elif a.command == "report" and a.to == "wandb": return view.report_to_wandb(a.run_dirs)
-    elif a.command == "report" and a.venue and not a.check:   # the tables are one for every venue: only the check's page changes
-        raise ValueError(f"--venue {a.venue} chooses the page --check sets the tables in: add --check")
-    elif a.command == "report" and a.latex_engine and a.format != "latex" and not a.check:
-        raise ValueError(f"--latex-engine {a.latex_engine} chooses the LaTeX form: add --format latex (or --check)")
-    elif a.command == "report" and a.check:
-        rc = (latex_report(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, a.view, a.latex_engine) if a.format == "latex" else
-              report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view))
-        return max(rc, report_check(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, (a.venue,) if a.venue else CHECK_VENUES,
-                                    engine=a.latex_engine))
-    elif a.command == "report" and a.format == "latex":
-        return latex_report(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, a.view, a.latex_engine)
-    elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view)
+    elif a.command == "report": return _report(a)
     elif a.command == "data": return data.main(a)
     elif a.command == "view": return view.main(a)
     elif a.command == "compare": return paired.main(a)

@@ -395,9 +395,7 @@ def compile(self: GraphCompiler, sample: Sample, duration_s: float | None = None
     return g
 
 # %% ../nbs/51_evidence.ipynb #494d231b
-ALIGN_SYSTEM = fidelity.PaperPrompt(
-    "curve",
-    "error labelling prompt",
+ALIGN_SYSTEM = fidelity.PaperPrompt("curve", "error labelling prompt",
     """You diagnose a model's answer to a video question against an evidence graph written from a human reasoning chain.
 You get the question, the reference answer, the model's response, and the evidence nodes still to check, in order.
 Go through the nodes in the given order. For each node decide whether the response states or correctly uses that \
@@ -413,12 +411,11 @@ evidence ("correct"), leaves it out ("missed") or gets it wrong ("wrong"). Stop 
 Reply with one JSON object and nothing else:
 {{"alignment": [{{"node": "<id>", "status": "correct|missed|wrong"}}, ...], "first_failure": "<id or null>", "label": "<label or null>", "explanation": "<one sentence>"}}
 Use "first_failure": null and "label": null only when every listed node is correct.""",
-    "MINERVA-Cultural, Key Designs 3 (description only)",
-    "reading",
+    "MINERVA-Cultural, Key Designs 3 (description only)", "reading",
     "the paper text prints no labelling prompt; vlmlens' text from the description (node-by-node alignment, stop at "
-    "missing evidence, divergence vs error labels of the paper's taxonomy)",
-)
+    "missing evidence, divergence vs error labels of the paper's taxonomy)")
 
+# %% ../nbs/51_evidence.ipynb #c6bc98a4
 @dataclass
 class Alignment:
     "The labeller's verdict on one response."

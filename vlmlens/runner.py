@@ -723,6 +723,21 @@ def check_rerun(cfg: RunConfig, judge, n_items: int):
     if why: raise ValueError(f"{path.parent} holds a finished run of this configuration: {why}; rerunning would rewrite its numbers. "
                              "Give this view its own --run-name (or --overwrite to rewrite them)")
 
+# %% ../nbs/40_runner.ipynb #acb3dd38
+def _answer_pending(bench, backend, spec, pending: list, n_items: int, cfg: RunConfig, store, notes: dict) -> None:
+    "Answer the `pending` items (run.json written first), with `backend`, else the model loaded here and closed after."
+    own = backend is None
+    if own: backend = in_words(lambda: registry.load_backend(cfg.model, **backend_options(cfg, spec)), cfg.model_kwargs)
+    try:
+        frames, fit = fit_context(bench, backend, pending, cfg)
+        if fit: notes["frames_fit"] = fit
+        store.write_run_json({"config": cfg.to_dict(), "config_hash": cfg.hash(), "model": backend.info(),
+                              "model_id": backend.model_id, "model_revision": backend.revision, **notes,
+                              "note_keys": list(notes), "n_items": n_items})   # the total a sweep's progress shows
+        generate_pending(bench, backend, pending, cfg, store, frames)
+    finally:
+        if own: backend.close()
+
 # %% ../nbs/40_runner.ipynb #db0975e2
 def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     "Run one configuration end to end; return its summary (also written to `summary.json`); NothingAnswered after it if no item was answered."
@@ -746,18 +761,7 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
         mine = shard_filter(samples, cfg)
         done = store.done_ids()
         pending = [s for s in mine if s.id not in done]
-        if pending:
-            own = backend is None
-            if own: backend = in_words(lambda: registry.load_backend(cfg.model, **backend_options(cfg, spec)), cfg.model_kwargs)
-            try:
-                frames, fit = fit_context(bench, backend, pending, cfg)
-                if fit: notes["frames_fit"] = fit
-                store.write_run_json({"config": cfg.to_dict(), "config_hash": cfg.hash(), "model": backend.info(),
-                                      "model_id": backend.model_id, "model_revision": backend.revision, **notes,
-                                      "note_keys": list(notes), "n_items": len(mine)})   # the total a sweep's progress shows
-                generate_pending(bench, backend, pending, cfg, store, frames)
-            finally:
-                if own: backend.close()
+        if pending: _answer_pending(bench, backend, spec, pending, len(mine), cfg, store, notes)
         judge_id = judge_pending(bench, judge, store, samples, mine, cfg)
         if launch is None: return check_answered(write_summary(store, bench, samples, cfg, notes, judge_id=judge_id), store)
     except (ValueError, OSError):   # a refusal only the loaded model could make (no frame fits its context), a full disk before

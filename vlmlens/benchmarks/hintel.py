@@ -487,46 +487,30 @@ _COLOR_WORDS = {"en": {"red": "red", "blue": "blue", "green": "green", "yellow":
 _YES = {"en": "yes", "hi": "हाँ", "te": "అవును"}
 _NO = {"en": "no", "hi": "नहीं", "te": "కాదు"}
 _Q = {
-    "count": {
-        "en": "How many {c} circles are in the image?",
-        "hi": "चित्र में कितने {c} वृत्त हैं?",
-        "te": "చిత్రంలో ఎన్ని {c} వృత్తాలు ఉన్నాయి?",
-    },
-    "exists": {
-        "en": "Is there a {c} circle in the image?",
-        "hi": "क्या चित्र में कोई {c} वृत्त है?",
-        "te": "చిత్రంలో {c} వృత్తం ఉందా?",
-    },
-    "largest": {
-        "en": "Which square is the largest?",
-        "hi": "कौन सा वर्ग सबसे बड़ा है?",
-        "te": "ఏ చతురస్రం అతి పెద్దది?",
-    },
-    "pos": {
-        "en": ["The left square", "The middle square", "The right square"],
-        "hi": ["बायाँ वर्ग", "बीच का वर्ग", "दायाँ वर्ग"],
-        "te": ["ఎడమ చతురస్రం", "మధ్య చతురస్రం", "కుడి చతురస్రం"],
-    },
-    "subtract": {
-        "en": "Subtract all {c} circles. How many circles are left?",
-        "hi": "सभी {c} वृत्त हटा दें। कितने वृत्त बचे हैं?",
-        "te": "అన్ని {c} వృత్తాలను తీసివేయండి. ఎన్ని వృత్తాలు మిగిలాయి?",
-    },
-    "vaani": {
-        "en": "How many circles are visible in this picture?",
-        "hi": "इस चित्र में कितने वृत्त दिखाई दे रहे हैं?",
-        "te": "ఈ చిత్రంలో ఎన్ని వృత్తాలు కనిపిస్తున్నాయి?",
-    },
-    "jee": {
-        "en": "The expression written in the image is evaluated. What is its value?",
-        "hi": "चित्र में लिखे व्यंजक का मान निकाला जाता है। उसका मान क्या है?",
-        "te": "చిత్రంలో రాసిన సమాసం విలువను లెక్కించండి. దాని విలువ ఎంత?",
-    },
-    "jee_multi": {
-        "en": "Which of the following numbers are divisors of the number written in the image?",
-        "hi": "निम्नलिखित में से कौन सी संख्याएँ चित्र में लिखी संख्या की भाजक हैं?",
-        "te": "కింది వాటిలో ఏ సంఖ్యలు చిత్రంలో రాసిన సంఖ్యకు భాజకాలు?",
-    },
+    "count": {"en": "How many {c} circles are in the image?",
+              "hi": "चित्र में कितने {c} वृत्त हैं?",
+              "te": "చిత్రంలో ఎన్ని {c} వృత్తాలు ఉన్నాయి?"},
+    "exists": {"en": "Is there a {c} circle in the image?",
+               "hi": "क्या चित्र में कोई {c} वृत्त है?",
+               "te": "చిత్రంలో {c} వృత్తం ఉందా?"},
+    "largest": {"en": "Which square is the largest?",
+                "hi": "कौन सा वर्ग सबसे बड़ा है?",
+                "te": "ఏ చతురస్రం అతి పెద్దది?"},
+    "pos": {"en": ["The left square", "The middle square", "The right square"],
+            "hi": ["बायाँ वर्ग", "बीच का वर्ग", "दायाँ वर्ग"],
+            "te": ["ఎడమ చతురస్రం", "మధ్య చతురస్రం", "కుడి చతురస్రం"]},
+    "subtract": {"en": "Subtract all {c} circles. How many circles are left?",
+                 "hi": "सभी {c} वृत्त हटा दें। कितने वृत्त बचे हैं?",
+                 "te": "అన్ని {c} వృత్తాలను తీసివేయండి. ఎన్ని వృత్తాలు మిగిలాయి?"},
+    "vaani": {"en": "How many circles are visible in this picture?",
+              "hi": "इस चित्र में कितने वृत्त दिखाई दे रहे हैं?",
+              "te": "ఈ చిత్రంలో ఎన్ని వృత్తాలు కనిపిస్తున్నాయి?"},
+    "jee": {"en": "The expression written in the image is evaluated. What is its value?",
+            "hi": "चित्र में लिखे व्यंजक का मान निकाला जाता है। उसका मान क्या है?",
+            "te": "చిత్రంలో రాసిన సమాసం విలువను లెక్కించండి. దాని విలువ ఎంత?"},
+    "jee_multi": {"en": "Which of the following numbers are divisors of the number written in the image?",
+                  "hi": "निम्नलिखित में से कौन सी संख्याएँ चित्र में लिखी संख्या की भाजक हैं?",
+                  "te": "కింది వాటిలో ఏ సంఖ్యలు చిత్రంలో రాసిన సంఖ్యకు భాజకాలు?"},
 }
 
 # %% ../../nbs/32_benchmarks_hintel.ipynb #e321820b

@@ -468,6 +468,15 @@ def parse_ttl(value, name: str = "cache_ttl") -> float | None:
         raise ValueError(f"{name}: cache_ttl must be a duration such as 5m, 1h or 300s (or auto), got {value!r}")
     return float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[m[2]]
 
+# %% ../../nbs/12_models_api.ipynb #3cbbd46a
+def _retry_policy(retry, timeout_s, max_attempts, max_retry_after_s) -> RetryPolicy:
+    "The backend's `RetryPolicy` (given, or from a dict), with the options given on their own set on it and checked."
+    retry = RetryPolicy(**retry) if isinstance(retry, dict) else (retry or RetryPolicy())
+    for k, v in (("timeout_s", timeout_s), ("max_attempts", max_attempts), ("max_retry_after_s", max_retry_after_s)):
+        if v is not None: setattr(retry, k, type(getattr(RetryPolicy, k))(v))
+    retry.__post_init__()
+    return retry
+
 # %% ../../nbs/12_models_api.ipynb #e093762d
 class APIBackend(Backend):
     "Shared machinery for API backends: concurrency, deadline, rpm limit, retries, cache, secrets, accounting, progress."
@@ -487,11 +496,7 @@ class APIBackend(Backend):
         self.name, self.model_id, self.languages = name, model_id, tuple(languages)
         self.concurrency, self.rpm, self.progress = int(concurrency), rpm, as_bool(progress, f"{name}: progress")
         self.window = max(self.concurrency, int(window or 4 * self.concurrency))
-        retry = RetryPolicy(**retry) if isinstance(retry, dict) else (retry or RetryPolicy())
-        for k, v in (("timeout_s", timeout_s), ("max_attempts", max_attempts), ("max_retry_after_s", max_retry_after_s)):
-            if v is not None: setattr(retry, k, type(getattr(RetryPolicy, k))(v))
-        retry.__post_init__()
-        self.retry = retry
+        self.retry = _retry_policy(retry, timeout_s, max_attempts, max_retry_after_s)
         self.price = load_prices(prices, model_id)
         self.prompt_cache = as_bool(prompt_cache, f"{name}: prompt_cache")   # (a --model-kwarg string too; a typo is refused)
         self.cache_ttl = parse_ttl(cache_ttl, name)          # seconds a provider cache entry should live (None: the backend chooses)
