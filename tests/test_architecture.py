@@ -13,6 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "vlmlens"
 NBS = sorted((ROOT / "nbs").glob("*.ipynb"))
 MAX_EXPORT_LINES = 40
+MAX_EXPORT_CHARS = 3000  # ~40 lines of 75 characters
+MAX_LINE_CHARS = 180
 
 
 def _modules():
@@ -89,6 +91,27 @@ def test_export_cells_are_small(nb):
     big = [(len(_src(c).splitlines()), _src(c).splitlines()[1][:60] if len(_src(c).splitlines()) > 1 else "")
            for c in _cells(nb) if _is_export(c) and len(_src(c).splitlines()) - 1 > MAX_EXPORT_LINES]
     assert not big, f"{nb.name}: export cells over {MAX_EXPORT_LINES} lines: {big}"
+
+
+def _first_def(src):
+    "The cell's first definition (or its first code line), to name it in a message."
+    m = re.search(r"^(?:async def|def|class) (\w+)|^(\w+)\s*[:=]", src, re.M)
+    if m: return m.group(1) or m.group(2)
+    lines = src.splitlines()
+    return lines[1][:60] if len(lines) > 1 else ""
+
+
+@pytest.mark.parametrize("nb", NBS, ids=lambda p: p.name)
+def test_export_cells_are_small_in_characters(nb):
+    "Lines are counted in characters too: an export cell holds at most ~3,000 characters, and no line exceeds 180."
+    big, wide = [], []
+    for c in _cells(nb):
+        if not _is_export(c): continue
+        src = _src(c)
+        if len(src) > MAX_EXPORT_CHARS: big.append((_first_def(src), len(src)))
+        wide += [(_first_def(src), len(l)) for l in src.splitlines() if len(l) > MAX_LINE_CHARS]
+    assert not big, f"{nb.name}: export cells over {MAX_EXPORT_CHARS} characters: {big}"
+    assert not wide, f"{nb.name}: export-cell lines over {MAX_LINE_CHARS} characters: {wide}"
 
 
 @pytest.mark.parametrize("nb", NBS, ids=lambda p: p.name)

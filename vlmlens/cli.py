@@ -63,11 +63,9 @@ def config_from_args(a: argparse.Namespace) -> RunConfig:
         if field_kind(f) == "dict": kw[f.name] = parse_kv(kw[f.name], f.metadata.get("flag") or f.name)
     return as_config(kw, how="flag")
 
-# %% ../nbs/42_cli.ipynb #8f405162
-#: modules that add `vlmlens curate` commands (`add_parsers(sub)`, `dispatch(args)`): the aligned-set and CURVE tools
-CURATE_EXTENSIONS = (aligned_cli,)
-
-def _add_subcommands(sub):
+# %% ../nbs/42_cli.ipynb #4be7098d
+def _add_run_parsers(sub):
+    "`vlmlens run`, `sweep` and `score`."
     r = sub.add_parser("run", help="run one configuration", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_config_args(r)
     r.add_argument("--help-kwargs", action="store_true", help="print the --benchmark's options (--benchmark-kwarg) and exit")
@@ -80,12 +78,34 @@ def _add_subcommands(sub):
     s.add_argument("--executor", choices=("local", "ray", "slurm"),
                    help="where the runs execute (default: the sweep file's executor.kind, else local); options in the file")
     sub.add_parser("score", help="re-score a run folder from its stored predictions (no model calls)").add_argument("run_dir")
+
+# %% ../nbs/42_cli.ipynb #2b153a8f
+def _add_report_parser(sub):
+    "`vlmlens report`: the tables of finished runs, beside the papers' numbers, set in a venue's page."
     s = sub.add_parser("report", help="print the tables of finished runs (any folder holding runs)")
     s.add_argument("run_dirs", nargs="+"); s.add_argument("--format", default="text", choices=("text", "md", "latex", "csv"))
     s.add_argument("--vs-paper", action="store_true", help="also print ours beside the papers' numbers (difference, our 95%% CI); with csv, only that")
     s.add_argument("--judge-reading", action="store_true", help="with --vs-paper, compare GPT-4o mini runs with InfiniBench's 'GPT-4o' judge cells, flagged")
     s.add_argument("--include-departures", action="store_true", help="with --vs-paper, also show cells whose protocol the run departs from, each departure listed")
-    s.add_argument("--check", action="store_true", help="then set its tables together, twice, in ACL, NeurIPS and IEEE papers (or --venue's): every problem a reviewer finds; exit 1 on one"); s.add_argument("--venue", choices=tuple(VENUES), help="the venue whose page --check sets the tables in"); s.add_argument("--latex-engine", choices=("xelatex", "pdflatex"), help="the engine the LaTeX must compile under (default xelatex where a table holds Indic or CJK script); pdflatex: such text is left out, each table's note says so")
+    s.add_argument(
+        "--check",
+        action="store_true",
+        help="then set its tables together, twice, in ACL, NeurIPS and IEEE papers (or --venue's): every problem a reviewer finds; exit 1 on one",
+    )
+    s.add_argument("--venue", choices=tuple(VENUES), help="the venue whose page --check sets the tables in")
+    s.add_argument(
+        "--latex-engine",
+        choices=("xelatex", "pdflatex"),
+        help="the engine the LaTeX must compile under (default xelatex where a table holds Indic or CJK script); pdflatex: such text is left out, each table's note says so",
+    )
+
+# %% ../nbs/42_cli.ipynb #8f405162
+#: modules that add `vlmlens curate` commands (`add_parsers(sub)`, `dispatch(args)`): the aligned-set and CURVE tools
+CURATE_EXTENSIONS = (aligned_cli,)
+
+def _add_subcommands(sub):
+    _add_run_parsers(sub)
+    _add_report_parser(sub)
     s = sub.add_parser("isolate", help="evidence graphs + iterative error isolation on a finished run whose items carry reference reasoning chains")
     s.add_argument("run_dir"); s.add_argument("--compiler", required=True, help="model that compiles reasoning chains into graphs")
     s.add_argument("--labeller", required=True, help="model that aligns answers with graphs and labels errors")
@@ -131,7 +151,8 @@ def csv_context(summary: dict, config: dict | None = None) -> dict:
 
 # %% ../nbs/42_cli.ipynb #ba03c699
 def _run_table(summary: dict, config: dict | None = None, run_dir=None, distinct: str | None = None, differing=None):
-    "A run's table: titled by its header (naming the `differing` settings of a report's runs; `distinct`: what tells it from runs of the same header); its settings (and folder) as the columns a CSV starts with."
+    """A run's table: titled by its header (naming the `differing` settings of a report's runs; `distinct`: what tells
+    it from runs of the same header); its settings (and folder) as the columns a CSV starts with."""
     t = summary_table(summary, title=run_header(summary, config, differing) + (f" · {distinct}" if distinct else ""))
     t.context = {**csv_context(summary, config), "run_dir": str(run_dir or summary.get("run_dir") or "")}
     return t
@@ -172,7 +193,9 @@ def _unsummarised(r) -> str:
 
 def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: bool = False, include_departures: bool = False,
            view_dir=None) -> int:
-    "Print the table of every run below `run_dirs` (CSV: one table, a header row, one block of rows per run), then with `vs_paper` ours beside the papers' numbers (CSV: only that); 1 if some run could not be read (an unfinished one is said, not an error)."
+    """Print the table of every run below `run_dirs` (CSV: one table, a header row, one block of rows per run), then
+    with `vs_paper` ours beside the papers' numbers (CSV: only that); 1 if some run could not be read (an unfinished
+    one is said, not an error)."""
     import pandas as pd
     runs = RunSet.discover(*run_dirs)
     if not len(runs): raise FileNotFoundError(f"no runs (folders with a run.json) below {', '.join(map(str, run_dirs))}")
@@ -263,6 +286,23 @@ def report_check(run_dirs, vs_paper: bool = False, judge_reading: bool = False, 
     print(f"paper check of {emitted}: {len(found)} problem{'s' if len(found) != 1 else ''}", file=sys.stderr)
     return 1 if found else 0
 
+# %% ../nbs/42_cli.ipynb #e38d0e2e
+def _report(a) -> int:
+    "`vlmlens report`: refuse options that need another, then print (and check) the tables."
+    if a.to == "wandb": return view.report_to_wandb(a.run_dirs)
+    if a.venue and not a.check:   # the tables are one for every venue: only the check's page changes
+        raise ValueError(f"--venue {a.venue} chooses the page --check sets the tables in: add --check")
+    if a.latex_engine and a.format != "latex" and not a.check:
+        raise ValueError(f"--latex-engine {a.latex_engine} chooses the LaTeX form: add --format latex (or --check)")
+    if a.check:
+        rc = (latex_report(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, a.view, a.latex_engine) if a.format == "latex" else
+              report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view))
+        return max(rc, report_check(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, (a.venue,) if a.venue else CHECK_VENUES,
+                                    engine=a.latex_engine))
+    if a.format == "latex":
+        return latex_report(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, a.view, a.latex_engine)
+    return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view)
+
 # %% ../nbs/42_cli.ipynb #db0cd630
 def _dispatch(a) -> int:
     if a.command == "run" and a.help_kwargs: print(get_benchmark(a.benchmark).kwargs_help())
@@ -286,19 +326,7 @@ def _dispatch(a) -> int:
         _printed(lambda: isolate_run(a.run_dir, compiler=a.compiler, labeller=a.labeller, model=a.model, max_rounds=a.max_rounds,
                                      graphs=a.graphs, modes=tuple(m.strip() for m in a.modes.split(",") if m.strip()), limit=a.limit),
                  lambda out: print(json.dumps(out, indent=1, default=str)))
-    elif a.command == "report" and a.to == "wandb": return view.report_to_wandb(a.run_dirs)
-    elif a.command == "report" and a.venue and not a.check:   # the tables are one for every venue: only the check's page changes
-        raise ValueError(f"--venue {a.venue} chooses the page --check sets the tables in: add --check")
-    elif a.command == "report" and a.latex_engine and a.format != "latex" and not a.check:
-        raise ValueError(f"--latex-engine {a.latex_engine} chooses the LaTeX form: add --format latex (or --check)")
-    elif a.command == "report" and a.check:
-        rc = (latex_report(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, a.view, a.latex_engine) if a.format == "latex" else
-              report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view))
-        return max(rc, report_check(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, (a.venue,) if a.venue else CHECK_VENUES,
-                                    engine=a.latex_engine))
-    elif a.command == "report" and a.format == "latex":
-        return latex_report(a.run_dirs, a.vs_paper, a.judge_reading, a.include_departures, a.view, a.latex_engine)
-    elif a.command == "report": return report(a.run_dirs, a.format, a.vs_paper, a.judge_reading, a.include_departures, a.view)
+    elif a.command == "report": return _report(a)
     elif a.command == "data": return data.main(a)
     elif a.command == "view": return view.main(a)
     elif a.command == "compare": return paired.main(a)

@@ -261,10 +261,10 @@ def _f(default=None, help: str = "", *, flag: str | None = None, choices=None, h
     meta = {"help": help, "flag": flag, "choices": choices, "hashed": hashed, "elide_default": elide_default, "lo": lo, "above": above}
     return field(default_factory=factory, metadata=meta) if factory else field(default=default, metadata=meta)
 
-# %% ../nbs/00_core.ipynb #a7d2c9e4
+# %% ../nbs/00_core.ipynb #defc1f07
 @dataclass
-class RunConfig(Record):
-    "Everything that defines one evaluation run."
+class _WhatToRun(Record):
+    "The first fields of `RunConfig`: what a run evaluates, on which items, shown and answered how (all in the run's hash)."
     benchmark: str = _f(None, "a registered benchmark's name (vlmlens' own or a plugin's; an unknown name lists them)")
     model: str = _f(None, "model: a registry name, a local checkpoint path or openai-compatible:<model>@<url>")
     subset: str | None = _f(None, "subset/skill/task to run (comma-separated list allowed)")
@@ -282,6 +282,11 @@ class RunConfig(Record):
     seed: int = _f(0, "random seed passed to the backend", lo=0)
     model_kwargs: dict = _f(help="backend option KEY=VALUE (repeatable)", flag="--model-kwarg", factory=dict)
     benchmark_kwargs: dict = _f(help="benchmark option KEY=VALUE (repeatable)", flag="--benchmark-kwarg", factory=dict)
+
+# %% ../nbs/00_core.ipynb #a7d2c9e4
+@dataclass
+class RunConfig(_WhatToRun):
+    "Everything that defines one evaluation run."
     force: bool = _f(False, "also run languages the model does not claim (recorded in the run)", hashed=False)
     judge: str | None = _f(None, "judge model for open-ended answers ('none' skips judging)", hashed=False)
     judge_kwargs: dict = _f(help="judge option KEY=VALUE (repeatable)", flag="--judge-kwarg", factory=dict, hashed=False)

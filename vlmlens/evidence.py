@@ -395,9 +395,12 @@ def compile(self: GraphCompiler, sample: Sample, duration_s: float | None = None
     return g
 
 # %% ../nbs/51_evidence.ipynb #494d231b
-ALIGN_SYSTEM = fidelity.PaperPrompt("curve", "error labelling prompt", """You diagnose a model's answer to a video question against an evidence graph written from a human reasoning chain.
+ALIGN_SYSTEM = fidelity.PaperPrompt("curve", "error labelling prompt",
+    """You diagnose a model's answer to a video question against an evidence graph written from a human reasoning chain.
 You get the question, the reference answer, the model's response, and the evidence nodes still to check, in order.
-Go through the nodes in the given order. For each node decide whether the response states or correctly uses that evidence ("correct"), leaves it out ("missed") or gets it wrong ("wrong"). Stop at the first node that is not "correct" and label it:
+Go through the nodes in the given order. For each node decide whether the response states or correctly uses that \
+evidence ("correct"), leaves it out ("missed") or gets it wrong ("wrong"). Stop at the first node that is not \
+"correct" and label it:
 - "divergence": the response reaches the answer through a different but valid path, so this node is not needed;
 - "temporal_localization": the response looks at the wrong moment of the video;
 - "spatial_localization": the response looks at the wrong place or object in the frame;
@@ -412,6 +415,7 @@ Use "first_failure": null and "label": null only when every listed node is corre
     "the paper text prints no labelling prompt; vlmlens' text from the description (node-by-node alignment, stop at "
     "missing evidence, divergence vs error labels of the paper's taxonomy)")
 
+# %% ../nbs/51_evidence.ipynb #c6bc98a4
 @dataclass
 class Alignment:
     "The labeller's verdict on one response."

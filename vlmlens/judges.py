@@ -161,16 +161,22 @@ def parse_yes_no(text: str) -> int:
     raise JudgeParseError(f"the reply must be the single word Yes or No, got {str(text)[:60]!r}")
 
 # %% ../nbs/21_judges.ipynb #9deb5181
-OPEN_ENDED_SYSTEM = """You are a careful, impartial grader of answers to questions about videos (movies and TV episodes). You are given a question, a reference answer written by people who watched the video, and a predicted answer written by the system under evaluation. You cannot see the video: judge the predicted answer against the question and the reference answer only.
+OPEN_ENDED_SYSTEM = """You are a careful, impartial grader of answers to questions about videos (movies and TV \
+episodes). You are given a question, a reference answer written by people who watched the video, and a predicted \
+answer written by the system under evaluation. You cannot see the video: judge the predicted answer against the \
+question and the reference answer only.
 
 Score the predicted answer with an integer from 0 to 10 using these criteria:
 1. Factual correctness: its statements agree with the reference answer and with each other.
 2. Relevance: it answers the question that was asked.
-3. Proximity to the reference: it conveys the same key facts, events, characters and conclusions as the reference answer. Paraphrases and synonyms count as matches; wording, style and length do not matter.
+3. Proximity to the reference: it conveys the same key facts, events, characters and conclusions as the reference \
+answer. Paraphrases and synonyms count as matches; wording, style and length do not matter.
 4. No hallucination: it does not add characters, events or details that the reference answer does not support. Penalise invented content even when the rest is right.
 5. Completeness: it covers all the key points of the reference answer.
 
-Score bands: 10 = fully correct and complete, nothing hallucinated; 7-9 = correct, with minor omissions or imprecision; 4-6 = partly correct: some key points right, others missing or wrong; 1-3 = mostly wrong, irrelevant or hallucinated, with only a small correct element; 0 = wrong, irrelevant, empty, or a refusal to answer.
+Score bands: 10 = fully correct and complete, nothing hallucinated; 7-9 = correct, with minor omissions or \
+imprecision; 4-6 = partly correct: some key points right, others missing or wrong; 1-3 = mostly wrong, irrelevant or \
+hallucinated, with only a small correct element; 0 = wrong, irrelevant, empty, or a refusal to answer.
 
 Reply with one JSON object and nothing else, in this form:
 {"score": <integer from 0 to 10>, "justification": "<one or two sentences>"}"""

@@ -89,7 +89,8 @@ def frame_fit(backend) -> media.GridFit | None:
 
 def prepare(bench: Benchmark, sample: Sample, cfg: RunConfig, cache=None, stage: int = 0, previous: list | None = None,
             frames: int | None = None, root=_RUN_ROOTS, fit: media.GridFit | None = None, per_video: dict | None = None):
-    "`(request, None)` or `(None, error_message)` for one sample (at one stage); `frames` overrides the config's, `fit` sizes them, `per_video` counts the run's questions per video."
+    """`(request, None)` or `(None, error_message)` for one sample (at one stage); `frames` overrides the config's,
+    `fit` sizes them, `per_video` counts the run's questions per video."""
     if root is _RUN_ROOTS: root = _media_root(bench, cfg)
     try:
         req = bench.build_request(sample, cfg, stage, previous) if stage else bench.build_request(sample, cfg)
@@ -653,7 +654,8 @@ def check_output_root(path) -> Path:
     return p
 
 def check_before_run(bench: Benchmark, cfg: RunConfig) -> RunConfig:
-    "The checks that need neither the items nor the model (environment, the benchmark's options, splits and strategies, device, the run folder's place; one line each): `cfg` with its options coerced."
+    """The checks that need neither the items nor the model (environment, the benchmark's options, splits and
+    strategies, device, the run folder's place; one line each): `cfg` with its options coerced."""
     check_environment()
     kw = bench.check_kwargs(cfg.benchmark_kwargs)            # the checked value is the one the run uses and records
     if cfg.strategy not in bench.strategies:
@@ -721,6 +723,21 @@ def check_rerun(cfg: RunConfig, judge, n_items: int):
     if why: raise ValueError(f"{path.parent} holds a finished run of this configuration: {why}; rerunning would rewrite its numbers. "
                              "Give this view its own --run-name (or --overwrite to rewrite them)")
 
+# %% ../nbs/40_runner.ipynb #acb3dd38
+def _answer_pending(bench, backend, spec, pending: list, n_items: int, cfg: RunConfig, store, notes: dict) -> None:
+    "Answer the `pending` items (run.json written first), with `backend`, else the model loaded here and closed after."
+    own = backend is None
+    if own: backend = in_words(lambda: registry.load_backend(cfg.model, **backend_options(cfg, spec)), cfg.model_kwargs)
+    try:
+        frames, fit = fit_context(bench, backend, pending, cfg)
+        if fit: notes["frames_fit"] = fit
+        store.write_run_json({"config": cfg.to_dict(), "config_hash": cfg.hash(), "model": backend.info(),
+                              "model_id": backend.model_id, "model_revision": backend.revision, **notes,
+                              "note_keys": list(notes), "n_items": n_items})   # the total a sweep's progress shows
+        generate_pending(bench, backend, pending, cfg, store, frames)
+    finally:
+        if own: backend.close()
+
 # %% ../nbs/40_runner.ipynb #db0975e2
 def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
     "Run one configuration end to end; return its summary (also written to `summary.json`); NothingAnswered after it if no item was answered."
@@ -744,18 +761,7 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
         mine = shard_filter(samples, cfg)
         done = store.done_ids()
         pending = [s for s in mine if s.id not in done]
-        if pending:
-            own = backend is None
-            if own: backend = in_words(lambda: registry.load_backend(cfg.model, **backend_options(cfg, spec)), cfg.model_kwargs)
-            try:
-                frames, fit = fit_context(bench, backend, pending, cfg)
-                if fit: notes["frames_fit"] = fit
-                store.write_run_json({"config": cfg.to_dict(), "config_hash": cfg.hash(), "model": backend.info(),
-                                      "model_id": backend.model_id, "model_revision": backend.revision, **notes,
-                                      "note_keys": list(notes), "n_items": len(mine)})   # the total a sweep's progress shows
-                generate_pending(bench, backend, pending, cfg, store, frames)
-            finally:
-                if own: backend.close()
+        if pending: _answer_pending(bench, backend, spec, pending, len(mine), cfg, store, notes)
         judge_id = judge_pending(bench, judge, store, samples, mine, cfg)
         if launch is None: return check_answered(write_summary(store, bench, samples, cfg, notes, judge_id=judge_id), store)
     except (ValueError, OSError):   # a refusal only the loaded model could make (no frame fits its context), a full disk before
@@ -765,7 +771,8 @@ def run(config, backend=None, samples: list[Sample] | None = None) -> dict:
 
 # %% ../nbs/40_runner.ipynb #e5f60a01
 def price_estimate(items: list[dict], price: dict | None, cache_usage=None, max_new_tokens: int = 0) -> dict:
-    "Totals and USD for items `{'video', 'visual', 'text', 'frames'}`: all uncached, and as `cache_usage(video, visual, frames, first, questions)` (the backend's `expected_cache_usage`) bills each video's questions."
+    """Totals and USD for items `{'video', 'visual', 'text', 'frames'}`: all uncached, and as `cache_usage(video,
+    visual, frames, first, questions)` (the backend's `expected_cache_usage`) bills each video's questions."""
     seen, cached = set(), {k: 0 for k in ("input_tokens", "cached_input_tokens", "cache_write_tokens", "cache_write_1h_tokens")}
     per_video = Counter(it["video"] for it in items)
     for it in items:

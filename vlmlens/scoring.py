@@ -254,12 +254,20 @@ def _match_options(span: str, ctx: _Ctx, multi: bool = False, contain: bool = Tr
 # %% ../nbs/20_scoring.ipynb #32218c34
 _M1 = [r"\\boxed\s*\{", r"final\s+answer", r"अंतिम\s+(?:उत्तर|जवाब)", r"(?:తుది|చివరి)\s+(?:సమాధానం|సమాధానము|జవాబు)",
        r"(?:ال)?(?:إجابة|اجابة|جواب)\s+(?:ال)?نهائي(?:ة)?(?:\s+(?:هي|هو))?"]
-_M2 = [r"(?:correct|right|best|most\s+likely|most\s+appropriate|final)\s+(?:answer|option|choice)s?",
-       r"answer\s+(?:to|for)\s+[^.\n]{0,80}?\s(?:is|would\s+be|will\s+be)", r"answers?(?=\s*(?:[:=\-(\"'*{]|is\b|are\b|would\b|should\b|will\b|must\b|was\b|\n|$))", r"ans\.?(?=\s*[:=\-(])",
-       r"(?:the\s+)?(?:option|choice)\s+(?:is|would\s+be)",
-       r"सही\s+(?:उत्तर|जवाब|विकल्प)", r"उत्तर", r"जवाब",
-       r"సరైన\s+(?:సమాధానం|సమాధానము|జవాబు|ఎంపిక)", r"సమాధానం|సమాధానము", r"జవాబు",
-       r"(?:ال)?(?:إجابة|اجابة|جواب)(?:\s+(?:ال)?صحيح(?:ة)?)?(?:\s+(?:هي|هو))?"]
+_M2 = [
+    r"(?:correct|right|best|most\s+likely|most\s+appropriate|final)\s+(?:answer|option|choice)s?",
+    r"answer\s+(?:to|for)\s+[^.\n]{0,80}?\s(?:is|would\s+be|will\s+be)",
+    r"answers?(?=\s*(?:[:=\-(\"'*{]|is\b|are\b|would\b|should\b|will\b|must\b|was\b|\n|$))",
+    r"ans\.?(?=\s*[:=\-(])",
+    r"(?:the\s+)?(?:option|choice)\s+(?:is|would\s+be)",
+    r"सही\s+(?:उत्तर|जवाब|विकल्प)",
+    r"उत्तर",
+    r"जवाब",
+    r"సరైన\s+(?:సమాధానం|సమాధానము|జవాబు|ఎంపిక)",
+    r"సమాధానం|సమాధానము",
+    r"జవాబు",
+    r"(?:ال)?(?:إجابة|اجابة|جواب)(?:\s+(?:ال)?صحيح(?:ة)?)?(?:\s+(?:هي|هو))?",
+]
 _CJK1 = r"最终答案|最終答案|最終的な答え|最終回答"                      # no spaces in CJK: no word boundaries
 _CJK2 = r"(?:正确|正確)?答案(?:应该|應該|应当|可能)?(?:是|为|為)?|(?:正しい)?(?:答え|解答|正解)(?:は|が)?"
 _TIER1 = re.compile(_NB + "(?:" + "|".join(_M1[1:]) + ")" + _NA + "|" + _M1[0] + "|" + _CJK1, re.I)

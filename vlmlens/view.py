@@ -79,7 +79,8 @@ def item_media(bench, sample, cfg, info: dict, thumbs: Thumbs, cache=None) -> di
 
 # %% ../nbs/57_view.ipynb #1c2d3e4f
 def located_config(run: Run):
-    "The run's config with its relative paths (data, `*_root` and `video_map` options) found again: run.json's dataset path, or relative to the folder it ran from or to the run folder."
+    """The run's config with its relative paths (data, `*_root` and `video_map` options) found again: run.json's
+    dataset path, or relative to the folder it ran from or to the run folder."""
     import dataclasses
     cfg, info = run.config, run.info or {}
     bases = [Path(b) for b in (info.get("cwd"), run.dir, run.dir.parent) if b]
@@ -459,7 +460,8 @@ def write_page(pages: Pages, folder, i: int, texts: dict | None = None) -> Path:
     return p
 
 def search_texts(page: dict, limit: int = 1000, total: int = 20000) -> dict:
-    "`{key: text}` of one page of details: what search reads beyond question, id and gold (each run's answer, thinking, judge reply, error; `limit` characters of each, `total` per item), lower case."
+    """`{key: text}` of one page of details: what search reads beyond question, id and gold (each run's answer,
+    thinking, judge reply, error; `limit` characters of each, `total` per item), lower case."""
     parts = lambda r: (r.get("raw"), r.get("thinking"), (r.get("judge") or {}).get("raw"), r.get("error"))
     return {k: "\n".join(str(x)[:limit] for r in d["runs"].values() for x in parts(r) if x)[:total].lower() for k, d in page.items()}
 
@@ -619,7 +621,8 @@ def view_index(view_dir) -> dict:
     return _view_index(str(p.resolve()), p.stat().st_mtime)
 
 def deep_link(view_dir, run=None, outcome: str | None = None, item: str | None = None, relative_to=None, **where) -> str:
-    "The address of the view's list of the items of `run` (a run folder or name) in the group `where` (`GROUP_FILTERS`), with `outcome`, `item` open; relative to the folder `relative_to` when given."
+    """The address of the view's list of the items of `run` (a run folder or name) in the group `where`
+    (`GROUP_FILTERS`), with `outcome`, `item` open; relative to the folder `relative_to` when given."""
     from urllib.parse import quote, urlencode
     ix, params = view_index(view_dir), {}
     if run is not None:
@@ -653,7 +656,8 @@ def _group_of(row: dict) -> dict:
     return out
 
 def link_rows(table: Table, view_dir, runs, fmt: str = "md", groups: list | None = None, relative_to=".") -> Table:
-    "A copy of `table` with links to the items behind each row: `runs` (one per row, or one for all) its run, `groups` its filters (else its group columns); links relative to `relative_to` (None: absolute)."
+    """A copy of `table` with links to the items behind each row: `runs` (one per row, or one for all) its run,
+    `groups` its filters (else its group columns); links relative to `relative_to` (None: absolute)."""
     import copy
     t, df = copy.copy(table), table.data.reset_index(drop=True)
     runs = list(runs) if isinstance(runs, (list, tuple)) else [runs] * len(df)

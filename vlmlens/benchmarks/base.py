@@ -285,7 +285,8 @@ def get_benchmark(name: str, **kwargs) -> Benchmark:
 
 # %% ../../nbs/30_benchmarks_base.ipynb #e0c4a401
 def benchmark_modules(*names: str) -> list[str]:
-    "Import the modules of the benchmarks `names` (default: every known one) without building them, so that what a module declares when imported (its data release) is registered; the modules' names."
+    """Import the modules of the benchmarks `names` (default: every known one) without building them, so that what a
+    module declares when imported (its data release) is registered; the modules' names."""
     if not names or any(n not in BENCHMARKS for n in names): load_plugin_folders()
     declared = plugins("vlmlens.benchmarks")
     mods = []

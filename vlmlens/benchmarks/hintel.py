@@ -358,7 +358,10 @@ def _read_subset(path: Path, subset: str, lang: str, root, errors: list) -> list
 def load_hintel(root, subsets=None, langs=None) -> tuple[list[Sample], list[RowError]]:
     "Samples and row errors of the canonical files under `root` (see the layout above)."
     root = Path(root).expanduser()
-    if not root.is_dir(): raise FileNotFoundError(f"hintel data_path {str(root)!r}: no such folder (expected <root>/<subset>/<lang>.jsonl; build a synthetic copy with build_synthetic_hintel)")
+    if not root.is_dir():
+        raise FileNotFoundError(
+            f"hintel data_path {str(root)!r}: no such folder (expected <root>/<subset>/<lang>.jsonl; build a synthetic copy with build_synthetic_hintel)"
+        )
     subsets, langs = _wanted(subsets, SUBSETS, "subset(s)"), _wanted(langs, LANGS, "language(s)")
     groups, errors, found = [], [], 0
     for subset in subsets:
@@ -484,17 +487,29 @@ _COLOR_WORDS = {"en": {"red": "red", "blue": "blue", "green": "green", "yellow":
 _YES = {"en": "yes", "hi": "हाँ", "te": "అవును"}
 _NO = {"en": "no", "hi": "नहीं", "te": "కాదు"}
 _Q = {
-    "count": {"en": "How many {c} circles are in the image?", "hi": "चित्र में कितने {c} वृत्त हैं?", "te": "చిత్రంలో ఎన్ని {c} వృత్తాలు ఉన్నాయి?"},
-    "exists": {"en": "Is there a {c} circle in the image?", "hi": "क्या चित्र में कोई {c} वृत्त है?", "te": "చిత్రంలో {c} వృత్తం ఉందా?"},
-    "largest": {"en": "Which square is the largest?", "hi": "कौन सा वर्ग सबसे बड़ा है?", "te": "ఏ చతురస్రం అతి పెద్దది?"},
-    "pos": {"en": ["The left square", "The middle square", "The right square"], "hi": ["बायाँ वर्ग", "बीच का वर्ग", "दायाँ वर्ग"],
+    "count": {"en": "How many {c} circles are in the image?",
+              "hi": "चित्र में कितने {c} वृत्त हैं?",
+              "te": "చిత్రంలో ఎన్ని {c} వృత్తాలు ఉన్నాయి?"},
+    "exists": {"en": "Is there a {c} circle in the image?",
+               "hi": "क्या चित्र में कोई {c} वृत्त है?",
+               "te": "చిత్రంలో {c} వృత్తం ఉందా?"},
+    "largest": {"en": "Which square is the largest?",
+                "hi": "कौन सा वर्ग सबसे बड़ा है?",
+                "te": "ఏ చతురస్రం అతి పెద్దది?"},
+    "pos": {"en": ["The left square", "The middle square", "The right square"],
+            "hi": ["बायाँ वर्ग", "बीच का वर्ग", "दायाँ वर्ग"],
             "te": ["ఎడమ చతురస్రం", "మధ్య చతురస్రం", "కుడి చతురస్రం"]},
-    "subtract": {"en": "Subtract all {c} circles. How many circles are left?", "hi": "सभी {c} वृत्त हटा दें। कितने वृत्त बचे हैं?",
+    "subtract": {"en": "Subtract all {c} circles. How many circles are left?",
+                 "hi": "सभी {c} वृत्त हटा दें। कितने वृत्त बचे हैं?",
                  "te": "అన్ని {c} వృత్తాలను తీసివేయండి. ఎన్ని వృత్తాలు మిగిలాయి?"},
-    "vaani": {"en": "How many circles are visible in this picture?", "hi": "इस चित्र में कितने वृत्त दिखाई दे रहे हैं?", "te": "ఈ చిత్రంలో ఎన్ని వృత్తాలు కనిపిస్తున్నాయి?"},
-    "jee": {"en": "The expression written in the image is evaluated. What is its value?", "hi": "चित्र में लिखे व्यंजक का मान निकाला जाता है। उसका मान क्या है?",
+    "vaani": {"en": "How many circles are visible in this picture?",
+              "hi": "इस चित्र में कितने वृत्त दिखाई दे रहे हैं?",
+              "te": "ఈ చిత్రంలో ఎన్ని వృత్తాలు కనిపిస్తున్నాయి?"},
+    "jee": {"en": "The expression written in the image is evaluated. What is its value?",
+            "hi": "चित्र में लिखे व्यंजक का मान निकाला जाता है। उसका मान क्या है?",
             "te": "చిత్రంలో రాసిన సమాసం విలువను లెక్కించండి. దాని విలువ ఎంత?"},
-    "jee_multi": {"en": "Which of the following numbers are divisors of the number written in the image?", "hi": "निम्नलिखित में से कौन सी संख्याएँ चित्र में लिखी संख्या की भाजक हैं?",
+    "jee_multi": {"en": "Which of the following numbers are divisors of the number written in the image?",
+                  "hi": "निम्नलिखित में से कौन सी संख्याएँ चित्र में लिखी संख्या की भाजक हैं?",
                   "te": "కింది వాటిలో ఏ సంఖ్యలు చిత్రంలో రాసిన సంఖ్యకు భాజకాలు?"},
 }
 
@@ -1061,15 +1076,22 @@ record("hintel", "Figure 4, Table 5, Table 6", "table", _P + " §5.4-5.6", "verb
        "vlmlens.tables.hintel: gap_by_task (mean over models of En - Indic), strategy_table (one model, 3 strategies, Hindi), failure_table "
        "(four categories, shares of labelled failures per language)")
 record("hintel", "paired En - Indic CIs and McNemar", "metric", "vlmlens (not in the paper)", "reading",
-       "vlmlens.tables.hintel.paired_regression: bootstrap 95% CI over aligned pairs (none below 10 pairs or with no differing pair), exact McNemar on 0/1 outcomes, Holm-adjusted across the table (vlmlens.metrics.paired_compare, holm)")
+       "vlmlens.tables.hintel.paired_regression: bootstrap 95% CI over aligned pairs (none below 10 pairs or with no "
+       "differing pair), exact McNemar on 0/1 outcomes, Holm-adjusted across the table (vlmlens.metrics.paired_compare, holm)")
 
 # %% ../../nbs/32_benchmarks_hintel.ipynb #b9e1d0a1
 from ..fidelity import PACKAGE_DATA, PAPER_NUMBERS
 
 _FILE = f"vlmlens/{PACKAGE_DATA}/{PAPER_NUMBERS}/hintel.json"
-record("hintel", "published numbers: Tables 3-6, every cell", "table", "HinTel-AlignBench Tables 3-6 (§5.1, §5.2, §5.5, §5.6)",
-       "verbatim", f"{_FILE}; Table 6 holds error shares (never compared with a run's accuracy); 16 printed means differ from the mean of their printed cells (the Model Mean rows of "
-       "Tables 3-4, Table 4 Gemma3-12B Ours-H En): kept as printed, listed in tests/test_vs_paper.py")
+record(
+    "hintel",
+    "published numbers: Tables 3-6, every cell",
+    "table",
+    "HinTel-AlignBench Tables 3-6 (§5.1, §5.2, §5.5, §5.6)",
+    "verbatim",
+    f"{_FILE}; Table 6 holds error shares (never compared with a run's accuracy); 16 printed means differ from the mean of their printed cells (the Model Mean rows of "
+    "Tables 3-4, Table 4 Gemma3-12B Ours-H En): kept as printed, listed in tests/test_vs_paper.py",
+)
 record("hintel", "Tables 3-5 VQAv2/CLEVR-Math cells need the paper's judge", "model_id", "HinTel-AlignBench §4 (hybrid evaluation)",
        "verbatim", "gpt-4.1-2025-04-14 re-judges exact-match misses; a run judged by another model, or unjudged, is not compared with these cells")
 record("hintel", "printed model names -> registry names (vs paper)", "model_id", f"{_FILE} aliases", "reading",

@@ -525,7 +525,8 @@ def _split_rows(cfg: RunConfig, errors: list, progress: bool):
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #c9dc6320
 def load_release(cfg: RunConfig, progress: bool = False) -> tuple[list[Sample], list[RowError]]:
-    "Samples and row errors from the rows `cfg.data_path` names (split = `cfg.split` when given; `dev` is validation); MCQ rows without options refused, counted in one row error that stands for them all (`rows`)."
+    """Samples and row errors from the rows `cfg.data_path` names (split = `cfg.split` when given; `dev` is
+    validation); MCQ rows without options refused, counted in one row error that stands for them all (`rows`)."""
     path = Path(cfg.data_path)
     if not path.exists(): raise FileNotFoundError(f"InfiniBench rows not found: {path}")
     vroot, sroot = media_roots(path, _kw(cfg), cfg.split)

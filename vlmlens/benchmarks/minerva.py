@@ -390,6 +390,16 @@ def load_benchmark_file(path, mapper, cfg: RunConfig, name: str) -> tuple[list[S
     splits = None if cfg.split in (None, "", "all") else [x.strip() for x in str(cfg.split).split(",")]
     return load_samples(path, with_video(mapper, locate, where, needs_video, splits), benchmark=name)
 
+# %% ../../nbs/34_benchmarks_minerva.ipynb #1875f96f
+_OVERRIDES: dict = {}
+def _override(p, path):
+    if not path: return p
+    path = Path(path).expanduser()                       # ~ is the home folder, as the option's check reads it
+    if not Path(path).is_file(): raise FileNotFoundError(f"benchmark_kwargs prompt_file {path}: no such file")
+    key = (p.benchmark, p.what, str(path), Path(path).stat().st_mtime_ns if Path(path).is_file() else None)
+    if key not in _OVERRIDES: _OVERRIDES[key] = p.override(path)
+    return _OVERRIDES[key]
+
 # %% ../../nbs/34_benchmarks_minerva.ipynb #d331906d
 _NOT_PRINTED = ("the paper text prints no answering prompt (the release README defers to the paper); vlmlens' text, "
                 "written from the paper's description; benchmark_kwargs.prompt_file substitutes the paper's")
@@ -421,15 +431,6 @@ def answer_prompt(sample: Sample, cfg: RunConfig) -> fidelity.PaperPrompt:
     p = (MINERVA_REASON if reason else MINERVA_DIRECT) if mcq else (CURVE_REASON if reason else CURVE_DIRECT)
     return _override(p, cfg.benchmark_kwargs.get("prompt_file"))
 
-_OVERRIDES: dict = {}
-def _override(p, path):
-    if not path: return p
-    path = Path(path).expanduser()                       # ~ is the home folder, as the option's check reads it
-    if not Path(path).is_file(): raise FileNotFoundError(f"benchmark_kwargs prompt_file {path}: no such file")
-    key = (p.benchmark, p.what, str(path), Path(path).stat().st_mtime_ns if Path(path).is_file() else None)
-    if key not in _OVERRIDES: _OVERRIDES[key] = p.override(path)
-    return _OVERRIDES[key]
-
 # %% ../../nbs/34_benchmarks_minerva.ipynb #8c9d0e1f
 def prompt_text(sample: Sample, cfg: RunConfig) -> str:
     "The question block of a MINERVA (lettered choices) or CURVE (open, in the question's language) sample."
@@ -448,8 +449,14 @@ def minerva_request(sample: Sample, cfg: RunConfig) -> Request:
                    meta={"strategy": cfg.strategy, "modality": modality, "reasoning": wants_reasoning(cfg)})
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #c5d6e7f8
-CURVE_JUDGE_SYSTEM = fidelity.PaperPrompt("curve", "judge system prompt (0/1/2)",
-    """You are a careful, impartial grader. You are given a question about a video showing a cultural practice (sports, cuisine, festivals, tourism, rituals or education) from one of many countries, a reference answer written by people from that culture, and a predicted answer written by the system under evaluation. You cannot see the video. Score how well the meaning of the predicted answer aligns with the reference answer. Judge meaning, not wording: paraphrases, synonyms, transliterations and answers in another language count when they mean the same thing.
+CURVE_JUDGE_SYSTEM = fidelity.PaperPrompt(
+    "curve",
+    "judge system prompt (0/1/2)",
+    """You are a careful, impartial grader. You are given a question about a video showing a cultural practice \
+(sports, cuisine, festivals, tourism, rituals or education) from one of many countries, a reference answer written by \
+people from that culture, and a predicted answer written by the system under evaluation. You cannot see the video. \
+Score how well the meaning of the predicted answer aligns with the reference answer. Judge meaning, not wording: \
+paraphrases, synonyms, transliterations and answers in another language count when they mean the same thing.
 
 Scores:
 2 = correct and complete: it conveys the meaning of the reference answer with all of its key elements and says nothing that contradicts it.
@@ -458,9 +465,11 @@ Scores:
 
 Reply with one JSON object and nothing else, in this form:
 {{"score": <0, 1 or 2>, "justification": "<one sentence>"}}""",
-    "MINERVA-Cultural, Evaluation (Gemini-2.5-Flash judge, 0-2 scale); release README (semantic alignment)", "reading",
+    "MINERVA-Cultural, Evaluation (Gemini-2.5-Flash judge, 0-2 scale); release README (semantic alignment)",
+    "reading",
     "the paper's judge prompt is not in the paper text we have; vlmlens' rubric for its 0/1/2 scale; "
-    "judge_kwargs.prompt_file / system_file substitute the paper's")
+    "judge_kwargs.prompt_file / system_file substitute the paper's",
+)
 CURVE_JUDGE_USER = fidelity.PaperPrompt("curve", "judge user prompt",
     "Question:\n{question}\n\nReference answer:\n{reference}\n\nPredicted answer:\n{prediction}\n\n"
     "Grade the predicted answer. Reply with the JSON object only.", "vlmlens judge layout", "reading",
@@ -681,10 +690,15 @@ fidelity.record("curve", "ablations: frames 1-512, audio on/off, reasoning budge
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #b9e1d0c1
 _FILE = f"vlmlens/{fidelity.PACKAGE_DATA}/{fidelity.PAPER_NUMBERS}/curve.json"
-fidelity.record("curve", "published numbers: main results, ablation, key findings, evidence statistics", "table",
-                "MINERVA-Cultural Main Results, Ablation Study, Key Findings, Key Designs 2-3", "verbatim",
-                f"{_FILE}; the evidence statistics are vlmlens.evidence.EVIDENCE_PAPER; the 18-locale table is not in the text; the ablation numbers name no model (kept, never compared); "
-                "'2k' tokens read as 2048")
+fidelity.record(
+    "curve",
+    "published numbers: main results, ablation, key findings, evidence statistics",
+    "table",
+    "MINERVA-Cultural Main Results, Ablation Study, Key Findings, Key Designs 2-3",
+    "verbatim",
+    f"{_FILE}; the evidence statistics are vlmlens.evidence.EVIDENCE_PAPER; the 18-locale table is not in the text; the ablation numbers name no model (kept, never compared); "
+    "'2k' tokens read as 2048",
+)
 fidelity.record("curve", "main results protocol: compared runs", "table", "MINERVA-Cultural, Evaluation; Main Results", "reading",
                 f"{_FILE} protocols: Gemini-2.5-Flash judge, accuracy as the share of 2s; frames, audio and token budget are not stated "
                 "and not checked; per-locale item counts are not printed, so locale cells get no verdict")

@@ -65,7 +65,7 @@ def _translation_parsers(sub):
     c.add_argument("--translations", required=True, help="LANG=STEP_FOLDER,..."); c.add_argument("--verdicts", required=True)
     c.add_argument("--images", help="folder the records' image paths are relative to"); c.add_argument("--release", required=True)
 
-# %% ../../nbs/79_curation_aligned_cli.ipynb #c22e1af6
+# %% ../../nbs/79_curation_aligned_cli.ipynb #d91fbcce
 def _native_parsers(sub):
     c = command(sub, "caption-mcq", "aligned en + native MCQs from image captions"); c.add_argument("--captions", required=True)
     c.add_argument("--generator", default="gpt-4.1"); c.add_argument("--seed", type=int, default=0, help="seed of the option shuffle (recorded)")
@@ -82,9 +82,12 @@ def _native_parsers(sub):
     c.add_argument("--language", required=True); c.add_argument("--model", default=ocr.OCR_MODEL); c.add_argument("--answer-key")
     c.add_argument("--description", default=""); c.add_argument("--model-kwarg", action="append", metavar="KEY=VALUE")
     c = command(sub, "release-exam", "write the reviewed rows as a HinTel jee_* subset", out=False)
-    c.add_argument("--from", dest="src", required=True, help="LANG=OCR_STEP_FOLDER,... (several papers of one language: LANG=STEP1+STEP2)"); c.add_argument("--verdicts", required=True, help="LANG=VERDICTS,...")
+    c.add_argument("--from", dest="src", required=True,
+                   help="LANG=OCR_STEP_FOLDER,... (several papers of one language: LANG=STEP1+STEP2)")
+    c.add_argument("--verdicts", required=True, help="LANG=VERDICTS,...")
     c.add_argument("--subset", required=True); c.add_argument("--release", required=True)
 
+# %% ../../nbs/79_curation_aligned_cli.ipynb #c22e1af6
 def _calibration_parsers(sub):
     c = command(sub, "calibrate-difficulty", "CURVE shortcut baselines on the pre-labelled sample"); c.add_argument("--data", required=True)
     c.add_argument("--video-root", required=True); c.add_argument("--model", required=True); c.add_argument("--judge", default="gemini-2.5-flash")
@@ -249,7 +252,16 @@ def _run(a) -> int:
     if c == "translate": return _translate(a)
     if c == "back-translate":
         st = _step(a.out, a.src, ("translate_",))
-        return report_step(translate.back_translate(st, a.out, a.engine, engine_options=_engine_options(a.engine_option, a.engine or next((r['item'].get('engine') for r in st.items()), None))))
+        return report_step(
+            translate.back_translate(
+                st,
+                a.out,
+                a.engine,
+                engine_options=_engine_options(
+                    a.engine_option, a.engine or next((r['item'].get('engine') for r in st.items()), None)
+                ),
+            )
+        )
     if c == "compare-engines": return _compare(a)
     if c == "translation-stats":
         items = [it for s in _list(a.src) for it in align.review_items(open_step(s))]

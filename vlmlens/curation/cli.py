@@ -57,13 +57,19 @@ def _generation_commands(sub):
 def _refinement_commands(sub):
     c = command(sub, "dedup", "flag and remove near-duplicate questions"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--threshold", type=float, default=0.95); c.add_argument("--scope", default="video", choices=dedup.SCOPES)
-    c.add_argument("--embedding-model"); c.add_argument("--drop", action="store_true", help="remove, unreviewed, every item paired with an earlier kept item of the same answer (pairs that differ in answer stay)")
+    c.add_argument("--embedding-model")
+    c.add_argument(
+        "--drop",
+        action="store_true",
+        help="remove, unreviewed, every item paired with an earlier kept item of the same answer (pairs that differ in answer stay)",
+    )
     c.add_argument("--verdicts", help="reviewed pairs (duplicate | distinct): remove the later item of each confirmed duplicate")
     c.add_argument("--device", help="where to embed: cuda, cuda:1, cpu (default: a GPU when there is one)")
     c = command(sub, "filter", "knowledge (metadata-only) and vision (subtitles-only) filters"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--models", default=",".join(filters.PAPER_FILTER_MODELS)); c.add_argument("--kinds", default="knowledge,vision")
     c.add_argument("--judge", help="judge of open-ended answers (default: InfiniBench's gpt-4o-mini)")
-    c.add_argument("--judge-kwarg", action="append", metavar="KEY=VALUE", help="judge backend option (repeatable)"); c.add_argument("--runs", help="folder for the filter runs (default BUILD/filter_runs)")
+    c.add_argument("--judge-kwarg", action="append", metavar="KEY=VALUE", help="judge backend option (repeatable)")
+    c.add_argument("--runs", help="folder for the filter runs (default BUILD/filter_runs)")
     c.add_argument("--model-kwarg", action="append", metavar="[MODEL:]KEY=VALUE", help="option for every filter model, or for one (repeatable)")
     c = command(sub, "verify", "apply the review's verdicts (invalid items removed)"); c.add_argument("--from", dest="src", required=True)
     c.add_argument("--verdicts", required=True); c.add_argument("--frac", type=float, default=0.2); c.add_argument("--seed", type=int, default=0)
@@ -101,7 +107,8 @@ def resolve_steps(out, src: str) -> list[Step]:
 
 # %% ../../nbs/68_curation_cli.ipynb #5c356098
 def report_step(st: Step) -> int:
-    "Print a step's counts, flags, invalid calls and answer balance per skill; `NothingAnswered` when it holds no item, `Undecided` when its calls decided nothing; 1 when units failed."
+    """Print a step's counts, flags, invalid calls and answer balance per skill; `NothingAnswered` when it holds no
+    item, `Undecided` when its calls decided nothing; 1 when units failed."""
     s = st.store.read_summary() or st.summary()
     if s["n_items"]: check_decisions(f"curate {st.name} ({st.dir})", (s.get("decisions") or {}).values(), s)   # no "0 rejected" outcome
     extra = f", {s['n_flagged']} flagged {s.get('flags_by_kind')}" if s.get("n_flagged") else ""

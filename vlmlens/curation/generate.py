@@ -132,12 +132,32 @@ SUMMARY_QUESTIONS = list(ib.SUMMARY_QUESTIONS)          # the official pool, kep
 
 # %% ../../nbs/62_curation_generate.ipynb #7528a957
 ACTION_DISTRACTORS = [
-    ['eating a Margherita pizza with extra cheese at a cozy Italian restaurant', 'sipping on a freshly brewed artisanal coffee at a quaint café', 'having an in-depth conversation with a close friend about future travel plans'],
-    ['reading a mystery novel by the fireplace on a rainy day', 'jogging through a scenic trail in the early morning', 'attending a pottery class to make handmade bowls', "visiting a local farmers' market to buy fresh produce"],
-    ['enjoying a cappuccino with a dash of cinnamon at a trendy coffee shop', 'discussing the latest book club read with a friend over lunch', 'savoring a slice of gourmet pizza with sun-dried tomatoes and arugula at a pizzeria', "exploring an art museum's new exhibit on modern sculpture"],
-    ['attending a yoga class focusing on relaxation techniques', 'learning to play a new song on the piano', 'volunteering at an animal shelter to walk dogs', 'going on a guided historical tour of the city', 'planting herbs and flowers in a community garden'],
-    ['playing a competitive game of football at the local park with friends', 'binge-watching the latest season of a popular TV series while lounging on the couch', 'devouring a homemade pepperoni pizza with a crispy crust while watching a movie', 'taking a scenic drive through the countryside to enjoy the views', 'visiting a planetarium to learn about constellations and planets'],
-    ['hiking up a mountain trail to catch the sunrise', 'attending a cooking class to learn Italian cuisine', 'spending the afternoon painting a landscape with watercolors', 'going to a local arcade to play retro video games', 'joining a dance class to learn salsa or tango'],
+    ['eating a Margherita pizza with extra cheese at a cozy Italian restaurant',
+     'sipping on a freshly brewed artisanal coffee at a quaint café',
+     'having an in-depth conversation with a close friend about future travel plans'],
+    ['reading a mystery novel by the fireplace on a rainy day',
+     'jogging through a scenic trail in the early morning',
+     'attending a pottery class to make handmade bowls',
+     "visiting a local farmers' market to buy fresh produce"],
+    ['enjoying a cappuccino with a dash of cinnamon at a trendy coffee shop',
+     'discussing the latest book club read with a friend over lunch',
+     'savoring a slice of gourmet pizza with sun-dried tomatoes and arugula at a pizzeria',
+     "exploring an art museum's new exhibit on modern sculpture"],
+    ['attending a yoga class focusing on relaxation techniques',
+     'learning to play a new song on the piano',
+     'volunteering at an animal shelter to walk dogs',
+     'going on a guided historical tour of the city',
+     'planting herbs and flowers in a community garden'],
+    ['playing a competitive game of football at the local park with friends',
+     'binge-watching the latest season of a popular TV series while lounging on the couch',
+     'devouring a homemade pepperoni pizza with a crispy crust while watching a movie',
+     'taking a scenic drive through the countryside to enjoy the views',
+     'visiting a planetarium to learn about constellations and planets'],
+    ['hiking up a mountain trail to catch the sunrise',
+     'attending a cooking class to learn Italian cuisine',
+     'spending the afternoon painting a landscape with watercolors',
+     'going to a local arcade to play retro video games',
+     'joining a dance class to learn salsa or tango'],
 ]
 for _what, _src in [("MCQ header and chronological question pools", "tvqa/temporal_events_qa_generation.py"),
                     ("scene transition question pool", "tvqa/scene_transition_qa_generation.py"),
@@ -484,6 +504,13 @@ def _write(w, src: Source, skill: str, items: list, rejections: list, prov: Prov
     for local, reason, what in rejections:
         w.reject(f"{src.video_id}/{skill}/rejected-{local}", "generate", reason, what, prov)
 
+# %% ../../nbs/62_curation_generate.ipynb #d7a52519
+def _provenance(src: Source, skill: str, cfg, backend, user_p, system: str, user: str, raw, n_chars: int) -> Provenance:
+    "Where a generated unit comes from: its input text, the model, the prompt (and its hash), the raw reply."
+    return Provenance(src.transcript or "summary", [0, n_chars], "char", cfg.generator, getattr(backend, "model_id", None),
+                      user_p.benchmark + "/" + user_p.what, hashlib.sha256((system + "\n" + user).encode()).hexdigest(), raw,
+                      f"{cfg.seed}:{src.video_id}/{skill}", {"official_cleanup": cfg.official_cleanup})
+
 # %% ../../nbs/62_curation_generate.ipynb #f7bf2d23
 def _model_unit(src: Source, skill: str, ctx: dict, w) -> None:
     cfg, backend, rng = ctx["cfg"], ctx["backend"](), random.Random(f"{ctx['cfg'].seed}:{src.video_id}/{skill}")
@@ -494,9 +521,7 @@ def _model_unit(src: Source, skill: str, ctx: dict, w) -> None:
     values = {"script": transcript, "caption": summary, "summary": summary}
     system, user = sys_p.format(), user_p.format(**{k: values[k] for k in user_p.fields})
     raw = call_generator(backend, system, user, f"{src.video_id}/{skill}", cfg.max_new_tokens, cfg.temperature, cfg.seed)
-    prov = Provenance(src.transcript or "summary", [0, len(transcript or summary)], "char", cfg.generator, getattr(backend, "model_id", None),
-                      user_p.benchmark + "/" + user_p.what, hashlib.sha256((system + "\n" + user).encode()).hexdigest(), raw,
-                      f"{cfg.seed}:{src.video_id}/{skill}", {"official_cleanup": cfg.official_cleanup})
+    prov = _provenance(src, skill, cfg, backend, user_p, system, user, raw, len(transcript or summary))
     try: parsed = parse_literal(raw, cfg.official_cleanup)
     except ValueError as e: return w.reject(f"{src.video_id}/{skill}/output", "parse", str(e), raw, prov)
     sequence = skill in ("chronological_understanding", "scene_transitions")
@@ -549,15 +574,22 @@ def generator_decisions(st: Step, model_units: Sequence[str], max_invalid_rate: 
         else: causes.append(None)
     return decisions("generator outputs", causes, max_invalid_rate)
 
+# %% ../../nbs/62_curation_generate.ipynb #cc1e407a
+def _check_generate(skills: Sequence[str], cfg: GenConfig) -> None:
+    "Refuse, in one line, a skill generation does not cover or an unknown `linking_input`."
+    bad = [s for s in skills if s not in GENERATED_SKILLS]
+    if bad:
+        raise ValueError(f"unknown skill(s) {bad}; generation covers {GENERATED_SKILLS} (global appearance: vlmlens.curation.appearance)")
+    if cfg.linking_input not in ("summary", "events"):
+        raise ValueError(f"linking_input must be 'summary' or 'events', got {cfg.linking_input!r}")
+
 # %% ../../nbs/62_curation_generate.ipynb #81b9bdb3
 def generate(sources: Sequence[Source], root, generator: str | None = None, skills: Sequence[str] = GENERATED_SKILLS,
              cfg: GenConfig | None = None, backend=None, generator_kwargs: dict | None = None, embedder=None, progress: bool = False) -> Step:
     "Generate the questions of `skills` for `sources` into the step `<root>/generate-<hash>`; returns the step."
     cfg = cfg or GenConfig(generator=generator)
     if generator and cfg.generator is None: cfg.generator = generator
-    bad = [s for s in skills if s not in GENERATED_SKILLS]
-    if bad: raise ValueError(f"unknown skill(s) {bad}; generation covers {GENERATED_SKILLS} (global appearance: vlmlens.curation.appearance)")
-    if cfg.linking_input not in ("summary", "events"): raise ValueError(f"linking_input must be 'summary' or 'events', got {cfg.linking_input!r}")
+    _check_generate(skills, cfg)
     srcs = [{**asdict(s), **{f: Path(getattr(s, f)) for f in ("transcript", "subtitles") if getattr(s, f)}} for s in sources]
     prompts = {f"{kind}/{k}": [p.text for p in v] for kind, table in (("episode", PROMPTS), ("movie", MOVIE_PROMPTS)) for k, v in table.items()}
     st = Step(root, "generate", {"sources": srcs, "skills": list(skills), "cfg": asdict(cfg), "prompts": prompts,

@@ -143,13 +143,31 @@ def split_counts(stats: dict) -> list[dict]:
     splits = list(SPLITS) + sorted({k[1] for k in c} - set(SPLITS))
     return [{"skill": s, **{sp: c.get((s, sp), 0) for sp in splits}, "all": sum(c.get((s, sp), 0) for sp in splits)} for s in skills]
 
-# %% ../../nbs/67_curation_release.ipynb #e5d4678f
+# %% ../../nbs/67_curation_release.ipynb #0ac6938e
 def _pct(x) -> str: return "–" if x is None else f"{100 * x:.2f}%"
 
 def _md(rows: list[dict], cols: Sequence[str]) -> str:
     return "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n" + "".join(
         "| " + " | ".join("–" if r.get(c) is None else f"{r[c]:.2f}" if isinstance(r.get(c), float) else str(r[c]) for c in cols) + " |\n" for r in rows)
 
+def _step_section(key: str, s: dict) -> list[str]:
+    "The card's section on one curation step: items kept and rejected, near-duplicates, filters, validity and agreement."
+    out = [f"\n## Step `{key}`\n\nFolder `{s.get('dir')}`: {s.get('n_items')} items kept, {s.get('n_rejected')} rejected "
+           f"({', '.join(f'{k}: {v}' for k, v in (s.get('rejected_by_stage') or {}).items()) or 'none'}).\n"]
+    if s.get("stats") and key.startswith("dedup"):
+        out.append(_md([{**r, "flagged": _pct(r["flagged_share"])} for r in s["stats"]], ["skill", "threshold", "n", "n_flagged", "flagged"]))
+    for k in ("knowledge", "vision"):
+        if s.get(k):
+            out.append(f"\n{k} filter: {s[k]['n_dropped']} of {s[k]['n_items']} removed ({_pct(s[k]['share'])}); "
+                       f"models: {', '.join(s[k]['models'])}.\n")
+    if s.get("validity"):
+        out.append(_md([{**r, "validity": _pct(r["validity"])} for r in s["validity"]], ["stratum", "n_reviewed", "n_valid", "validity"]))
+        ag, cert = s.get("agreement") or {}, (s.get("certificates") or {}).get("overall") or {}
+        out.append(f"\nAgreement on {ag.get('n_items', 0)} items: percent {_pct(ag.get('percent_agreement'))}, Krippendorff's alpha "
+                   f"{ag.get('krippendorff_alpha')}. Temporal certificates: {cert.get('mean_count')} per item, {cert.get('mean_length_s')} s.\n")
+    return out
+
+# %% ../../nbs/67_curation_release.ipynb #e5d4678f
 def dataset_card(name: str, stats: dict, steps: dict) -> str:
     "The dataset card (Markdown) of a release."
     out = [f"# {name}\n", f"An InfiniBench-style benchmark built with vlmlens {vlmlens.__version__} (`vlmlens curate`).\n",
@@ -170,18 +188,7 @@ def dataset_card(name: str, stats: dict, steps: dict) -> str:
            _md([{"skill": s, "n": len(d["question"]), "question_mean": sum(d["question"]) / len(d["question"]),
                  "answer_mean": sum(d["answer"]) / len(d["answer"])} for s, d in stats["lengths"].items()], ["skill", "n", "question_mean", "answer_mean"]),
            "\n![question lengths](figures/figure3_question_lengths.png) ![answer lengths](figures/figure4_answer_lengths.png)\n"]
-    for key, s in steps.items():
-        out.append(f"\n## Step `{key}`\n\nFolder `{s.get('dir')}`: {s.get('n_items')} items kept, {s.get('n_rejected')} rejected "
-                   f"({', '.join(f'{k}: {v}' for k, v in (s.get('rejected_by_stage') or {}).items()) or 'none'}).\n")
-        if s.get("stats") and key.startswith("dedup"):
-            out.append(_md([{**r, "flagged": _pct(r["flagged_share"])} for r in s["stats"]], ["skill", "threshold", "n", "n_flagged", "flagged"]))
-        for k in ("knowledge", "vision"):
-            if s.get(k): out.append(f"\n{k} filter: {s[k]['n_dropped']} of {s[k]['n_items']} removed ({_pct(s[k]['share'])}); models: {', '.join(s[k]['models'])}.\n")
-        if s.get("validity"):
-            out.append(_md([{**r, "validity": _pct(r["validity"])} for r in s["validity"]], ["stratum", "n_reviewed", "n_valid", "validity"]))
-            ag, cert = s.get("agreement") or {}, (s.get("certificates") or {}).get("overall") or {}
-            out.append(f"\nAgreement on {ag.get('n_items', 0)} items: percent {_pct(ag.get('percent_agreement'))}, Krippendorff's alpha "
-                       f"{ag.get('krippendorff_alpha')}. Temporal certificates: {cert.get('mean_count')} per item, {cert.get('mean_length_s')} s.\n")
+    for key, s in steps.items(): out += _step_section(key, s)
     return "".join(out)
 
 # %% ../../nbs/67_curation_release.ipynb #e895990c

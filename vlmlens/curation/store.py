@@ -379,7 +379,8 @@ def run_digest(run) -> str:
 # %% ../../nbs/60_curation_store.ipynb #b7a1c2d4
 @patch
 def raise_if_empty(self: Step, extra: dict | None = None) -> dict:
-    "Write the summary; raise `NothingAnswered` when the step holds no item (the count: its failed units and rejections), `Undecided` when its recorded `decisions` are too few to decide on."
+    """Write the summary; raise `NothingAnswered` when the step holds no item (the count: its failed units and
+    rejections), `Undecided` when its recorded `decisions` are too few to decide on."""
     s = self.finish(extra) if extra is not None else (self.store.read_summary() or self.finish())
     if s["n_items"]:
         check_decisions(f"curate {self.name} ({self.dir})", (s.get("decisions") or {}).values(), s)

@@ -94,7 +94,11 @@ class AnthropicBackend(APIBackend):
         self._api_key, self.base_url, self.base_url_shown = key, (base_url.rstrip("/") if base_url else None), shown
         self._add_secrets(key, *url_secrets)
         self.thinking_budget = None if thinking_budget is None else int(thinking_budget)
-        self.frame_timestamps, self.send_temperature, self.jpeg_quality = as_bool(frame_timestamps, f"{name}: frame_timestamps"), as_bool(send_temperature, f"{name}: send_temperature"), int(jpeg_quality)
+        self.frame_timestamps, self.send_temperature, self.jpeg_quality = (
+            as_bool(frame_timestamps, f"{name}: frame_timestamps"),
+            as_bool(send_temperature, f"{name}: send_temperature"),
+            int(jpeg_quality),
+        )
         self.context_tokens, self.max_images = context_tokens, max_images
         self.paper_languages, self.extra_body = dict(paper_languages or {}), dict(extra_body or {})
         if self.cache_ttl not in CLAUDE_TTLS:

@@ -468,6 +468,15 @@ def parse_ttl(value, name: str = "cache_ttl") -> float | None:
         raise ValueError(f"{name}: cache_ttl must be a duration such as 5m, 1h or 300s (or auto), got {value!r}")
     return float(m[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[m[2]]
 
+# %% ../../nbs/12_models_api.ipynb #3cbbd46a
+def _retry_policy(retry, timeout_s, max_attempts, max_retry_after_s) -> RetryPolicy:
+    "The backend's `RetryPolicy` (given, or from a dict), with the options given on their own set on it and checked."
+    retry = RetryPolicy(**retry) if isinstance(retry, dict) else (retry or RetryPolicy())
+    for k, v in (("timeout_s", timeout_s), ("max_attempts", max_attempts), ("max_retry_after_s", max_retry_after_s)):
+        if v is not None: setattr(retry, k, type(getattr(RetryPolicy, k))(v))
+    retry.__post_init__()
+    return retry
+
 # %% ../../nbs/12_models_api.ipynb #e093762d
 class APIBackend(Backend):
     "Shared machinery for API backends: concurrency, deadline, rpm limit, retries, cache, secrets, accounting, progress."
@@ -487,11 +496,7 @@ class APIBackend(Backend):
         self.name, self.model_id, self.languages = name, model_id, tuple(languages)
         self.concurrency, self.rpm, self.progress = int(concurrency), rpm, as_bool(progress, f"{name}: progress")
         self.window = max(self.concurrency, int(window or 4 * self.concurrency))
-        retry = RetryPolicy(**retry) if isinstance(retry, dict) else (retry or RetryPolicy())
-        for k, v in (("timeout_s", timeout_s), ("max_attempts", max_attempts), ("max_retry_after_s", max_retry_after_s)):
-            if v is not None: setattr(retry, k, type(getattr(RetryPolicy, k))(v))
-        retry.__post_init__()
-        self.retry = retry
+        self.retry = _retry_policy(retry, timeout_s, max_attempts, max_retry_after_s)
         self.price = load_prices(prices, model_id)
         self.prompt_cache = as_bool(prompt_cache, f"{name}: prompt_cache")   # (a --model-kwarg string too; a typo is refused)
         self.cache_ttl = parse_ttl(cache_ttl, name)          # seconds a provider cache entry should live (None: the backend chooses)
@@ -625,6 +630,16 @@ def expected_cache_usage(self: APIBackend, video: tuple, visual: int, frames: in
     "Prompt-cache usage (`cached_input_tokens`, `cache_write_tokens`, …, extra `input_tokens`) a question on `video` reports (default: automatic prefix caching)."
     return {} if first else {"cached_input_tokens": int(visual)}
 
+# %% ../../nbs/12_models_api.ipynb #af552ab0
+@patch
+def _thinking_and_answer(self: APIBackend, reply: Reply, text: str | None, fr: str | None) -> tuple:
+    "`(thinking, answer)` of a reply: the provider's thought text and any `<think>` tags of the answer, joined."
+    thinking, answer = split_thinking(text)                        # open models served without a reasoning parser: <think> tags
+    thinking = "\n\n".join(t for t in (self.scrub(reply.thinking) if reply.thinking else None, thinking) if t) or None
+    if reply.reasoning_tokens and thinking is None and fr == "length" and not (answer or "").strip():
+        thinking = ""                                              # it thought (tokens billed) but the provider returned no thought text
+    return thinking, answer
+
 # %% ../../nbs/12_models_api.ipynb #b1c2d3e4
 @patch
 def _finish(self: APIBackend, reply: Reply, key: str | None, latency: float, bar: CallProgress, scale: float = 1.0) -> Generation:
@@ -641,10 +656,7 @@ def _finish(self: APIBackend, reply: Reply, key: str | None, latency: float, bar
         self.stats["refusals"] += 1; bar.finished(False)
         return Generation(None, usage, latency, error=self._scrub(f"refusal: {reply.refusal}"), finish_reason=fr)
     text = self.scrub(reply.text) if isinstance(reply.text, str) else None
-    thinking, answer = split_thinking(text)                        # open models served without a reasoning parser: <think> tags
-    thinking = "\n\n".join(t for t in (self.scrub(reply.thinking) if reply.thinking else None, thinking) if t) or None
-    if reply.reasoning_tokens and thinking is None and fr == "length" and not (answer or "").strip():
-        thinking = ""                                              # it thought (tokens billed) but the provider returned no thought text
+    thinking, answer = self._thinking_and_answer(reply, text, fr)
     if thinking is not None and (answer is None or (fr == "length" and not answer.strip())):
         self.stats["unfinished_thinking"] = self.stats.get("unfinished_thinking", 0) + 1; bar.finished(False)   # invalid, not an error
         return Generation("", usage, latency, finish_reason=fr, thinking=thinking)

@@ -67,10 +67,22 @@ def check_thinking_budget(model: str, budget, rng) -> int | None:
         raise ValueError(f"{model}: thinking_budget must be -1 (dynamic) or in [{lo}, {hi}], got {budget}{off}")
     return budget
 
-# %% ../../nbs/14_models_gemini.ipynb #805f05e9
+# %% ../../nbs/14_models_gemini.ipynb #53cb777f
 VIDEO_MODES = ("frames", "native")
 MEDIA_RESOLUTIONS = ("low", "medium", "high")
 
+def _check_video_options(name: str, video: str, audio, fps, media_resolution) -> bool | None:
+    "The `audio` option read as a boolean (or None), once `video`, `audio`, `fps` and `media_resolution` agree; one line otherwise."
+    if video not in VIDEO_MODES: raise ValueError(f"{name}: video must be one of {VIDEO_MODES}, got {video!r}")
+    audio = maybe_bool(audio, f"{name}: audio")
+    if video == "frames" and (audio is True or fps is not None):
+        raise ValueError(f"{name}: audio and fps apply to native video; pass video='native' (frames carry no sound, "
+                         f"and their rate is set by the run's num_frames/fps)")
+    if media_resolution is not None and media_resolution not in MEDIA_RESOLUTIONS:
+        raise ValueError(f"{name}: media_resolution must be one of {MEDIA_RESOLUTIONS}, got {media_resolution!r}")
+    return audio
+
+# %% ../../nbs/14_models_gemini.ipynb #805f05e9
 class GeminiBackend(APIBackend):
     "Gemini through google-genai: inline images/frames or native uploaded video, thinking budget, audio switch."
     kind = "gemini"
@@ -85,13 +97,7 @@ class GeminiBackend(APIBackend):
         name = name or model_id
         self.key_env = (api_key_env,) if api_key_env else ("GEMINI_API_KEY", "GOOGLE_API_KEY")
         key = api_key_from_env(self.key_env, what=name)          # first: fail before anything else
-        if video not in VIDEO_MODES: raise ValueError(f"{name}: video must be one of {VIDEO_MODES}, got {video!r}")
-        audio = maybe_bool(audio, f"{name}: audio")
-        if video == "frames" and (audio is True or fps is not None):
-            raise ValueError(f"{name}: audio and fps apply to native video; pass video='native' (frames carry no sound, "
-                             f"and their rate is set by the run's num_frames/fps)")
-        if media_resolution is not None and media_resolution not in MEDIA_RESOLUTIONS:
-            raise ValueError(f"{name}: media_resolution must be one of {MEDIA_RESOLUTIONS}, got {media_resolution!r}")
+        audio = _check_video_options(name, video, audio, fps, media_resolution)
         self.thinking_range = tuple(thinking_range) if thinking_range is not None else None
         self.thinking_budget = check_thinking_budget(name, thinking_budget, self.thinking_range)
         try: from google import genai  # noqa: F401  (imported once, here: a missing package fails now, not mid-run)

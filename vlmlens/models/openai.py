@@ -150,6 +150,18 @@ def openai_options(name, model_id, compatible, detail, frame_detail, reasoning, 
                          f"(openai-compatible:); OpenAI's reasoning models take reasoning_effort instead")
     return reasoning, token_param, maybe_bool(thinking, f"{name}: thinking")
 
+# %% ../../nbs/13_models_openai.ipynb #8414d2a0
+def _shown_name(model_id: str, name: str | None, base_url: str | None) -> tuple:
+    "`(name, shown URL, its secrets)`: the backend's name with any secret in the base URL (a key, a password) redacted."
+    shown, url_secrets = redact_url(base_url.rstrip("/") if base_url else None)
+    name = (name or model_id).replace(base_url or "\0", shown or "").replace((base_url or "\0").rstrip("/"), shown or "")
+    return name, shown, url_secrets
+
+def _import_openai(name: str) -> None:
+    "Import `openai` once, when the backend is built, so that a missing package fails now and not mid-run."
+    try: import openai  # noqa: F401
+    except ImportError: raise ImportError(f"{name}: the OpenAI backend needs the `openai` package (pip install openai)") from None
+
 # %% ../../nbs/13_models_openai.ipynb #60ac1713
 class OpenAIBackend(APIBackend):
     "OpenAI chat completions (OpenAI, or any OpenAI-compatible server via `base_url`)."
@@ -162,16 +174,14 @@ class OpenAIBackend(APIBackend):
                  frame_detail: str | None = None, frame_timestamps: bool = True, jpeg_quality: int = 90,
                  extra_body: dict | None = None, max_images: int | None = None, thinking=None, video: str = "frames",
                  video_max_pixels: int | None = None, context_tokens: int | None = None, **kw):
-        shown, url_secrets = redact_url(base_url.rstrip("/") if base_url else None)
-        name = (name or model_id).replace(base_url or "\0", shown or "").replace((base_url or "\0").rstrip("/"), shown or "")
+        name, shown, url_secrets = _shown_name(model_id, name, base_url)
         self.key_env = (api_key_env or ("OPENAI_COMPATIBLE_API_KEY" if compatible else "OPENAI_API_KEY"),)
         key = api_key_from_env(self.key_env, default="EMPTY" if compatible and not api_key_env else None, what=name)
         refuse_secret_options(name, {"extra_body": extra_body or {}}, self.key_env)
         reasoning, token_param, thinking = openai_options(name, model_id, compatible, detail, frame_detail, reasoning,
                                                           token_param, reasoning_effort, thinking)
         video = served_video_mode(name, model_id, compatible, video)
-        try: import openai  # noqa: F401  (imported here, once, so a missing package fails now and not mid-run)
-        except ImportError: raise ImportError(f"{name}: the OpenAI backend needs the `openai` package (pip install openai)") from None
+        _import_openai(name)
         super().__init__(name, model_id, **kw)
         self._api_key, self.compatible = key, bool(compatible)
         self._add_secrets(key, *url_secrets)

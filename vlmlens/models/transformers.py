@@ -265,6 +265,7 @@ def _tiny_llava_onevision():
                                vision_feature_select_strategy="full", vision_feature_layer=-1, image_grid_pinpoints=grid)
     return tok, proc, cfg, [tok.eos_token_id]
 
+# %% ../../nbs/15_models_transformers.ipynb #f0dcf834
 def _tiny_qwen3_vl():
     from transformers import Qwen3VLConfig, Qwen3VLProcessor
     from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor
@@ -397,6 +398,14 @@ def _load_pretrained(model_id, dtype, device, device_map, revision, attn_impleme
     if device_map is None: model.to(device)
     return {"processor": processor, "model": model.eval(), "revision": pinned, "local": local, "device": device, "device_map": device_map}
 
+# %% ../../nbs/15_models_transformers.ipynb #d7b73070
+def _stop_and_pad_ids(model, tokenizer) -> tuple:
+    "`(eos_ids, pad_id)`: every id that ends an answer (the model's and the tokenizer's), and the padding id (else the least of them)."
+    eos = model.generation_config.eos_token_id
+    eos_ids = (set(eos if isinstance(eos, (list, tuple)) else [eos]) | {tokenizer.eos_token_id}) - {None}
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(eos_ids)
+    return eos_ids, pad_id
+
 # %% ../../nbs/15_models_transformers.ipynb #61e88b3b
 class TransformersBackend(Backend):
     "Any AutoModelForImageTextToText checkpoint with its own processor and chat template, batched with left padding."
@@ -422,9 +431,7 @@ class TransformersBackend(Backend):
         self.tokenizer.padding_side = "left"
         self.thinking = maybe_bool(thinking, "thinking")
         if self.thinking is not None: check_thinking_switch(self.name, template_text(self.processor))
-        eos = self.model.generation_config.eos_token_id
-        self.eos_ids = (set(eos if isinstance(eos, (list, tuple)) else [eos]) | {self.tokenizer.eos_token_id}) - {None}
-        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else min(self.eos_ids)
+        self.eos_ids, self.pad_id = _stop_and_pad_ids(self.model, self.tokenizer)
         fai = maybe_bool(frames_as_images, "frames_as_images")   # None: the architecture decides
         inputs = arch_inputs(self.model.config.model_type, self.processor)
         self.video_input, self.allow_frames = inputs["video"] and fai is not True, fai is not False
@@ -820,6 +827,7 @@ def checkpoint_config(model_id: str, revision: str | None = None, timeout_s: flo
     except EntryNotFoundError: raise ValueError(f"{at}: the repository has no config.json, so it is not a transformers checkpoint") from None
     except (OSError, ValueError) as e: raise ValueError(f"{at}: cannot read the model's config.json ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
 
+# %% ../../nbs/15_models_transformers.ipynb #f5336438
 def preflight(spec: ModelSpec, cfg, _known=BACKEND_KWARGS, **kwargs):
     "Refuse (one line) a run of `spec` under `cfg` that cannot work: unknown options, a missing checkpoint, input its architecture cannot take."
     kw = check_kwargs(spec, kwargs, _known)

@@ -162,7 +162,8 @@ def paired_regression(runs, value: str = "score", n_resamples: int = 10000, seed
 # %% ../../nbs/53_tables_hintel.ipynb #f1ea5771
 def gap_intervals(runs, value: str = "score", strategy: str = "standard", ci: float = 0.95, n_resamples: int = 2000,
                   seed: int = 0, min_pairs: int = 10):
-    "Per task and Indic language: the mean over models of each model's paired En − Indic difference on aligned items (fraction), with a cluster bootstrap interval over aligned items."
+    """Per task and Indic language: the mean over models of each model's paired En − Indic difference on aligned items
+    (fraction), with a cluster bootstrap interval over aligned items."""
     import numpy as np, pandas as pd
     s, out = _scores(runs), []
     if "cfg_strategy" in s.columns: s = s[s["cfg_strategy"] == strategy]
