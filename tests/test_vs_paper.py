@@ -644,6 +644,12 @@ def test_a_run_on_a_fetched_copy_of_the_release_gets_a_verdict_through_its_lock(
     agg = V.compare(RunSet.discover(tmp_path / "out")).query("column == 'Aggregate'").set_index("run_name")
     assert (agg.loc["fetched", "coverage"], agg.loc["fetched", "verdict"]) == ("full", "within")
     assert (agg.loc["copied", "coverage"], agg.loc["copied", "verdict"]) == ("not papers", "not papers")
+    (folder / "curve.json").write_text(json.dumps([{"key": r["sample_id"], "video_id": r["cluster"]} for r in rows[:-1]]), encoding="utf-8")
+    edited = data.provenance(folder / "curve.json")                     # the release, edited after the download
+    assert edited["digest"] == lock["digest"] and edited["edited"][0].startswith("curve.json: size ")
+    _fake_run(tmp_path / "out", "edited", rows[:-1] + [rows[-1]], benchmark="curve", model="gemini-2.5-pro", judge="gemini-2.5-flash", dataset=edited)
+    agg = V.compare(RunSet.discover(tmp_path / "out")).query("column == 'Aggregate'").set_index("run_name")
+    assert (agg.loc["edited", "coverage"], agg.loc["edited", "verdict"]) == ("not papers", "not papers")
 
 
 def test_synthetic_data_and_more_items_than_the_paper_had_get_no_verdict(tmp_path):
