@@ -132,3 +132,13 @@ def test_compare_refuses_one_run_and_an_ambiguous_key(runs, capsys):
     assert "at least two readable runs" in capsys.readouterr().err
     assert main(["compare", str(runs / "strong"), str(runs / "weak"), "--key", "subset"]) == 2
     assert "appears twice" in capsys.readouterr().err
+
+
+def test_the_run_table_labels_each_group_row(runs, capsys):
+    "A MINERVA run groups by split: its row says which split, beside 'all items'; no row without a label."
+    from vlmlens.cli import main
+    assert main(["report", str(runs / "strong")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(i for i, l in enumerate(lines) if "accuracy %" in l)
+    assert lines[head].split()[0] == "split"
+    assert [l.split()[0] for l in lines[head + 1:head + 3]] == ["test", "all"]

@@ -681,7 +681,7 @@ def rate_grid(values, counts=None, digits: int = 1, title: str = "", metric: str
     return t
 
 # %% ../nbs/52_report.ipynb #193e7a8a
-_GROUP_KEYS = ("benchmark", "subset", "skill", "language", "locale", "domain", "category")
+_GROUP_KEYS = ("benchmark", "subset", "split", "skill", "language", "locale", "domain", "category")
 _NATIVE = re.compile(r"^(?P<name>.+?)_0_(?P<top>\d+)$")
 
 def _native_cols(rows) -> list[str]: return list(dict.fromkeys(k for g in rows for k in g if _NATIVE.match(k)))
