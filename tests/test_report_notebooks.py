@@ -332,6 +332,8 @@ def test_infinibench_report(infinibench_runs, tmp_path, capfd):
     text = check_report(out_nb, rdir, min_figures=1)                                  # the check measures it in NeurIPS's 5.5 in
     curve = json.loads((rdir / "figures" / "frames_curve.json").read_text(encoding="utf-8"))
     assert curve["venue"] == "neurips" and curve["made_for_in"] == 5.5 and curve["width_in"] <= 5.5, curve   # made for the venue asked
+    named = [t["text"] for t in curve["texts"] if "(n=" in t["text"]]
+    assert any("flaky" in t and t.endswith("no Score") for t in named), named     # drawn in the Acc panel only: still in the legend
     assert re.search(r"Acc bars: 95% interval over each run's multiple-choice items \((Wilson|cluster bootstrap over videos|cluster-robust SE over videos)\)", text), text  # the method is said
     for want in ("Table 3: InfiniBench skills, Acc (%), Score (/10) and Overall (/100)", "Grounding skills (accuracy %)",
                  "Reasoning skills (score /10)", "Random", "Input modalities: Acc (%)", "video (2 frames)", "metadata",

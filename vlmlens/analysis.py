@@ -271,7 +271,8 @@ def line_chart(df, x: str, y: str, by: str | None = None, n: str | None = None, 
         ns = sorted(set(g[n].dropna().astype(int))) if n else []
         label = None if key is None else str(key) + (f" (n={ns[0]})" if len(ns) == 1 else "")
         line, = ax.plot(g[x].astype(float), g[y].astype(float), marker=_MARKERS[k % len(_MARKERS)], markersize=4 + 1.5 * (k % 2),
-                        linestyle=_DASHES[k % len(_DASHES)], fillstyle="full" if k % 2 == 0 else "none", label=label)
+                        linestyle=_DASHES[k % len(_DASHES)], fillstyle="full" if k % 2 == 0 else "none", label=label,
+                        color=f"C{k % 10}", gid=None if key is None else str(key))   # the k-th series keeps its look when one before it is not drawn
         if lo and hi:                                       # bars, not a band: a point's own interval; no caps, so `ax.lines` are the series
             v, l, h = (g[c].astype(float).to_numpy() for c in (y, lo, hi))
             err = np.fmax(np.vstack([v - l, h - v]), 0)    # no interval, or a point a rounding outside it: no bar that side
