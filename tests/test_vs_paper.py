@@ -672,3 +672,15 @@ def test_a_run_written_before_clusters_were_recorded_is_told_to_rescore(tmp_path
     cmp = V.compare(RunSet.discover(tmp_path))
     assert cmp[cmp.column == "Aggregate"].ci_method.iloc[0] == "wilson"
     assert any("names no cluster" in m and "vlmlens score" in m for m in cmp.attrs["unmatched"])
+
+
+def test_our_values_stay_in_the_table_and_the_note_names_only_settings(tmp_path, capsys):
+    "Two cells that our run measures alike (Aggregate, Lowest Region: all items te-IN) keep 'ours' and its CI in the table, beside the paper's value; "
+    "a column empty in every row (no setting differs) is dropped without a note like 'setting differs .'."
+    from vlmlens.cli import main
+    _fake_run(tmp_path, "pro", _curve_2400(), benchmark="curve", model="gemini-2.5-pro", judge="gemini-2.5-flash", dataset=CURVE_RELEASE)
+    assert main(["report", str(tmp_path), "--vs-paper", "--format", "latex"]) == 0
+    tex = capsys.readouterr().out.split("Ours beside the papers")[1]
+    body, note = tex.split("\\bottomrule")
+    assert re.search(r"^ours & .*42\.\S*54 & 42\.54 \\\\$", body, re.M) and re.search(r"^our 95\\% CI & ", body, re.M), body
+    assert "Every row:" in note and "unit \\%." in note and "42.54" not in note and "setting differs ." not in note

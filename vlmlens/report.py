@@ -398,11 +398,15 @@ def _breakable(tex: str) -> str:
 # %% ../nbs/52_report.ipynb #h9c5l00c
 ABBREVIATE_CHARS = 24                                         # a row label longer than this gets a code when the table is too wide
 
+_MEASURED = re.compile(r"^[−+-]?\d[\d,.]*%?(\s*[–-]\s*[−+-]?\d[\d,.]*%?)?( \(n=\d+\))?$")   # a number or an interval: a result, not a setting
+
 def _constant(df) -> tuple[object, list[str]]:
-    "`df` without its columns that hold one value in every row (said once in a note instead); (df, []) when none does."
-    same = [c for i, c in enumerate(df.columns) if len(df) > 1 and df.shape[1] > 2 and df.iloc[:, i].astype(str).nunique() == 1]
+    "`df` without its columns that hold one setting in every row (said once in a note instead; a number that happens to repeat stays in its column); (df, []) when none does."
+    same = [c for i, c in enumerate(df.columns) if len(df) > 1 and df.shape[1] > 2 and df.iloc[:, i].astype(str).nunique() == 1
+            and not _MEASURED.match(str(df.iat[0, i]).strip())]
     if not same or len(same) >= df.shape[1] - 1: return df, []
-    return df.drop(columns=same), ["Every row: " + "; ".join(f"{_head(c)} {df[c].iloc[0]}" for c in same) + "."]
+    said = [c for c in same if str(df[c].iloc[0]).strip()]                  # a column empty in every row: dropped, nothing to say
+    return df.drop(columns=same), ["Every row: " + "; ".join(f"{_head(c)} {df[c].iloc[0]}" for c in said) + "."] if said else []
 
 def _common_n(df) -> tuple[object, list[str]]:
     "`df` with ' (n=K)' dropped from its cells when each column's cells say one K (said once in a note, by column when they differ); (df, []) otherwise."
