@@ -393,7 +393,7 @@ def _colspec(df, size: str = "small", pad: float = 12) -> tuple[str, float, list
 
 def _breakable(tex: str) -> str:
     "Prose with a break allowed after `_ . / = : @ >` inside long identifiers and paths (`benchmark_kwargs.prompt_language=en`)."
-    return re.sub(r"(\\_|\\textgreater\{\}|[./=:@(])(?=[^\s$])", r"\1\\allowbreak{}", tex)
+    return re.sub(r"(\\_|\\textgreater\{\}|(?<!\d)\.|\.(?!\d)|[/=:@(])(?=[^\s$])", r"\1\\allowbreak{}", tex)   # never inside a number
 
 # %% ../nbs/52_report.ipynb #h9c5l00c
 ABBREVIATE_CHARS = 24                                         # a row label longer than this gets a code when the table is too wide
