@@ -352,3 +352,19 @@ def test_infinibench_report(infinibench_runs, tmp_path, capfd):
     abl = [pd.read_csv(f) for f in sorted((rdir / "tables").glob("ablation_paired_*.csv"))]
     assert abl and all({"global_appearance", "grounding skills (Acc)"} <= set(t.subset) for t in abl), [list(t.subset) for t in abl]
     assert not any(t.subset.isin(["all items", ""]).any() for t in abl)
+
+
+@pytest.mark.parametrize("which", ["infinibench", "hintel"])
+def test_single_column_variant(which, infinibench_runs, hintel_runs, tmp_path):
+    "column=True: every chart is made for one IEEE column (3.5 in), its text at least 8 pt there, and the paper check finds nothing."
+    runs, robust = infinibench_runs
+    params = {"infinibench": {"runs_root": str(runs), "robustness_run": str(robust)},
+              "hintel": {"runs_root": str(hintel_runs), "n_resamples": 200}}[which]
+    out_nb, rdir = tmp_path / "report.ipynb", tmp_path / "report"
+    render_report(REPO / "evalnb" / f"report_{which}.ipynb", out_nb, {**params, "report_dir": str(rdir), "venue": "ieee", "column": True},
+                  cwd=tmp_path)
+    check_report(out_nb, rdir, min_figures=1)
+    for p in sorted((rdir / "figures").glob("*.json")):
+        rec = json.loads(p.read_text(encoding="utf-8"))
+        assert (rec["venue"], rec["made_for_in"]) == ("ieee", 3.5) and rec["width_in"] <= 3.5, (p.name, rec["made_for_in"], rec["width_in"])
+        assert min(t["pt"] for t in rec["texts"]) >= 8, p.name
