@@ -156,12 +156,6 @@ def _n_labels(df, n) -> tuple[list, list, str]:
         return ticks, [f"{b} (n={show(np.nanmax(a[:, j]))})" for j, b in enumerate(bars)], ""
     return [f"{t}\n(n={'/'.join(show(v) for v in a[i])})" for i, t in enumerate(ticks)], bars, ""
 
-def _upright(ax, df, width: float, fmt: str, fontsize: float) -> bool:
-    "Whether bar values stand upright: more than three bars a group, or a value wider than its bar (a one-column figure; 15% spare for the axes narrowing)."
-    axes_pt = 0.85 * ax.get_position().width * ax.figure.get_size_inches()[0] * 72
-    label_pt = 0.6 * fontsize * max((len(fmt.format(v)) for v in df.to_numpy(dtype=float).ravel() if np.isfinite(v)), default=1)
-    return df.shape[1] > 3 or label_pt > width * 0.95 * axes_pt / max(1, df.shape[0])
-
 def _bar_label(ax, x, v, lo, hi, fmt: str, fontsize: float, rotation: int = 0):
     "The value above (below) its bar and error bar; a missing value (nothing answered, not run) is marked '–' at the base, never drawn as 0."
     if not np.isfinite(v):
@@ -169,6 +163,13 @@ def _bar_label(ax, x, v, lo, hi, fmt: str, fontsize: float, rotation: int = 0):
     top = np.nanmax([v, hi]) if v >= 0 else np.nanmin([v, lo])
     ax.annotate(fmt.format(v).replace("-", "−"), (x, top), xytext=(0, 2 if v >= 0 else -2), textcoords="offset points", ha="center",
                 va="bottom" if v >= 0 else "top", fontsize=fontsize, rotation=rotation)
+
+# %% ../nbs/50_analysis.ipynb #5b13fbcc
+def _upright(ax, df, width: float, fmt: str, fontsize: float) -> bool:
+    "Whether bar values stand upright: more than three bars a group, or a value wider than its bar (a one-column figure; 15% spare for the axes narrowing)."
+    axes_pt = 0.85 * ax.get_position().width * ax.figure.get_size_inches()[0] * 72
+    label_pt = 0.6 * fontsize * max((len(fmt.format(v)) for v in df.to_numpy(dtype=float).ravel() if np.isfinite(v)), default=1)
+    return df.shape[1] > 3 or label_pt > width * 0.95 * axes_pt / max(1, df.shape[0])
 
 # %% ../nbs/50_analysis.ipynb #v3n0e002
 from dataclasses import dataclass
