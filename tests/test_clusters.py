@@ -142,3 +142,14 @@ def test_the_run_table_labels_each_group_row(runs, capsys):
     head = next(i for i, l in enumerate(lines) if "accuracy %" in l)
     assert lines[head].split()[0] == "split"
     assert [l.split()[0] for l in lines[head + 1:head + 3]] == ["test", "all"]
+
+
+def test_two_runs_that_answer_alike_are_not_called_too_few(runs, tmp_path, capsys):
+    "200 pairs over 40 videos, none differing: no interval, and the reason is that nothing varies, not that pairs are too few."
+    import shutil
+    from vlmlens.cli import main
+    shutil.copytree(runs / "weak", tmp_path / "again")
+    assert main(["compare", str(runs / "weak"), str(tmp_path / "again")]) == 0
+    out = capsys.readouterr().out
+    row = next(l for l in out.splitlines() if " 200 " in l)
+    assert " 0.00 " in row and "[" not in row and "too few pairs" not in out and "the per-item differences do not vary" in out
