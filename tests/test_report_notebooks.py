@@ -343,6 +343,8 @@ def test_infinibench_report(infinibench_runs, tmp_path, capfd):
     # the run whose judge never parsed: Score and Overall blank with the official 0.00 in a note, never a bare 0.0
     t3 = (rdir / "tables" / "table3.md").read_text(encoding="utf-8")
     flaky = next(l for l in t3.splitlines() if l.startswith("| flaky"))
+    assert re.search(r"^\| Random \(with the IDK option\) \|.*\| 21\.67 \|", t3, re.M), t3          # chance per IDK setting, never averaged
+    assert re.search(r"^\| Random \(without the IDK option\) \|.*\| 28\.13 \|", t3, re.M), t3
     assert re.search(r"\| –\S* \| –\S* \|$", flaky) and "no valid judgments (official Score 0.00" in t3
     # the frame curve keeps modalities, IDK and judges apart: one line per other setting, n in the legend
     assert "No Score point (no valid judgments): flaky" in text                          # a missing point says why, never 0.0
