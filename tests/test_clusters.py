@@ -153,3 +153,14 @@ def test_two_runs_that_answer_alike_are_not_called_too_few(runs, tmp_path, capsy
     out = capsys.readouterr().out
     row = next(l for l in out.splitlines() if " 200 " in l)
     assert " 0.00 " in row and "[" not in row and "too few pairs" not in out and "the per-item differences do not vary" in out
+
+
+def test_compare_csv_names_both_runs_and_keeps_their_means(runs, capsys):
+    "The machine form of a comparison keeps the runs' labels in A and B, and their means beside them (never written over the labels)."
+    import io
+    import pandas as pd
+    from vlmlens.cli import main
+    assert main(["compare", str(runs / "strong"), str(runs / "weak"), "--format", "csv"]) == 0
+    df = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert (df.loc[0, "A"], df.loc[0, "B"]) == ("strong", "weak"), df
+    assert df.loc[0, "A (fraction)"] > df.loc[0, "B (fraction)"] and df.loc[0, "pairs"] == 200

@@ -398,7 +398,7 @@ def _breakable(tex: str) -> str:
 # %% ../nbs/52_report.ipynb #h9c5l00c
 ABBREVIATE_CHARS = 24                                         # a row label longer than this gets a code when the table is too wide
 
-_MEASURED = re.compile(r"^[−+-]?\d[\d,.]*%?(\s*[–-]\s*[−+-]?\d[\d,.]*%?)?( \(n=\d+\))?$")   # a number or an interval: a result, not a setting
+_MEASURED = re.compile(r"^(\[?[−+-]?\d[\d,.]*%?((\s*[–-]|,)\s*[−+-]?\d[\d,.]*%?)?\]?( \(n=\d+\))?|\d+/\d+)$")   # a number, an interval, a count: a result, not a setting
 
 def _constant(df) -> tuple[object, list[str]]:
     "`df` without its columns that hold one setting in every row (said once in a note instead; a number that happens to repeat stays in its column); (df, []) when none does."
@@ -577,7 +577,9 @@ def machine_frame(table):
         name = _head(c)
         col = [_as_cell(v, name.endswith("%")) for v in df[c]]
         cells = [v for v in col if isinstance(v, Cell)]
-        if all(v.percent for v in cells): name = _machine_name(re.sub(r"\s*%$", "", name))
+        if all(v.percent for v in cells):
+            bare = _machine_name(re.sub(r"\s*%$", "", name))
+            name = f"{bare} (fraction)" if bare != name and bare in {_head(x) for x in df.columns if x != c} else bare   # 'A %' beside 'A': both kept
         out[name] = [t.context[name] if name in t.context and _plain(v) is None else _plain(v) for v in col]
         if any(v.n is not None and "(n=" in v for v in cells): out[f"{name} n"] = [v.n if isinstance(v, Cell) else None for v in col]
     return pd.DataFrame(out).convert_dtypes()
