@@ -132,3 +132,35 @@ def test_compare_refuses_one_run_and_an_ambiguous_key(runs, capsys):
     assert "at least two readable runs" in capsys.readouterr().err
     assert main(["compare", str(runs / "strong"), str(runs / "weak"), "--key", "subset"]) == 2
     assert "appears twice" in capsys.readouterr().err
+
+
+def test_the_run_table_labels_each_group_row(runs, capsys):
+    "A MINERVA run groups by split: its row says which split, beside 'all items'; no row without a label."
+    from vlmlens.cli import main
+    assert main(["report", str(runs / "strong")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(i for i, l in enumerate(lines) if "accuracy %" in l)
+    assert lines[head].split()[0] == "split"
+    assert [l.split()[0] for l in lines[head + 1:head + 3]] == ["test", "all"]
+
+
+def test_two_runs_that_answer_alike_are_not_called_too_few(runs, tmp_path, capsys):
+    "200 pairs over 40 videos, none differing: no interval, and the reason is that nothing varies, not that pairs are too few."
+    import shutil
+    from vlmlens.cli import main
+    shutil.copytree(runs / "weak", tmp_path / "again")
+    assert main(["compare", str(runs / "weak"), str(tmp_path / "again")]) == 0
+    out = capsys.readouterr().out
+    row = next(l for l in out.splitlines() if " 200 " in l)
+    assert " 0.00 " in row and "[" not in row and "too few pairs" not in out and "the per-item differences do not vary" in out
+
+
+def test_compare_csv_names_both_runs_and_keeps_their_means(runs, capsys):
+    "The machine form of a comparison keeps the runs' labels in A and B, and their means beside them (never written over the labels)."
+    import io
+    import pandas as pd
+    from vlmlens.cli import main
+    assert main(["compare", str(runs / "strong"), str(runs / "weak"), "--format", "csv"]) == 0
+    df = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert (df.loc[0, "A"], df.loc[0, "B"]) == ("strong", "weak"), df
+    assert df.loc[0, "A (fraction)"] > df.loc[0, "B (fraction)"] and df.loc[0, "pairs"] == 200

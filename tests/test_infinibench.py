@@ -572,9 +572,10 @@ def test_report_notebook_renders_tables_and_plots(runs, server, tmp_path, repo_r
                         parameters={"runs_root": str(out), "report_dir": str(rep), "robustness_run": str(out / "syn-video")},
                         cwd=str(tmp_path), progress_bar=False)
     t3 = (rep / "tables" / "table3.md").read_text(encoding="utf-8")
-    assert "| Random |" in t3 and all(c in t3 for c in ("Acc %", "Score /10", "Overall /100", "Global Appearance"))
+    assert all(c in t3 for c in ("Acc %", "Score /10", "Overall /100", "Global Appearance"))
+    assert "| Random (with the IDK option) |" in t3 and "| Random (without the IDK option) |" in t3   # runs with and without it: chance for each
     body = [l for l in t3.splitlines() if l.startswith("| ") and not l.startswith("|  | run") and not l.startswith("| run")]
-    assert len(body) == len(T.collect_runs(out)) + 1 and len(set(body)) == len(body)
+    assert len(body) == len(T.collect_runs(out)) + 2 and len(set(body)) == len(body)                   # the runs, two chance rows
     assert (rep / "figures" / "frames_curve.png").stat().st_size > 1000 and (rep / "figures" / "frames_curve.pdf").exists()
     mod = pd.read_csv(rep / "tables" / "modality_overall_0_100.csv")
     assert {"metadata", "subtitles", "video (4 frames)", "video+subtitles (4 frames)"} <= set(mod.columns)

@@ -332,6 +332,8 @@ def test_infinibench_report(infinibench_runs, tmp_path, capfd):
     text = check_report(out_nb, rdir, min_figures=1)                                  # the check measures it in NeurIPS's 5.5 in
     curve = json.loads((rdir / "figures" / "frames_curve.json").read_text(encoding="utf-8"))
     assert curve["venue"] == "neurips" and curve["made_for_in"] == 5.5 and curve["width_in"] <= 5.5, curve   # made for the venue asked
+    named = [t["text"] for t in curve["texts"] if "(n=" in t["text"]]
+    assert any("flaky" in t and t.endswith("no Score") for t in named), named     # drawn in the Acc panel only: still in the legend
     assert re.search(r"Acc bars: 95% interval over each run's multiple-choice items \((Wilson|cluster bootstrap over videos|cluster-robust SE over videos)\)", text), text  # the method is said
     for want in ("Table 3: InfiniBench skills, Acc (%), Score (/10) and Overall (/100)", "Grounding skills (accuracy %)",
                  "Reasoning skills (score /10)", "Random", "Input modalities: Acc (%)", "video (2 frames)", "metadata",
@@ -341,6 +343,8 @@ def test_infinibench_report(infinibench_runs, tmp_path, capfd):
     # the run whose judge never parsed: Score and Overall blank with the official 0.00 in a note, never a bare 0.0
     t3 = (rdir / "tables" / "table3.md").read_text(encoding="utf-8")
     flaky = next(l for l in t3.splitlines() if l.startswith("| flaky"))
+    assert re.search(r"^\| Random \(with the IDK option\) \|.*\| 21\.67 \|", t3, re.M), t3          # chance per IDK setting, never averaged
+    assert re.search(r"^\| Random \(without the IDK option\) \|.*\| 28\.13 \|", t3, re.M), t3
     assert re.search(r"\| –\S* \| –\S* \|$", flaky) and "no valid judgments (official Score 0.00" in t3
     # the frame curve keeps modalities, IDK and judges apart: one line per other setting, n in the legend
     assert "No Score point (no valid judgments): flaky" in text                          # a missing point says why, never 0.0
@@ -350,3 +354,19 @@ def test_infinibench_report(infinibench_runs, tmp_path, capfd):
     abl = [pd.read_csv(f) for f in sorted((rdir / "tables").glob("ablation_paired_*.csv"))]
     assert abl and all({"global_appearance", "grounding skills (Acc)"} <= set(t.subset) for t in abl), [list(t.subset) for t in abl]
     assert not any(t.subset.isin(["all items", ""]).any() for t in abl)
+
+
+@pytest.mark.parametrize("which", ["infinibench", "hintel"])
+def test_single_column_variant(which, infinibench_runs, hintel_runs, tmp_path):
+    "column=True: every chart is made for one IEEE column (3.5 in), its text at least 8 pt there, and the paper check finds nothing."
+    runs, robust = infinibench_runs
+    params = {"infinibench": {"runs_root": str(runs), "robustness_run": str(robust)},
+              "hintel": {"runs_root": str(hintel_runs), "n_resamples": 200}}[which]
+    out_nb, rdir = tmp_path / "report.ipynb", tmp_path / "report"
+    render_report(REPO / "evalnb" / f"report_{which}.ipynb", out_nb, {**params, "report_dir": str(rdir), "venue": "ieee", "column": True},
+                  cwd=tmp_path)
+    check_report(out_nb, rdir, min_figures=1)
+    for p in sorted((rdir / "figures").glob("*.json")):
+        rec = json.loads(p.read_text(encoding="utf-8"))
+        assert (rec["venue"], rec["made_for_in"]) == ("ieee", 3.5) and rec["width_in"] <= 3.5, (p.name, rec["made_for_in"], rec["width_in"])
+        assert min(t["pt"] for t in rec["texts"]) >= 8, p.name

@@ -647,6 +647,12 @@ def test_a_run_on_a_fetched_copy_of_the_release_gets_a_verdict_through_its_lock(
     agg = V.compare(RunSet.discover(tmp_path / "out")).query("column == 'Aggregate'").set_index("run_name")
     assert (agg.loc["fetched", "coverage"], agg.loc["fetched", "verdict"]) == ("full", "within")
     assert (agg.loc["copied", "coverage"], agg.loc["copied", "verdict"]) == ("not papers", "not papers")
+    (folder / "curve.json").write_text(json.dumps([{"key": r["sample_id"], "video_id": r["cluster"]} for r in rows[:-1]]), encoding="utf-8")
+    edited = data.provenance(folder / "curve.json")                     # the release, edited after the download
+    assert edited["digest"] == lock["digest"] and edited["edited"][0].startswith("curve.json: size ")
+    _fake_run(tmp_path / "out", "edited", rows[:-1] + [rows[-1]], benchmark="curve", model="gemini-2.5-pro", judge="gemini-2.5-flash", dataset=edited)
+    agg = V.compare(RunSet.discover(tmp_path / "out")).query("column == 'Aggregate'").set_index("run_name")
+    assert (agg.loc["edited", "coverage"], agg.loc["edited", "verdict"]) == ("not papers", "not papers")
 
 
 def test_synthetic_data_and_more_items_than_the_paper_had_get_no_verdict(tmp_path):
@@ -719,3 +725,15 @@ def test_a_plugin_benchmark_ships_its_own_published_numbers(tmp_path):
                          capture_output=True, text=True, timeout=300, env={**__import__("os").environ, "VLMLENS_PLUGINS": ""})
     assert out.returncode == 0, out.stderr
     assert "Toy Table 1" in out.stdout and "Toy version 2026.1.0" in out.stdout and "-2.5" in out.stdout
+
+
+def test_our_values_stay_in_the_table_and_the_note_names_only_settings(tmp_path, capsys):
+    "Two cells that our run measures alike (Aggregate, Lowest Region: all items te-IN) keep 'ours' and its CI in the table, beside the paper's value; "
+    "a column empty in every row (no setting differs) is dropped without a note like 'setting differs .'."
+    from vlmlens.cli import main
+    _fake_run(tmp_path, "pro", _curve_2400(), benchmark="curve", model="gemini-2.5-pro", judge="gemini-2.5-flash", dataset=CURVE_RELEASE)
+    assert main(["report", str(tmp_path), "--vs-paper", "--format", "latex"]) == 0
+    tex = capsys.readouterr().out.split("Ours beside the papers")[1]
+    body, note = tex.split("\\bottomrule")
+    assert re.search(r"^ours & .*42\.\S*54 & 42\.54 \\\\$", body, re.M) and re.search(r"^our 95\\% CI & ", body, re.M), body
+    assert "Every row:" in note and "unit \\%." in note and "42.54" not in note and "setting differs ." not in note

@@ -98,10 +98,19 @@ def below_legend(ax, title: str | None = None, fontsize: float = 8, handles=None
     if ax.get_legend(): ax.get_legend().remove()
     fig = ax.figure; fig.canvas.draw(); r = fig.canvas.get_renderer()
     y = ax.transAxes.inverted().transform((0, ax.get_tightbbox(r).y0 - 4 * fig.dpi / 72))[1]   # 4 pt under the x labels
+    put = lambda ncol, labels: ax.legend(handles, labels, title=title, fontsize=fontsize, title_fontsize=fontsize, loc="upper center",
+                                         ncol=ncol, bbox_to_anchor=(0.5, y), borderaxespad=0.0, frameon=False, columnspacing=1.2, handlelength=1.5)
     for ncol in range(len(handles), 0, -1):
-        leg = ax.legend(handles, labels, title=title, fontsize=fontsize, title_fontsize=fontsize, loc="upper center", ncol=ncol,
-                        bbox_to_anchor=(0.5, y), borderaxespad=0.0, frameon=False, columnspacing=1.2, handlelength=1.5)
+        leg = put(ncol, labels)
         if leg.get_window_extent(r).width <= ax.get_window_extent(r).width: break
+    cx = (ax.get_window_extent(r).x0 + ax.get_window_extent(r).x1) / 2
+    room = 2 * min(cx - fig.bbox.x0, fig.bbox.x1 - cx) - 4 * fig.dpi / 72       # centred under the axes, inside the figure
+    for _ in range(4):                                                      # one column still too wide: labels wrap, text keeps its size
+        wide = leg.get_window_extent(r).width
+        if wide <= room: break
+        chars = max(12, int(max(len(l.replace("\n", " ")) for l in map(str, labels)) * room / wide) - 2)
+        labels = [textwrap.fill(str(l), chars, break_long_words=False) for l in labels]
+        leg = put(1, labels)
     leg._vlmlens_below = (title, fontsize, handles, labels)                  # fit_width re-flows it when the axes narrow
     return leg
 
@@ -154,6 +163,13 @@ def _bar_label(ax, x, v, lo, hi, fmt: str, fontsize: float, rotation: int = 0):
     top = np.nanmax([v, hi]) if v >= 0 else np.nanmin([v, lo])
     ax.annotate(fmt.format(v).replace("-", "−"), (x, top), xytext=(0, 2 if v >= 0 else -2), textcoords="offset points", ha="center",
                 va="bottom" if v >= 0 else "top", fontsize=fontsize, rotation=rotation)
+
+# %% ../nbs/50_analysis.ipynb #5b13fbcc
+def _upright(ax, df, width: float, fmt: str, fontsize: float) -> bool:
+    "Whether bar values stand upright: more than three bars a group, or a value wider than its bar (a one-column figure; 15% spare for the axes narrowing)."
+    axes_pt = 0.85 * ax.get_position().width * ax.figure.get_size_inches()[0] * 72
+    label_pt = 0.6 * fontsize * max((len(fmt.format(v)) for v in df.to_numpy(dtype=float).ravel() if np.isfinite(v)), default=1)
+    return df.shape[1] > 3 or label_pt > width * 0.95 * axes_pt / max(1, df.shape[0])
 
 # %% ../nbs/50_analysis.ipynb #v3n0e002
 from dataclasses import dataclass
@@ -238,7 +254,7 @@ def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str 
         ax.bar(xs, vals, width * 0.95, yerr=yerr, capsize=3 if yerr is not None else 0, label=series[j] if drawn else None,
                error_kw={"elinewidth": 0.8, "capthick": 0.8})
         if annotate:
-            for xx, v, l, h in zip(xs, vals, lo, hi): _bar_label(ax, xx, v, l, h, fmt, size, 90 if n_bars > 3 else 0)   # many bars: upright labels never run together
+            for xx, v, l, h in zip(xs, vals, lo, hi): _bar_label(ax, xx, v, l, h, fmt, size, 90 if _upright(ax, df, width, fmt, size) else 0)   # never run together
     r = _rotation(df.index, n_groups) if rot is None else rot
     ax.set_xticks(x); ax.set_xticklabels(ticks, rotation=r, ha="right" if r else "center")
     if np.nanmin(np.r_[df.to_numpy(dtype=float).ravel(), 0]) < 0: ax.axhline(0, color="black", linewidth=0.6)
@@ -271,7 +287,8 @@ def line_chart(df, x: str, y: str, by: str | None = None, n: str | None = None, 
         ns = sorted(set(g[n].dropna().astype(int))) if n else []
         label = None if key is None else str(key) + (f" (n={ns[0]})" if len(ns) == 1 else "")
         line, = ax.plot(g[x].astype(float), g[y].astype(float), marker=_MARKERS[k % len(_MARKERS)], markersize=4 + 1.5 * (k % 2),
-                        linestyle=_DASHES[k % len(_DASHES)], fillstyle="full" if k % 2 == 0 else "none", label=label)
+                        linestyle=_DASHES[k % len(_DASHES)], fillstyle="full" if k % 2 == 0 else "none", label=label,
+                        color=f"C{k % 10}", gid=None if key is None else str(key))   # the k-th series keeps its look when one before it is not drawn
         if lo and hi:                                       # bars, not a band: a point's own interval; no caps, so `ax.lines` are the series
             v, l, h = (g[c].astype(float).to_numpy() for c in (y, lo, hi))
             err = np.fmax(np.vstack([v - l, h - v]), 0)    # no interval, or a point a rounding outside it: no bar that side

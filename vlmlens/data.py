@@ -373,14 +373,20 @@ def default_data_path(benchmark: str, split: str | None = None) -> Path | None:
     return p if lock is not None and p.exists() else None
 
 def provenance(data_path) -> dict | None:
-    "Where `data_path` came from: a fetched release (source, location, address fetched, revision, lock digest) or a local path."
+    "Where `data_path` came from: a fetched release (source, location, address fetched, revision, lock digest; `edited`: its files that differ from the lock) or a local path."
     if not data_path: return None
     p = Path(data_path).expanduser().resolve()
     b = release_of(p)
     lock = read_lock(release_dir(b)) if b else None
     if not lock: return {"source": "local", "path": str(p)}
     out = {k: lock.get(k) for k in ("benchmark", "source", "location", "address", "revision", "requested_revision", "split", "digest")}
-    top = p.relative_to(release_dir(b).resolve()).parts[:1]          # a file inside one split's folder names that split
+    folder, rel = release_dir(b), p.relative_to(release_dir(b).resolve())
+    mine = lambda f: not rel.parts or f == rel.as_posix() or f.startswith(rel.as_posix() + "/")   # the files this path reads
+    edited = [f"{f}: {why}" for f in sorted(lock.get("files") or {}) if mine(f) and (why := damage(folder, f, lock, strict=False))]
+    rows = lambda f: f.endswith((".json", ".jsonl", ".csv", ".tsv", ".parquet"))                    # items added, not videos placed
+    edited += [f"{f}: not in the lock" for f in (data_files(folder) if p.is_dir() else []) if mine(f) and rows(f) and f not in (lock.get("files") or {})]
+    if edited: out["edited"] = edited[:20]                            # changed since the download: not the release's items
+    top = rel.parts[:1]                                               # a file inside one split's folder names that split
     return {**out, "split": top[0]} if top and top[0] in RELEASES[b].splits else out
 
 def release_of(path) -> str | None:

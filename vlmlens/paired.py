@@ -75,6 +75,10 @@ def compare_runs(runs, baseline: str | None = None, key: str = "sample_id", by=(
     return out
 
 # %% ../nbs/59_paired.ipynb #76fa1241
+def _why_blank(n_units, min_pairs: int) -> str:
+    "Why a comparison has no interval: too few independent units, or differences that never vary (identical runs: no pair differs)."
+    return "too few pairs for an interval" if n_units < max(min_pairs, 2) else "no interval: the per-item differences do not vary (e.g. no pair differs)"
+
 def _interval_note(cmp) -> str:
     units = sorted({u for u, m in zip(cmp["cluster_unit"], cmp["interval"]) if m == "cluster-bootstrap"})
     parts = [INTERVAL_METHODS["cluster-bootstrap"].format(unit=u) + " of the per-item differences" for u in units]
@@ -96,7 +100,8 @@ def compare_table(cmp, mdd: bool = False) -> Table:
     t.data = pd.DataFrame({**({"/".join(cmp.attrs.get("by") or ["group"]): cmp.group} if grouped else {}), **runs,
         "pairs": cmp.n_pairs.astype(int), "A %": cmp.mean_a.map(pts),
         "B %": cmp.mean_b.map(pts), "A − B": cmp["diff"].map(pts),
-        f"{ci:.0%} CI": [t.blank("too few pairs for an interval") if tf else f"[{pts(lo)}, {pts(hi)}]" for tf, lo, hi in zip(cmp.too_few, cmp.ci_low, cmp.ci_high)],
+        f"{ci:.0%} CI": [t.blank(_why_blank(k, cmp.attrs.get("min_pairs", 10))) if tf else f"[{pts(lo)}, {pts(hi)}]"
+                         for tf, lo, hi, k in zip(cmp.too_few, cmp.ci_low, cmp.ci_high, cmp.n_clusters)],
         "p (Holm)": [num(p, 3) for p in cmp.p_holm], **({"MDD": cmp.mdd.map(pts)} if mdd else {}),
         "only A/B": [f"{a}/{b}" for a, b in zip(cmp.only_a, cmp.only_b)]})
     t.notes += [f"A %, B %: mean item score (a judged item on its scale mapped to 0–100; errors count as wrong); where a run mixes "

@@ -393,16 +393,20 @@ def _colspec(df, size: str = "small", pad: float = 12) -> tuple[str, float, list
 
 def _breakable(tex: str) -> str:
     "Prose with a break allowed after `_ . / = : @ >` inside long identifiers and paths (`benchmark_kwargs.prompt_language=en`)."
-    return re.sub(r"(\\_|\\textgreater\{\}|[./=:@(])(?=[^\s$])", r"\1\\allowbreak{}", tex)
+    return re.sub(r"(\\_|\\textgreater\{\}|(?<!\d)\.|\.(?!\d)|[/=:@(])(?=[^\s$])", r"\1\\allowbreak{}", tex)   # never inside a number
 
 # %% ../nbs/52_report.ipynb #h9c5l00c
 ABBREVIATE_CHARS = 24                                         # a row label longer than this gets a code when the table is too wide
 
+_MEASURED = re.compile(r"^(\[?[−+-]?\d[\d,.]*%?((\s*[–-]|,)\s*[−+-]?\d[\d,.]*%?)?\]?( \(n=\d+\))?|\d+/\d+)$")   # a number, an interval, a count: a result, not a setting
+
 def _constant(df) -> tuple[object, list[str]]:
-    "`df` without its columns that hold one value in every row (said once in a note instead); (df, []) when none does."
-    same = [c for i, c in enumerate(df.columns) if len(df) > 1 and df.shape[1] > 2 and df.iloc[:, i].astype(str).nunique() == 1]
+    "`df` without its columns that hold one setting in every row (said once in a note instead; a number that happens to repeat stays in its column); (df, []) when none does."
+    same = [c for i, c in enumerate(df.columns) if len(df) > 1 and df.shape[1] > 2 and df.iloc[:, i].astype(str).nunique() == 1
+            and not _MEASURED.match(str(df.iat[0, i]).strip())]
     if not same or len(same) >= df.shape[1] - 1: return df, []
-    return df.drop(columns=same), ["Every row: " + "; ".join(f"{_head(c)} {df[c].iloc[0]}" for c in same) + "."]
+    said = [c for c in same if str(df[c].iloc[0]).strip()]                  # a column empty in every row: dropped, nothing to say
+    return df.drop(columns=same), ["Every row: " + "; ".join(f"{_head(c)} {df[c].iloc[0]}" for c in said) + "."] if said else []
 
 def _common_n(df) -> tuple[object, list[str]]:
     "`df` with ' (n=K)' dropped from its cells when each column's cells say one K (said once in a note, by column when they differ); (df, []) otherwise."
@@ -573,7 +577,9 @@ def machine_frame(table):
         name = _head(c)
         col = [_as_cell(v, name.endswith("%")) for v in df[c]]
         cells = [v for v in col if isinstance(v, Cell)]
-        if all(v.percent for v in cells): name = _machine_name(re.sub(r"\s*%$", "", name))
+        if all(v.percent for v in cells):
+            bare = _machine_name(re.sub(r"\s*%$", "", name))
+            name = f"{bare} (fraction)" if bare != name and bare in {_head(x) for x in df.columns if x != c} else bare   # 'A %' beside 'A': both kept
         out[name] = [t.context[name] if name in t.context and _plain(v) is None else _plain(v) for v in col]
         if any(v.n is not None and "(n=" in v for v in cells): out[f"{name} n"] = [v.n if isinstance(v, Cell) else None for v in col]
     return pd.DataFrame(out).convert_dtypes()
@@ -681,7 +687,7 @@ def rate_grid(values, counts=None, digits: int = 1, title: str = "", metric: str
     return t
 
 # %% ../nbs/52_report.ipynb #193e7a8a
-_GROUP_KEYS = ("benchmark", "subset", "skill", "language", "locale", "domain", "category")
+_GROUP_KEYS = ("benchmark", "subset", "split", "skill", "language", "locale", "domain", "category")
 _NATIVE = re.compile(r"^(?P<name>.+?)_0_(?P<top>\d+)$")
 
 def _native_cols(rows) -> list[str]: return list(dict.fromkeys(k for g in rows for k in g if _NATIVE.match(k)))

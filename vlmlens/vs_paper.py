@@ -240,10 +240,10 @@ def _measure(c: dict, scores, ci: float) -> dict | None:
 
 # %% ../nbs/56_vs_paper.ipynb #c1a5e2a3
 def papers_release(run: Run) -> bool:
-    "Whether `run` read its items from the official release the paper used, unedited (its recorded lock digest names the release's location)."
+    "Whether `run` read its items from the official release the paper used, unedited (its recorded lock digest names the release's location; no file differed from the lock)."
     rel = data.RELEASES.get(run.config.benchmark) if run.config is not None else None
     ds = (run.info or {}).get("dataset") or (run.summary or {}).get("dataset") or {}
-    if rel is None or rel.source == "none" or not ds.get("digest"): return False
+    if rel is None or rel.source == "none" or not ds.get("digest") or ds.get("edited"): return False
     return ds.get("source") == rel.source and ds.get("location") == rel.location and ds.get("benchmark", rel.benchmark) == rel.benchmark
 
 # %% ../nbs/56_vs_paper.ipynb #2611cdbe

@@ -5,10 +5,11 @@
 # %% ../../nbs/54_tables_infinibench.ipynb #c13d3582
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from .. import metrics
-from ..analysis import figure_size, get_venue, line_chart
+from ..analysis import below_legend, figure_size, get_venue, line_chart
 from ..benchmarks.infinibench import (MCQ_SKILLS, OPEN_SKILLS, SKILLS, SKILL_TITLES, frames_preset, overall_score,
                                             reasoning_score)
 from ..core import VIDEO_MODALITIES, RunConfig
@@ -131,6 +132,11 @@ def frames_curve(runs, ax=None, venue=None, column: bool = False):
     line_chart(d.assign(score=d["score"].astype(float)), "frames", "score", by=by, n="n_open", ax=ax[1], log2=True,
                xlabel="frames per video", ylabel="reasoning Score (/10)", legend_title="runs (n items)")
     if ax[0].get_legend(): ax[0].get_legend().remove()
+    hs, ls = ax[1].get_legend_handles_labels()                       # the legend: every series drawn in either panel
+    for h, lab in zip(*ax[0].get_legend_handles_labels()):
+        if h.get_gid() not in {x.get_gid() for x in hs}:
+            hs.append(h); ls.append(re.sub(r" \(n=(\d+)\)$", r" (n=\1 grounding items)", lab) + ", no Score")
+    if len(hs) > len(ax[1].get_legend_handles_labels()[0]): below_legend(ax[1], "runs (n items)", handles=hs, labels=ls)
     return ax[0].figure
 
 # %% ../../nbs/54_tables_infinibench.ipynb #e5ae6a91
