@@ -272,10 +272,23 @@ def bar_chart(data, errors=None, ax=None, title: str | None = None, ylabel: str 
 # %% ../nbs/50_analysis.ipynb #09fa6b72
 _MARKERS, _DASHES = ("o", "s", "^", "D", "v", "P"), ("-", "--", ":", "-.")
 
+def _series_marks(ax, g, x: str, y: str, n, lo, hi, color, show_n: bool):
+    "A series' own interval bars (from columns `lo`/`hi`) and, where `show_n`, its n above each point."
+    if lo and hi:                                       # bars, not a band: a point's own interval; no caps, so `ax.lines` are the series
+        v, l, h = (g[c].astype(float).to_numpy() for c in (y, lo, hi))
+        err = np.fmax(np.vstack([v - l, h - v]), 0)    # no interval, or a point a rounding outside it: no bar that side
+        ax.errorbar(g[x].astype(float), v, yerr=err, fmt="none", ecolor=color, elinewidth=0.9, capsize=0)
+    if show_n:
+        tops = np.fmax(g[y].astype(float), g[hi].astype(float)) if lo and hi else g[y].astype(float)   # above the bar, never on it
+        for xx, yy, nn in zip(g[x], tops, g[n]):
+            ax.annotate(f"n={int(nn)}", (float(xx), float(yy)), xytext=(0, 5), textcoords="offset points", ha="center", fontsize=MIN_PT, color="0.35")
+
+# %% ../nbs/50_analysis.ipynb #7b02c45b
 def line_chart(df, x: str, y: str, by: str | None = None, n: str | None = None, lo: str | None = None, hi: str | None = None,
                ax=None, title: str | None = None, xlabel: str | None = None, ylabel: str | None = None, log2: bool = False,
                figsize=None, legend_title: str | None = None, bounds="auto", venue=None, column: bool = False):
-    "One line per `by` group of `y` against `x`, sized for `venue`'s text (or `column`) (plain ticks; n in the legend or at each point; optional interval bars from columns `lo`/`hi`)."
+    """One line per `by` group of `y` against `x`, sized for `venue`'s text (or `column`) (plain ticks; n in the legend
+    or at each point; optional interval bars from columns `lo`/`hi`)."""
     import matplotlib.pyplot as plt
     use_script_fonts()
     if ax is None: _, ax = plt.subplots(figsize=figsize or figure_size(venue, column))
@@ -289,14 +302,7 @@ def line_chart(df, x: str, y: str, by: str | None = None, n: str | None = None, 
         line, = ax.plot(g[x].astype(float), g[y].astype(float), marker=_MARKERS[k % len(_MARKERS)], markersize=4 + 1.5 * (k % 2),
                         linestyle=_DASHES[k % len(_DASHES)], fillstyle="full" if k % 2 == 0 else "none", label=label,
                         color=f"C{k % 10}", gid=None if key is None else str(key))   # the k-th series keeps its look when one before it is not drawn
-        if lo and hi:                                       # bars, not a band: a point's own interval; no caps, so `ax.lines` are the series
-            v, l, h = (g[c].astype(float).to_numpy() for c in (y, lo, hi))
-            err = np.fmax(np.vstack([v - l, h - v]), 0)    # no interval, or a point a rounding outside it: no bar that side
-            ax.errorbar(g[x].astype(float), v, yerr=err, fmt="none", ecolor=line.get_color(), elinewidth=0.9, capsize=0)
-        if len(ns) > 1 or (key is None and ns):
-            tops = np.fmax(g[y].astype(float), g[hi].astype(float)) if lo and hi else g[y].astype(float)   # above the bar, never on it
-            for xx, yy, nn in zip(g[x], tops, g[n]):
-                ax.annotate(f"n={int(nn)}", (float(xx), float(yy)), xytext=(0, 5), textcoords="offset points", ha="center", fontsize=MIN_PT, color="0.35")
+        _series_marks(ax, g, x, y, n, lo, hi, line.get_color(), show_n=len(ns) > 1 or (key is None and bool(ns)))
     plain_ticks(ax, df[x], log2=log2)
     ax.margins(y=0.15); ax.spines[["top", "right"]].set_visible(False)
     ax.spines["bottom"].set_position(("outward", 4))                  # a line at the lowest value never lies on the axis
@@ -450,7 +456,8 @@ def fit_width(fig, width: float | None = None, venue=None) -> float:
 
 def save_figure(fig, folder, name: str, formats: Sequence[str] = ("png", "pdf"), dpi: int = 200, check: bool = True,
                 venue=None) -> list[Path]:
-    "Save `fig` as `<folder>/<name>.png` and `.pdf` (cropped to its content, at most the `venue` width it was made for) with `<name>.json` beside them (`figure_record`), warning about each defect found; the figure paths."
+    """Save `fig` as `<folder>/<name>.png` and `.pdf` (cropped to its content, at most the `venue` width it was made
+    for) with `<name>.json` beside them (`figure_record`), warning about each defect found; the figure paths."""
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
     fig._vlmlens_venue = made_for(fig, venue)[0].name
     fit_width(fig)

@@ -334,7 +334,8 @@ def videos_fetched(prior: dict | None, limit: int | None, n: int, of: int) -> di
 # %% ../nbs/06_data.ipynb #f88cf6d9
 def get(benchmark: str, split: str | None = None, videos: bool = False, accept_license: bool = False,
         progress: bool = True, revision: str | None = None, limit: int | None = None) -> dict:
-    "Fetch (or complete) a benchmark's release into `release_dir(benchmark)` (hub: at `revision`, default the pinned one; `limit`: only the videos of the first `limit` questions); `{folder, lock, failed}`."
+    """Fetch (or complete) a benchmark's release into `release_dir(benchmark)` (hub: at `revision`, default the pinned
+    one; `limit`: only the videos of the first `limit` questions); `{folder, lock, failed}`."""
     rel = release(benchmark)
     if rel.source == "none": raise ValueError(f"{benchmark} has no fetchable release ({rel.location}); pass --data-path to your copy")
     if revision and rel.source != "hub": raise ValueError(f"--revision: only for releases on the hub, not {benchmark}")

@@ -49,7 +49,8 @@ COMPARE_COLUMNS = ["run_a", "run_b", "group", "n_pairs", "n_clusters", "only_a",
 
 def compare_runs(runs, baseline: str | None = None, key: str = "sample_id", by=(), value: str = "score", ci: float = 0.95,
                  min_pairs: int = 10, n_resamples: int = 2000, seed: int = 0, pools: dict | None = None):
-    "Every run against the first (or `baseline`) on their shared items: one row per run and group of `by` (and per pool of `by`'s first field's groups: `{label: groups or None}`); p-values Holm-adjusted."
+    """Every run against the first (or `baseline`) on their shared items: one row per run and group of `by` (and per
+    pool of `by`'s first field's groups: `{label: groups or None}`); p-values Holm-adjusted."""
     import pandas as pd
     runs = [r for r in (runs.runs if isinstance(runs, RunSet) else runs) if r.config is not None]
     if len(runs) < 2: raise ValueError(f"compare needs at least two readable runs, got {len(runs)}")
@@ -86,6 +87,29 @@ def _interval_note(cmp) -> str:
     return "; ".join(parts) or "none"
 
 # %% ../nbs/59_paired.ipynb #f6b608e8
+def _compare_notes(cmp, ci: float, labels: dict, mdd: bool) -> list[str]:
+    "The notes under a comparison table: what each column means, the interval and test used, and what was left out."
+    notes = [f"A %, B %: mean item score (a judged item on its scale mapped to 0–100; errors count as wrong); where a run mixes "
+             "0/1 items and judged ones, compare within --by subset",
+             f"A − B: mean of the per-item differences in points on the items both runs scored; {ci:.0%} CI: {_interval_note(cmp)} "
+             f"({cmp.attrs.get('n_resamples', 2000):,} resamples, seed {cmp.attrs.get('seed', 0)})",
+             "p: " + " / ".join(sorted({t.replace("clusters", f"{u}s") for t, u in zip(cmp.test, cmp.cluster_unit) if isinstance(t, str)}))
+             + f", Holm-adjusted across the {cmp.attrs.get('holm_over') or int(cmp.p_value.notna().sum())} comparisons "
+             + ("of the ablations that have pairs" if cmp.attrs.get("holm_over") else "of this table that have pairs"),
+             f"too few: fewer than {cmp.attrs.get('min_pairs', 10)} independent units (pairs, or "
+             f"{'/'.join(sorted(set(cmp.cluster_unit.dropna()))) or 'unit'}s where one holds several pairs), or no pair differs; "
+             "no interval is shown",
+             "only A/B: items one run scored and the other did not (counted, not compared)"]
+    unscored = {**dict(zip(cmp.run_a, cmp.unscored_a)), **dict(zip(cmp.run_b, cmp.unscored_b))}
+    if any(unscored.values()):
+        notes.append("left unscored (no value, not compared): " + "; ".join(f"{labels.get(k, k)}: {v}" for k, v in unscored.items() if v))
+    if mdd: notes.append("MDD: the smallest true difference these pairs detect at the 5% level with 80% power (cluster-robust SE)")
+    if cmp.attrs.get("no_cluster"):
+        notes.append(f"{'; '.join(labels.get(n, n) for n in cmp.attrs['no_cluster'])}: scored before items named their cluster, so its "
+                     "pairs count as independent items (too narrow where a video holds several questions) until vlmlens score rewrites its scores")
+    return notes
+
+# %% ../nbs/59_paired.ipynb #2bc83e00
 def compare_table(cmp, mdd: bool = False) -> Table:
     "The comparison as a display table (points, 2 decimals; p-values Holm-adjusted across the table)."
     import pandas as pd
@@ -104,28 +128,14 @@ def compare_table(cmp, mdd: bool = False) -> Table:
                          for tf, lo, hi, k in zip(cmp.too_few, cmp.ci_low, cmp.ci_high, cmp.n_clusters)],
         "p (Holm)": [num(p, 3) for p in cmp.p_holm], **({"MDD": cmp.mdd.map(pts)} if mdd else {}),
         "only A/B": [f"{a}/{b}" for a, b in zip(cmp.only_a, cmp.only_b)]})
-    t.notes += [f"A %, B %: mean item score (a judged item on its scale mapped to 0–100; errors count as wrong); where a run mixes "
-                "0/1 items and judged ones, compare within --by subset",
-                f"A − B: mean of the per-item differences in points on the items both runs scored; {ci:.0%} CI: {_interval_note(cmp)} "
-                f"({cmp.attrs.get('n_resamples', 2000):,} resamples, seed {cmp.attrs.get('seed', 0)})",
-                "p: " + " / ".join(sorted({t.replace("clusters", f"{u}s") for t, u in zip(cmp.test, cmp.cluster_unit) if isinstance(t, str)}))
-                + f", Holm-adjusted across the {cmp.attrs.get('holm_over') or int(cmp.p_value.notna().sum())} comparisons "
-                + ("of the ablations that have pairs" if cmp.attrs.get("holm_over") else "of this table that have pairs"),
-                f"too few: fewer than {cmp.attrs.get('min_pairs', 10)} independent units (pairs, or {'/'.join(sorted(set(cmp.cluster_unit.dropna()))) or 'unit'}s "
-                "where one holds several pairs), or no pair differs; no interval is shown",
-                "only A/B: items one run scored and the other did not (counted, not compared)"]
-    unscored = {**dict(zip(cmp.run_a, cmp.unscored_a)), **dict(zip(cmp.run_b, cmp.unscored_b))}
-    if any(unscored.values()):
-        t.notes.append("left unscored (no value, not compared): " + "; ".join(f"{labels.get(k, k)}: {v}" for k, v in unscored.items() if v))
-    if mdd: t.notes.append("MDD: the smallest true difference these pairs detect at the 5% level with 80% power (cluster-robust SE)")
-    if cmp.attrs.get("no_cluster"):
-        t.notes.append(f"{'; '.join(labels.get(n, n) for n in cmp.attrs['no_cluster'])}: scored before items named their cluster, so its "
-                       "pairs count as independent items (too narrow where a video holds several questions) until vlmlens score rewrites its scores")
+    t.notes += _compare_notes(cmp, ci, labels, mdd)
     return t
 
 # %% ../nbs/59_paired.ipynb #6a343cef
 def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min_pairs: int = 10, n_resamples: int = 2000, pools=None):
-    "Paired comparisons of the runs that differ in one setting only (`settings`: those settings; None: every differing one); with `by`, one row per group and per pool the benchmark declares (`Benchmark.comparison_pools`; or `pools`)."
+    """Paired comparisons of the runs that differ in one setting only (`settings`: those settings; None: every
+    differing one); with `by`, one row per group and per pool the benchmark declares (`Benchmark.comparison_pools`;
+    or `pools`)."""
     import json, pandas as pd
     rs = RunSet([r for r in runs if r.config is not None and r.status != "broken"])
     settings = [s for s in (rs.varying() if settings is None else settings) if s in rs.varying()]
@@ -169,7 +179,8 @@ def add_parser(sub):
     s.add_argument("runs", nargs="+", help="run folders (or folders holding runs); the first is the baseline")
     s.add_argument("--baseline", help="the run (folder name) every other run is compared with (default: the first)")
     s.add_argument("--by", default="", help="compare within groups of these score columns (comma-separated, e.g. subset)")
-    s.add_argument("--key", default="sample_id", help="the column that identifies an item in both runs (align_id pairs the languages of HinTel items; add --by subset where an id repeats across subsets)")
+    s.add_argument("--key", default="sample_id", help="the column that identifies an item in both runs (align_id pairs "
+                   "the languages of HinTel items; add --by subset where an id repeats across subsets)")
     s.add_argument("--min-pairs", type=int, default=10, help="fewer independent pairs (videos, where a video holds several): 'too few', no interval")
     s.add_argument("--mdd", action="store_true", help="also show the minimum detectable difference")
     s.add_argument("--format", default="text", choices=FORMATS)

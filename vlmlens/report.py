@@ -274,9 +274,11 @@ class Table:
 # %% ../nbs/52_report.ipynb #7f4cd9f0
 FORMATS = ("text", "md", "latex", "csv")
 _LATEX = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-          "^": r"\textasciicircum{}", "\\": r"\textbackslash{}", "−": "$-$", "×": r"$\times$", "≥": r"$\geq$", "≤": r"$\leq$", "·": r"$\cdot$", "±": r"$\pm$", "²": r"$^{2}$", "³": r"$^{3}$", "→": r"$\rightarrow$", "≈": r"$\approx$", "√": r"$\surd$", "§": r"\S{}", "†": r"\dag{}",
-          "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
+          "^": r"\textasciicircum{}", "\\": r"\textbackslash{}", "−": "$-$", "×": r"$\times$", "≥": r"$\geq$", "≤": r"$\leq$",
+          "·": r"$\cdot$", "±": r"$\pm$", "²": r"$^{2}$", "³": r"$^{3}$", "→": r"$\rightarrow$", "≈": r"$\approx$", "√": r"$\surd$",
+          "§": r"\S{}", "†": r"\dag{}", "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
 
+# %% ../nbs/52_report.ipynb #acaad62d
 def _tex(s) -> str:
     out = re.sub(r"(?<![\w.])-(?=\d)", "−", str(s).replace(" · ", "; "))   # a negative number's minus sign; "·" is a Type 3 font
     out = "".join(_LATEX.get(ch, ch) for ch in out)
@@ -446,7 +448,8 @@ def _abbreviated(df) -> tuple[object, list[str]]:
 
 # %% ../nbs/52_report.ipynb #13a7ffe6
 def _short_heads(df) -> tuple[object, list[str]]:
-    "`df` with its long column heads (the lowest level) as initials or a short word (unit kept: 'Global Appearance %' → 'GA %') and the key as a note; (df, []) when none is long."
+    """`df` with its long column heads (the lowest level) as initials or a short word (unit kept: 'Global Appearance %'
+    → 'GA %') and the key as a note; (df, []) when none is long."""
     import pandas as pd
     last = lambda c: str(c[-1]) if isinstance(c, tuple) else str(c)             # a spanned head keeps its group, its own part is shortened
     cells = [max([0] + [len(str(v)) for v in df.iloc[:, i]]) for i in range(df.shape[1])]
@@ -527,7 +530,8 @@ def _paper_notes(notes: list[str]) -> list[str]:
     return [re.sub(r"\s*\([^()]*\.json\b[^()]*\)", "", n) for n in keep]
 
 def _latex(df, t: Table, notes: list[str]) -> str:
-    "One `table`/`table*` float at 9 pt (8 pt if that fits; long row labels as codes, or turned, when too wide): caption, label, booktabs rules, wrapping prose; too long: continued by rows under the same table number."
+    """One `table`/`table*` float at 9 pt (8 pt if that fits; long row labels as codes, or turned, when too wide):
+    caption, label, booktabs rules, wrapping prose; too long: continued by rows under the same table number."""
     size, df, key, pad = _fit(df)
     notes = _paper_notes(notes) + key
     caption, label = latex_caption(t.title, t.label)
@@ -648,7 +652,8 @@ def __repr__(self: Table) -> str: return render_table(self, "text")
 
 @patch
 def save(self: Table, folder, name: str, formats: Sequence[str] = ("md", "latex", "csv")) -> list:
-    "Write the table as `<folder>/<name>.md`, `.tex` (a table for the paper only; one needing XeLaTeX also as `<name>.pdflatex.tex`, `pdflatex_form`) and `.csv`; returns the paths."
+    """Write the table as `<folder>/<name>.md`, `.tex` (a table for the paper only; one needing XeLaTeX also as
+    `<name>.pdflatex.tex`, `pdflatex_form`) and `.csv`; returns the paths."""
     from pathlib import Path
     folder = Path(folder); folder.mkdir(parents=True, exist_ok=True)
     ext = {"md": "md", "latex": "tex", "csv": "csv", "text": "txt"}
@@ -815,7 +820,8 @@ def run_context(summary: dict, config: dict | None = None) -> dict:
             "num_frames": c.get("num_frames") if video else None, "fps": c.get("fps") if video else None, "judge": _served_id(c.get("judge"))}
 
 def run_header(summary: dict, config: dict | None = None, differing=None) -> str:
-    "A run's caption as a paper writes it ('InfiniBench, Qwen2.5-VL-7B with 32 frames and subtitles, n = 20'); with `differing` (the settings that differ between a report's runs) only those settings."
+    """A run's caption as a paper writes it ('InfiniBench, Qwen2.5-VL-7B with 32 frames and subtitles, n = 20'); with
+    `differing` (the settings that differ between a report's runs) only those settings."""
     c, info = config or {}, benchmark_info(summary, config)
     shown = lambda *keys: differing is None or any(k in differing for k in keys)
     model = model_name(summary.get("model") or c.get("model"))
@@ -848,7 +854,8 @@ def runs_overview(runs, digits: int = 1) -> Table:
     diff = list(differing_settings(runs)) or ["model"]
     first = next((run_settings(r) for r in runs if r.config is not None), {})
     common = [setting_text(k, first.get(k)) for k in ("benchmark", "model") if k not in diff and first.get(k)]
-    t, rows = Table(title=f"{len(runs)} run{'s' if len(runs) != 1 else ''}" + (f" ({', '.join(common)})" if common else ""), notes=[f"Rates in % ({digits} decimal); errored items count as wrong in accuracy."]), []
+    title = f"{len(runs)} run{'s' if len(runs) != 1 else ''}" + (f" ({', '.join(common)})" if common else "")
+    t, rows = Table(title=title, notes=[f"Rates in % ({digits} decimal); errored items count as wrong in accuracy."]), []
     def cell(k, s):
         if "." in k: return t.blank("not set (the default)") if s.get(k) is None else str(s[k])
         if s.get(k) is None and k in ("num_frames", "fps", "max_frames"):

@@ -384,6 +384,7 @@ def _items(r) -> str:
     if r["coverage"] == "subset": return f"{n:,} of {int(r['paper_n']):,}"
     return f"{n:,}" + (" (paper: not printed)" if r["coverage"] == "unknown" else "")
 
+# %% ../nbs/56_vs_paper.ipynb #96b27cf8
 def vs_paper_table(cmp, ci: float = 0.95) -> Table:
     "The comparison as a display table (ours, difference and CI at the paper's printed precision, rounded half-up)."
     import pandas as pd

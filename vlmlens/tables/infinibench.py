@@ -110,6 +110,7 @@ def _items(run) -> dict:
     return {"n_mcq": sum(sk[s].get("n") or 0 for s in MCQ_SKILLS if s in sk), "n_open": sum(sk[s].get("n") or 0 for s in OPEN_SKILLS if s in sk),
             "no_valid_judgment": bool(judged) and all((j.get("judge_invalid") or 0) >= j["n_judged"] for j in judged)}
 
+# %% ../../nbs/54_tables_infinibench.ipynb #4b759007
 def frames_curve(runs, ax=None, venue=None, column: bool = False):
     "Acc (%, with its interval) and Score (0–10) against frames per video for runs that see video, one line per setting, n in the legend; sized for `venue`."
     import matplotlib.pyplot as plt
