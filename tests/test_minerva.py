@@ -352,7 +352,7 @@ def test_frames_ablation_figure_draws_cluster_bootstrap_bars(server, tmp_path, m
     interval over the videos, read from the Axes."""
     import pandas as pd
     from matplotlib.container import ErrorbarContainer
-    from vlmlens.analysis import line_chart
+    from vlmlens.figures import line_chart
     from vlmlens.metrics import mean_interval
     from vlmlens.runner import run
     from vlmlens.tables.minerva import ablation_table
@@ -383,7 +383,7 @@ def test_frames_ablation_figure_draws_cluster_bootstrap_bars(server, tmp_path, m
         assert want["method"] == "cluster-bootstrap" and want["ci_low"] < want["mean"] < want["ci_high"]
         assert (x, lo, hi) == (float(n), pytest.approx(100 * want["ci_low"]), pytest.approx(100 * want["ci_high"]))
     assert ax.get_legend() is None                                        # one series: no legend, bars never listed
-    from vlmlens.analysis import bar_chart
+    from vlmlens.figures import bar_chart
     from vlmlens.tables.minerva import group_intervals
     g = group_intervals(out, "category", "minerva").query("run == 'f1'").set_index("category")   # per-group bars, as per locale
     bx = bar_chart(100 * g.accuracy.astype(float), errors=(100 * g.ci_low.astype(float), 100 * g.ci_high.astype(float)))

@@ -26,7 +26,7 @@ def _figures(folder):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from vlmlens.analysis import bar_chart, get_venue, save_figure
+    from vlmlens.figures import bar_chart, get_venue, save_figure
     d = pd.DataFrame({"Hindi": [61.0, 48.5, 70.0], "Telugu": [55.0, 40.0, 66.5]}, index=["VQAv2", "RealWorldQA", "CLEVR-Math"])
     good = save_figure(bar_chart(d, ylabel="accuracy (%)", legend_title="language", title="Accuracy per task").figure, folder, "good")
     with warnings.catch_warnings():
@@ -172,7 +172,7 @@ def test_runs_that_differ_only_in_a_budget_get_their_own_caption_and_label(tmp_p
 def test_a_figure_made_for_each_venue_fits_it(tmp_path):
     "bar_chart(venue=…) for each venue, text and column: the saved figure passes the check in that venue."
     import matplotlib.pyplot as plt
-    from vlmlens.analysis import VENUES, bar_chart, save_figure
+    from vlmlens.figures import VENUES, bar_chart, save_figure
     d = pd.DataFrame({"Hindi": [61.0, 48.5], "Telugu": [55.0, 40.0]}, index=["VQAv2", "RealWorldQA"])
     for name in VENUES:
         for column in (False, True):

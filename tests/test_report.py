@@ -1,4 +1,4 @@
-"""The presentation layer (`vlmlens.report`, `vlmlens.analysis`): `vlmlens report` headers and formats on real runs,
+"""The presentation layer (`vlmlens.report`, `vlmlens.figures`): `vlmlens report` headers and formats on real runs,
 the pooling rule on a real RunSet, blanks with reasons instead of None/NaN/0.0, one name per model and language, and
 figures that render Indic, CJK and Arabic text and pass the reviewer's check."""
 import csv
@@ -135,7 +135,7 @@ SCRIPTS = {"hi": "दिवाली का त्योहार", "te": "స�
 
 def test_indic_cjk_and_arabic_text_renders_or_the_missing_font_is_named(tmp_path):
     import matplotlib; matplotlib.use("Agg")
-    from vlmlens import analysis as A
+    from vlmlens import figures as A
     fonts = A.use_script_fonts()
     data = pd.DataFrame({"accuracy": [40.0, 55.5, 61.0, 30.0, 47.5]}, index=[f"{v} ({k})" for k, v in SCRIPTS.items()])
     with warnings.catch_warnings(record=True) as w:
@@ -156,7 +156,7 @@ def test_indic_cjk_and_arabic_text_renders_or_the_missing_font_is_named(tmp_path
 def test_reviewer_check_finds_what_issue_17_lists():
     import matplotlib; matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from vlmlens import analysis as A
+    from vlmlens import figures as A
     fig, (a, b) = plt.subplots(1, 2, figsize=(6, 2.5))
     a.bar([0, 1, 2], [30, 40, 50], yerr=[5, 5, 5], label="model")
     for x, v in zip([0, 1, 2], [30, 40, 50]): a.annotate(f"{v}", (x, v), ha="center")      # labels on the error bars
@@ -254,7 +254,7 @@ def test_saved_figures_are_paper_ready(tmp_path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from vlmlens.analysis import COLUMN_IN, TEXT_IN, bar_chart, figure_problems, line_chart, save_figure
+    from vlmlens.figures import COLUMN_IN, TEXT_IN, bar_chart, figure_problems, line_chart, save_figure
     zero = pd.DataFrame({"Hindi": [0.0, 0.0], "Telugu": [0.0, 0.0]}, index=["VQAv2", "RealWorldQA"])
     ax = bar_chart(zero, ylabel="accuracy (%)", title="Accuracy of GPT-4.1 per task (n=3 each)")
     assert ax.get_ylim() == (0, 100) and min(ax.get_yticks()) >= 0 and max(ax.get_yticks()) <= 100

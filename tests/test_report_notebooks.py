@@ -4,7 +4,7 @@ Runs come from scripted models on a loopback OpenAI-compatible server (tests/loo
 three languages and three strategies with an LLM judge; MINERVA over 1 and 2 frames and CURVE with a majority-vote
 judge, evidence-graph compilation and error isolation (reasoning chains in Hindi, Tamil, Korean and Arabic). Each
 executed report must have no error, no `None`/`NaN`/unrounded number in a rendered table, no figure defect
-(`vlmlens.analysis.figure_problems`, raised as `FigureWarning` by the notebook), no missing glyph, every figure as PNG
+(`vlmlens.figures.figure_problems`, raised as `FigureWarning` by the notebook), no missing glyph, every figure as PNG
 and PDF, and no kernel transport warning.
 """
 import json

@@ -25,7 +25,7 @@ from .core import (MISTAKES, NothingAnswered, RunConfig, as_config, check_enviro
 from .curation import aligned_cli
 from .curation import cli as curation_cli
 from .evidence import isolate_run
-from .analysis import VENUES
+from .figures import VENUES
 from .models import registry
 from .paper_check import CHECK_VENUES, check_latex, engine_for
 from .report import (machine_frame, model_name, pdflatex_form, rates_table, render_table, run_context, run_header, run_labels,

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from fastcore.basics import patch
 
 from . import fidelity, media, prompts, store
-from .analysis import MIN_PT, TEXT_IN, bar_chart, below_legend, fit_title, use_script_fonts
+from .figures import MIN_PT, TEXT_IN, bar_chart, below_legend, fit_title, use_script_fonts
 from .benchmarks.minerva import PAPER_RESOURCE_SETS, minerva_request, resource_level, wants_reasoning
 from .core import Request, RunConfig, Sample, cache_root, message, nothing_answered, sha256_json
 from .judges import fence, load_judge_model, model_identity

@@ -15,7 +15,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from .analysis import MIN_PT, VENUES, Venue, get_venue
+from .figures import MIN_PT, VENUES, Venue, get_venue
 
 # %% auto #0
 __all__ = ['CHECK_VENUES', 'ENGINES', 'SHRUNK', 'LOG_PROBLEMS', 'FONTS_UNCHECKED', 'engine_for', 'preamble', 'floats',

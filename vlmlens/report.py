@@ -19,7 +19,7 @@ from typing import Sequence
 from fastcore.basics import patch
 
 from . import fidelity
-from .analysis import SCRIPT_FONTS
+from .figures import SCRIPT_FONTS
 from .benchmarks.base import get_benchmark
 from .core import RunConfig, VIDEO_MODALITIES
 from .judges import lang_name

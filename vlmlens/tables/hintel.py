@@ -11,7 +11,7 @@ from pathlib import Path
 from ..benchmarks.hintel import (FAILURE_CATEGORIES, JEE_SUBSETS, LANG_LABEL, OURS, OURS_NAMES, STRATEGIES,
                                        SUBSET_NAMES)
 from .. import fidelity
-from ..analysis import bar_chart
+from ..figures import bar_chart
 from ..core import Request, message
 from ..judges import load_judge_model
 from ..metrics import INTERVAL_METHODS, aggregate, cluster_bootstrap, holm, mcnemar, paired_compare

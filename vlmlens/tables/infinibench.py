@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from .. import metrics
-from ..analysis import below_legend, figure_size, get_venue, line_chart
+from ..figures import below_legend, figure_size, get_venue, line_chart
 from ..benchmarks.infinibench import (MCQ_SKILLS, OPEN_SKILLS, SKILLS, SKILL_TITLES, frames_preset, overall_score,
                                             reasoning_score)
 from ..core import VIDEO_MODALITIES, RunConfig
