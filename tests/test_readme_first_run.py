@@ -58,7 +58,9 @@ def test_the_first_real_evaluation_runs_as_printed(tmp_path, env, server, monkey
         assert run.summary["overall"]["n"] == 20 and run.summary["overall"]["n_errors"] == 0
         assert run.summary["overall"]["accuracy"] == 1.0
         assert [e.split(": ", 1)[1] for e in run.summary["row_errors"]] == [f"video_id: video {IDS[2]!r} not found in {videos} or {videos.parent}"]
-        assert "| all items |" in capsys.readouterr().out                               # the report, in Markdown
+        shown = capsys.readouterr()
+        assert "| all items |" in shown.out                                             # the report, in Markdown
+        assert "minerva: 2 videos in" in shown.out and f"video {IDS[2]} missing" not in shown.err   # prepare: not asked for
         # the whole set: every video, and the same run without --limit asks only the 21st question
         assert main(["data", "get", "minerva", "--videos", "--accept-license"]) in (0, None)
     assert sorted(p.stem for p in videos.glob("*.mp4")) == sorted(IDS)
