@@ -5,7 +5,10 @@ runs (`GUIDE_BLOCKS`, read statically from every tests/test_*.py); a block in no
 unless it is listed in NOT_RUN with the reason no test can run it (a GPU host, a cluster, the official code's
 checkouts). The other tests here run the guide blocks that need only the demo benchmark, the tiny offline model and
 the loopback OpenAI server, in this process (`vlmlens.cli.main`), from an empty working folder."""
+import glob
+import importlib
 import json
+import re
 import shutil
 
 import pytest
@@ -68,6 +71,44 @@ def test_every_section_of_a_page_is_cut_at_its_next_heading():
     sec = guides.section("hintel.md", "## Evaluate an API model")
     assert sec.startswith("## Evaluate an API model\n") and "## The paper's roster" not in sec
     with pytest.raises(KeyError): guides.section("hintel.md", "## No such heading")
+
+
+# Files a page names that a command on it writes, and the placeholders DEVELOPERS.md uses for "any notebook/module".
+WRITTEN = {"benchmarks/results/gpu.md", "nbs/NN_name.ipynb", "vlmlens/name.py"}
+
+
+def named_files_and_modules(text: str) -> tuple[set, set]:
+    "The repository paths (`vlmlens/assets/...`, `tests/...`) and the `vlmlens.x.y` names a page writes in backticks."
+    paths = {re.sub(r"[:#].*$", "", m).rstrip(".,;)") for m in re.findall(r"`([^`\s]+)`", text)
+             if re.match(r"(vlmlens|tests|tools|evalnb|benchmarks|docs|nbs)/", m)}
+    return paths - WRITTEN, set(re.findall(r"\b(vlmlens(?:\.[A-Za-z_]\w*)+)", text))
+
+
+def resolves(name: str) -> bool:
+    "Whether `vlmlens.a.b` is a module, or an attribute reached from the longest importable module prefix."
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        try: obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError: continue
+        for a in parts[i:]:
+            if not hasattr(obj, a): return False
+            obj = getattr(obj, a)
+        return True
+    return False
+
+
+def test_every_file_and_module_the_pages_name_exists():
+    "No stale names: every package path (`<benchmark>` matches any) and `vlmlens.` name on the front page, DEVELOPERS.md and the guides is there."
+    pages = [guides.REPO / "README.md", guides.REPO / "DEVELOPERS.md", *sorted(guides.GUIDES.glob("*.md"))]
+    stale = []
+    for page in pages:
+        paths, names = named_files_and_modules(page.read_text(encoding="utf-8"))
+        stale += [f"{page.name}: {p}" for p in sorted(paths) if not glob.glob(str(guides.REPO / re.sub(r"<[^>]+>", "*", p)))]
+        stale += [f"{page.name}: {n}" for n in sorted(names) if not resolves(n)]
+    assert not stale, f"names that are not in the package: {stale}"
+    paths, names = named_files_and_modules("`vlmlens/assets/paper_numbers.json` and `vlmlens.models.hf`, `vlmlens/assets/paper_numbers/<b>.json`")
+    assert [p for p in sorted(paths) if not glob.glob(str(guides.REPO / re.sub(r"<[^>]+>", "*", p)))] == ["vlmlens/assets/paper_numbers.json"]
+    assert [n for n in names if not resolves(n)] == ["vlmlens.models.hf"]
 
 
 def test_running_guide_runs_as_printed(tmp_path, monkeypatch, capsys):

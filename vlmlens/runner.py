@@ -31,16 +31,16 @@ from .store import RunStore, open_run, shard_filter
 log = logging.getLogger("vlmlens")
 
 # %% auto #0
-__all__ = ['log', 'BARRIER_TIMEOUT_S', 'select_samples', 'languages_of', 'check_selection', 'frame_fit', 'prepare', 'gold_text',
-           'needs_judge', 'finish_prediction', 'prediction_of', 'run_batch', 'latest_judgments', 'make_judge',
-           'quiet_judge', 'check_judge_used', 'judge_items', 'judge_run', 'score_row', 'score_rows', 'summarize',
-           'scored_summary', 'write_summary', 'run_notes', 'reopen', 'rescore', 'rejudge', 'score_files', 'launch_env',
-           'apply_launch', 'launch_barrier', 'write_launch_summary', 'encoding_problem', 'nothing_readable',
-           'load_run_samples', 'video_key', 'video_first', 'warms_server_prefix', 'batches', 'stream_parts', 'streams',
-           'stream_pending', 'generate_claimed', 'generate_pending', 'fit_context', 'judge_pending', 'backend_options',
-           'in_words', 'check_device', 'check_languages', 'check_served', 'check_output_root', 'check_before_run',
-           'check_config', 'open_locked', 'discard_unused', 'check_answered', 'check_rerun', 'run', 'price_estimate',
-           'estimate_run']
+__all__ = ['log', 'BARRIER_TIMEOUT_S', 'ROW_ERRORS_SHOWN', 'select_samples', 'languages_of', 'check_selection', 'frame_fit',
+           'prepare', 'gold_text', 'needs_judge', 'finish_prediction', 'prediction_of', 'run_batch', 'latest_judgments',
+           'make_judge', 'quiet_judge', 'check_judge_used', 'judge_items', 'judge_run', 'score_row', 'score_rows',
+           'summarize', 'scored_summary', 'write_summary', 'run_notes', 'reopen', 'rescore', 'rejudge', 'score_files',
+           'launch_env', 'apply_launch', 'launch_barrier', 'write_launch_summary', 'encoding_problem',
+           'nothing_readable', 'warn_row_errors', 'load_run_samples', 'video_key', 'video_first', 'warms_server_prefix',
+           'batches', 'stream_parts', 'streams', 'stream_pending', 'generate_claimed', 'generate_pending',
+           'fit_context', 'judge_pending', 'backend_options', 'in_words', 'check_device', 'check_languages',
+           'check_served', 'check_output_root', 'check_before_run', 'check_config', 'open_locked', 'discard_unused',
+           'check_answered', 'check_rerun', 'run', 'price_estimate', 'estimate_run']
 
 # %% ../nbs/40_runner.ipynb #66ec6bad
 def select_samples(samples: list[Sample], cfg: RunConfig, languages: tuple | None = None) -> tuple[list[Sample], dict]:
@@ -427,6 +427,14 @@ def nothing_readable(cfg: RunConfig, row_errors: list) -> str:
                                                "it is empty or holds no row of this benchmark")
     return f"{where}: no readable {cfg.benchmark} row ({why}); nothing to run"
 
+# %% ../nbs/40_runner.ipynb #8f90a1fb
+ROW_ERRORS_SHOWN = 5   #: row errors logged one by one as a run starts; the others are counted in one line
+
+def warn_row_errors(row_errors: list, shown: int = ROW_ERRORS_SHOWN):
+    "Log the first `shown` row errors, and how many more there are (the run's summary lists every one)."
+    for e in row_errors[:shown]: log.warning("row error: %s", e)
+    if len(row_errors) > shown: log.warning("row errors: %d more (summary.json's row_errors lists every one)", len(row_errors) - shown)
+
 # %% ../nbs/40_runner.ipynb #8f90a1fd
 def load_run_samples(bench: Benchmark, cfg: RunConfig, languages: tuple, samples: list[Sample] | None = None, limit: bool = True):
     "The run's item set (benchmark filters, language gating, and `--limit` unless `limit=False`) and notes for run.json (row errors, skips)."
@@ -437,7 +445,7 @@ def load_run_samples(bench: Benchmark, cfg: RunConfig, languages: tuple, samples
         if not samples and (cfg.subset or cfg.language):      # say what exists (a benchmark's load may filter already)
             check_selection(bench.load(dataclasses.replace(cfg, subset=None, language=None))[0], samples, cfg)
         if not loaded: raise ValueError(nothing_readable(cfg, row_errors))   # nothing to do is a mistake: no folder is made
-        for e in row_errors: log.warning("row error: %s", e)
+        warn_row_errors(row_errors)
     samples, notes = select_samples(samples, cfg if limit else dataclasses.replace(cfg, limit=None), languages)
     notes["row_errors"] = [str(e) for e in row_errors]
     if row_errors: notes["rows_not_read"] = sum(getattr(e, "rows", 1) for e in row_errors)   # an error may stand for many rows

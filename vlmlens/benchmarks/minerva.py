@@ -235,16 +235,18 @@ def map_videos(data_file, videos_dir, dest=None, benchmark: str = "minerva") -> 
             found.setdefault(m.group(1) if m else p.stem, p)
     rep = data_file.parent / data.REPORT
     tried = json.loads(rep.read_text()).get("failed", {}) if rep.is_file() else {}
-    ids = release_video_ids(data_file)
+    ids = list(dict.fromkeys(release_video_ids(data_file)))                # each video once, in the order questions name it
+    asked = ((data.read_lock(data_file.parent) or {}).get("videos") or {}).get("questions")   # `get --videos --limit N`
+    wanted = set(release_video_ids(data_file, asked)) if isinstance(asked, int) else set(ids)  # only those are missing
     dest = Path(dest) if dest else data_file.parent / data.VIDEO_MAP
     with open(dest, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f); w.writerow(["video_id", "path"])
         for v in ids:
             if v in found: w.writerow([v, os.path.relpath(found[v], dest.parent)])
-    missing = {v: tried.get(v, f"not in {videos_dir}" if own else "not downloaded") for v in ids if v not in found}
+    missing = {v: tried.get(v, f"not in {videos_dir}" if own else "not downloaded") for v in ids if v not in found and v in wanted}
     (dest.parent / data.PREPARED).write_text(json.dumps({"date": utc_now(),
                                                     "videos": str(videos_dir), "missing": missing}, indent=1, sort_keys=True) + "\n")
-    return {"map": dest, "mapped": len(ids) - len(missing), "missing": missing}
+    return {"map": dest, "mapped": sum(v in found for v in ids), "missing": missing}
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #e0c4a0f3
 def prepare_videos(rel, folder, split=None, progress: bool = True, videos=None, accept_license: bool = False, **_) -> dict:
