@@ -329,7 +329,7 @@ def videos_fetched(prior: dict | None, limit: int | None, n: int, of: int) -> di
     old = (prior or {}).get("videos") or {}
     q = old.get("questions")
     if limit is not None and (q == "all" or isinstance(q, int) and q >= limit): return old
-    return {"questions": "all" if limit is None else int(limit), "videos": n, "of": of}
+    return {"questions": "all" if limit is None or n >= of else int(limit), "videos": n, "of": of}   # every video there: the whole set
 
 # %% ../nbs/06_data.ipynb #f88cf6d9
 def get(benchmark: str, split: str | None = None, videos: bool = False, accept_license: bool = False,
