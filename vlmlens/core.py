@@ -23,11 +23,12 @@ from .secrets import looks_secret
 
 # %% auto #0
 __all__ = ['MEDIA_KINDS', 'ANSWER_TYPES', 'LEGACY_SAMPLE_FIELDS', 'MODALITIES', 'VIDEO_MODALITIES', 'STRATEGIES',
-           'TRANSPORT_KWARGS', 'TRUE_WORDS', 'FALSE_WORDS', 'ENVIRONMENT', 'MISTAKES', 'canonical_json', 'sha256_json',
-           'file_sha256', 'Record', 'Media', 'Sample', 'Request', 'Generation', 'text_part', 'message', 'Prediction',
-           'Judgment', 'RunConfig', 'as_bool', 'maybe_bool', 'installed', 'field_kind', 'check_field', 'as_config',
-           'slug', 'model_slug', 'cache_root', 'env_problem', 'check_environment', 'shard_of', 'mistake_line',
-           'user_mistake', 'NothingAnswered', 'most_common_error', 'nothing_answered', 'parse_kv', 'utc_now']
+           'TRANSPORT_KWARGS', 'TRUE_WORDS', 'FALSE_WORDS', 'ENVIRONMENT', 'MISTAKES', 'BENCHMARK_MODULES',
+           'canonical_json', 'sha256_json', 'file_sha256', 'Record', 'Media', 'Sample', 'Request', 'Generation',
+           'text_part', 'message', 'Prediction', 'Judgment', 'RunConfig', 'as_bool', 'maybe_bool', 'installed',
+           'field_kind', 'check_field', 'as_config', 'slug', 'model_slug', 'cache_root', 'env_problem',
+           'check_environment', 'shard_of', 'mistake_line', 'user_mistake', 'NothingAnswered', 'most_common_error',
+           'nothing_answered', 'parse_kv', 'utc_now', 'load_object']
 
 # %% ../nbs/00_core.ipynb #9be27329
 def _canon(x: Any) -> Any:
@@ -562,3 +563,15 @@ def parse_kv(items, flag: str = "--model-kwarg") -> dict:
 
 # %% ../nbs/00_core.ipynb #5e1a7c31
 def utc_now() -> str: return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+# %% ../nbs/00_core.ipynb #2c3223af
+BENCHMARK_MODULES = "vlmlens.benchmarks.base:benchmark_modules"
+
+def load_object(target):
+    "The object `target` names (`'module:attr'`, attr possibly dotted), or `target` itself when it is not a string."
+    if not isinstance(target, str): return target
+    import importlib
+    mod, _, attr = target.partition(":")
+    obj = importlib.import_module(mod.strip())
+    for a in filter(None, attr.strip().split(".")): obj = getattr(obj, a)
+    return obj

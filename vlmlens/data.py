@@ -8,7 +8,6 @@ from __future__ import annotations
 import codecs
 import csv
 import dataclasses
-import importlib
 import io
 import json
 import os
@@ -20,11 +19,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import fidelity, media
-from .core import RunConfig, as_bool, cache_root, file_sha256, sha256_json, utc_now
+from .core import BENCHMARK_MODULES, RunConfig, as_bool, cache_root, file_sha256, load_object, sha256_json, utc_now
 from .readers import read_records
 
 # %% auto #0
-__all__ = ['SPLIT_ALIASES', 'DISCOVER', 'RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED', 'VIDEO_MAP', 'CHUNK', 'YOUTUBE_URL',
+__all__ = ['SPLIT_ALIASES', 'RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED', 'VIDEO_MAP', 'CHUNK', 'YOUTUBE_URL',
            'PREPARE_OPTIONS', 'Release', 'split_name', 'Releases', 'register_release', 'releases', 'data_root',
            'release_dir', 'release', 'data_files', 'read_lock', 'write_lock', 'damage', 'verify', 'need', 'Offline',
            'is_offline', 'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub', 'release_split', 'url_variable',
@@ -63,13 +62,10 @@ def split_name(split) -> str | None:
     return SPLIT_ALIASES.get(s, s) or None
 
 # %% ../nbs/06_data.ipynb #5a2a3aa3
-DISCOVER = "vlmlens.benchmarks.base:benchmark_modules"   # imports the modules of known benchmarks (own, plugin folders, entry points)
-
 class Releases(dict):
     "Releases by benchmark name; indexed (or `get`) by a name it has not seen, it first imports that benchmark's module."
     def discover(self, *names):
-        mod, _, fn = DISCOVER.partition(":")
-        getattr(importlib.import_module(mod), fn)(*names)
+        load_object(BENCHMARK_MODULES)(*names)              # by name: the benchmarks sit above this layer
     def __missing__(self, name):
         self.discover(name)
         if dict.__contains__(self, name): return dict.__getitem__(self, name)

@@ -9,7 +9,7 @@ import re
 import unicodedata
 from typing import Any, Sequence
 
-from .core import Sample
+from .core import Sample, load_object
 
 # %% auto #0
 __all__ = ['THINKING_UNFINISHED', 'ANSWER_RULES', 'ascii_digits', 'extract_choice', 'score_mcq', 'parse_number',
@@ -662,8 +662,6 @@ def parse_answer(sample: Sample, text: str | None) -> tuple:
     return s, bool(s)
 
 # %% ../nbs/20_scoring.ipynb #7e1b7c40
-import importlib
-
 ANSWER_RULES: dict = {}        # metadata["scoring"] name -> fn(sample, parsed) -> score | None, or its 'module:attr'
 
 def register_answer_rule(name: str, target) -> None:
@@ -674,9 +672,7 @@ def answer_rule(name: str):
     "The rule registered as `name`; a one-line ValueError for a name nothing registered."
     t = ANSWER_RULES.get(name)
     if t is None: raise ValueError(f"scoring rule {name!r} (metadata['scoring']) is not registered; registered: {', '.join(sorted(ANSWER_RULES)) or 'none'}")
-    if isinstance(t, str):
-        mod, _, attr = t.partition(":")
-        t = ANSWER_RULES[name] = getattr(importlib.import_module(mod), attr)
+    if isinstance(t, str): t = ANSWER_RULES[name] = load_object(t)
     return t
 
 # %% ../nbs/20_scoring.ipynb #6e1b7c44

@@ -14,9 +14,9 @@ from typing import Any
 
 from fastcore.basics import patch
 
-from ..core import Judgment, Prediction, Request, RunConfig, Sample, as_bool, cache_root
+from ..core import Judgment, Prediction, Request, RunConfig, Sample, as_bool, cache_root, load_object
 from ..judges import DEFAULT_JUDGE_MODEL, JudgeItem, open_ended_judge, reference_text
-from ..models.registry import load_object, load_plugin_folders, plugins
+from ..models.registry import load_plugin_folders, plugins
 from ..prompts import GENERIC_STRATEGIES, build_request
 from ..scoring import parse_answer, register_answer_rule, score_answer
 

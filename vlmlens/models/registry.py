@@ -14,18 +14,18 @@ from pathlib import Path
 
 from fastcore.basics import patch
 
-from ..core import Generation, Request, RunConfig, VIDEO_MODALITIES, as_bool, maybe_bool
+from ..core import BENCHMARK_MODULES, Generation, Request, RunConfig, VIDEO_MODALITIES, as_bool, load_object, maybe_bool
 from ..fidelity import record
 
 # %% auto #0
 __all__ = ['RUN_HINT_KEYS', 'VIDEO_INPUTS', 'PRESET_KEYS', 'SERVE_HINT', 'LOCAL_BACKENDS', 'BACKEND_MODULES', 'QWEN_MODEL_TYPES',
-           'TRANSFORMERS_MODEL_TYPES', 'HF_MODEL_TYPES', 'SERVED_VIDEO_FAMILIES', 'PLUGIN_GROUPS', 'ROSTER_MODULES',
-           'EXTRA_OF_BACKEND', 'QWEN2_VL_LANGUAGES', 'EN', 'EN_HI_TE', 'ROSTER_LABELS', 'AYA_VISION_LANGUAGES',
-           'PROVIDER_LIMITS', 'OPENAI_REASONING_PREFIXES', 'TINY_MODELS', 'LanguageClaims', 'Backend', 'count_images',
-           'ModelSpec', 'apply_preset', 'LanguageNotClaimed', 'register_backend', 'register', 'known_models',
-           'parse_api_name', 'plugins', 'load_object', 'load_model_plugin', 'load_plugin_folders', 'load_rosters',
-           'get_spec', 'supports_language', 'with_video_default', 'load_backend', 'resolve_builder', 'preflight',
-           'add_to_roster', 'roster', 'roster_markdown']
+           'TRANSFORMERS_MODEL_TYPES', 'HF_MODEL_TYPES', 'SERVED_VIDEO_FAMILIES', 'PLUGIN_GROUPS', 'EXTRA_OF_BACKEND',
+           'QWEN2_VL_LANGUAGES', 'EN', 'EN_HI_TE', 'ROSTER_LABELS', 'AYA_VISION_LANGUAGES', 'PROVIDER_LIMITS',
+           'OPENAI_REASONING_PREFIXES', 'TINY_MODELS', 'LanguageClaims', 'Backend', 'count_images', 'ModelSpec',
+           'apply_preset', 'LanguageNotClaimed', 'register_backend', 'register', 'known_models', 'parse_api_name',
+           'plugins', 'load_model_plugin', 'load_plugin_folders', 'load_rosters', 'get_spec', 'supports_language',
+           'with_video_default', 'load_backend', 'resolve_builder', 'preflight', 'add_to_roster', 'roster',
+           'roster_markdown']
 
 # %% ../../nbs/10_models_registry.ipynb #328b19b3
 def _primary(lang: str) -> str:
@@ -314,14 +314,6 @@ def plugins(group: str) -> dict[str, str]:
     if group not in PLUGIN_GROUPS: raise ValueError(f"unknown plugin group {group!r} (one of {', '.join(PLUGIN_GROUPS)})")
     return {ep.name: ep.value for ep in entry_points(group=group)}
 
-def load_object(target):
-    "The object `target` names (`'module:attr'`, attr possibly dotted), or `target` itself when it is not a string."
-    if not isinstance(target, str): return target
-    mod, _, attr = target.partition(":")
-    obj = importlib.import_module(mod.strip())
-    for a in filter(None, attr.strip().split(".")): obj = getattr(obj, a)
-    return obj
-
 def load_model_plugin(name: str) -> ModelSpec:
     "Register the model that entry point `name` (group `vlmlens.models`) declares, with its backend kind; return its spec."
     target = plugins("vlmlens.models")[name]
@@ -355,15 +347,13 @@ def load_plugin_folders(folders=None) -> list[str]:
     return names
 
 # %% ../../nbs/10_models_registry.ipynb #7a1c0e08
-ROSTER_MODULES = "vlmlens.benchmarks.base:benchmark_modules"   # imports the modules of every known benchmark
 _ROSTERS_LOADED: list = []
 
 def load_rosters():
     "Import, once, every known benchmark's module, so that each paper's roster (`add_to_roster`) is in the registry."
     if _ROSTERS_LOADED: return
-    _ROSTERS_LOADED.append(ROSTER_MODULES)
-    mod, _, fn = ROSTER_MODULES.partition(":")
-    try: getattr(importlib.import_module(mod), fn)()
+    _ROSTERS_LOADED.append(BENCHMARK_MODULES)
+    try: load_object(BENCHMARK_MODULES)()
     except BaseException:
         _ROSTERS_LOADED.clear()
         raise
