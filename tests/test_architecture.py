@@ -184,3 +184,16 @@ def test_each_concept_exported_by_its_own_module():
         for n in getattr(importlib.import_module(name), "__all__", []): owners.setdefault(n, []).append(name)
     for home, names in HOMES.items():
         for n in names: assert owners.get(n) == [home], f"{n} is exported by {owners.get(n)}, expected only {home}"
+
+
+#: the words of the benchmarks vlmlens ships and of the datasets their videos come from ("demo" is also a plain word)
+BENCHMARK_WORDS = ("tvqa", "infinibench", "minerva", "curve", "hd-epic", "hintel")
+
+
+def test_the_data_module_names_no_benchmark():
+    "Adding a benchmark never edits vlmlens.data: its inputs to `data prepare` and the words it prints come with its release."
+    from vlmlens.benchmarks.base import known_benchmarks
+    words = set(BENCHMARK_WORDS) | set(known_benchmarks()) - {"demo"}
+    text = (PKG / "data.py").read_text(encoding="utf-8")
+    found = sorted({m.group(0).lower() for m in re.finditer("|".join(map(re.escape, sorted(words))), text, re.I)})
+    assert not found, f"vlmlens/data.py names {found}"

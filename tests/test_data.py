@@ -320,6 +320,86 @@ def test_prepare_joins_a_tvqa_copy_into_the_episodes_the_infinibench_loader_read
     assert again.returncode == 0 and "0 episodes written, 2 kept" in again.stdout, again.stdout + again.stderr
 
 
+def test_a_release_from_outside_the_package_gets_its_own_prepare_flag_and_its_step_the_value(tmp_path, monkeypatch, capsys):
+    """Two releases registered from outside vlmlens (as a user's benchmark package does when imported) declare one option
+    with different help: `vlmlens data prepare` (the CLI, in this process) has one flag naming both, hands the value to
+    the named release's step, prints the step's own words, and refuses the option for a release that does not take it."""
+    from vlmlens import cli, data, fidelity
+    monkeypatch.setenv("VLMLENS_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("COLUMNS", "400")                                      # argparse: one help line per flag
+    monkeypatch.setattr(fidelity, "LEDGER", dict(fidelity.LEDGER))             # the cited scratch releases stay out of the ledger
+    got = []
+
+    def my_step(rel, folder, split=None, progress=True, accept_license=False, frames_dir=None, **_):
+        got.append((rel.benchmark, Path(folder), split, frames_dir, accept_license))
+        return {"folder": Path(folder), "lines": [f"{rel.benchmark}: 3 frames found in {frames_dir}"], "warnings": ["  frame 4 unreadable"]}
+
+    mine = lambda name, helps: data.Release(name, "none", "my lab's server", "CC BY 4.0", "1 MB", "my frames",
+                                            citation="my lab's README", prepare=my_step, options=helps)
+    data.register_release(mine("scratchbench", {"frames_dir": "the folder of my extracted frames"}))
+    data.register_release(mine("scratchbench-two", (data.PrepareOption("frames_dir", "its frames, one folder a video", "DIR"),)))
+    try:
+        with pytest.raises(SystemExit) as e: cli.main(["data", "prepare", "--help"])
+        usage = capsys.readouterr().out
+        assert e.value.code == 0 and "--frames-dir DIR " in usage, usage
+        assert "scratchbench: the folder of my extracted frames; scratchbench-two: its frames, one folder a video" in usage, usage
+        assert "--videos DIR" in usage and "--tvqa-clips" in usage                  # the shipped releases' flags are all there
+
+        assert cli.main(["data", "prepare", "scratchbench", "--frames-dir", str(tmp_path / "frames"), "--split", "test",
+                         "--accept-license"]) == 0
+        out = capsys.readouterr()
+        assert got == [("scratchbench", tmp_path / "data" / "scratchbench", "test", str(tmp_path / "frames"), True)]
+        assert out.out == f"scratchbench: 3 frames found in {tmp_path / 'frames'}\n" and out.err == "  frame 4 unreadable\n"
+
+        assert cli.main(["data", "prepare", "minerva", "--frames-dir", "x"]) == 2
+        assert capsys.readouterr().err.strip() == "vlmlens: error: --frames-dir DIR: only for scratchbench, scratchbench-two"
+        assert cli.main(["data", "prepare", "scratchbench", "--videos", "x"]) == 2
+        assert capsys.readouterr().err.strip() == "vlmlens: error: --videos DIR: only for curve, minerva, minerva-ego"
+        assert len(got) == 1                                                      # a refusal never reaches a step
+    finally:
+        for name in ("scratchbench", "scratchbench-two"): data.RELEASES.pop(name, None)
+    with pytest.raises(SystemExit) as e: cli.main(["data", "prepare", "minerva", "--frames-dir", "x"])
+    assert e.value.code == 2 and "--frames-dir" in capsys.readouterr().err        # gone with the releases that declared it
+
+
+PLUGIN_RELEASE = """
+from pathlib import Path
+from vlmlens import data
+
+def write_list(rel, folder, split=None, progress=True, accept_license=False, clip_list=None, **_):
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    (Path(folder) / "clips.txt").write_text(Path(clip_list).read_text())
+    return {"folder": Path(folder), "lines": [f"{rel.benchmark}: clips listed in {folder}"]}
+
+data.register_release(data.Release("plugbench", "none", "my lab's server", "CC BY 4.0", "1 MB", "my clips",
+                                   citation="my lab's README", prepare=write_list,
+                                   options={"clip_list": "a text file naming the clips to use"}))
+"""
+
+
+def test_a_plugin_folders_release_adds_its_prepare_flag_on_the_command_line(tmp_path, monkeypatch, capsys):
+    "`vlmlens --plugins DIR data prepare <its benchmark> --its-option`: the folder is read before the command line is."
+    from vlmlens import cli, data, fidelity
+    from vlmlens.models import registry
+    plugins = tmp_path / "my-plugins"; plugins.mkdir()
+    (plugins / "plugbench_release.py").write_text(PLUGIN_RELEASE, encoding="utf-8")
+    clips = tmp_path / "clips.txt"; clips.write_text("c1\nc2\n")
+    monkeypatch.setenv("VLMLENS_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("VLMLENS_PLUGINS", "")
+    monkeypatch.setattr(fidelity, "LEDGER", dict(fidelity.LEDGER))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    try:
+        assert cli.main(["--plugins", str(plugins), "data", "prepare", "plugbench", "--clip-list", str(clips)]) == 0
+        assert capsys.readouterr().out == f"plugbench: clips listed in {tmp_path / 'data' / 'plugbench'}\n"
+        assert (tmp_path / "data" / "plugbench" / "clips.txt").read_text() == "c1\nc2\n"
+        assert cli.main(["--plugins", str(tmp_path / "nowhere"), "data", "prepare", "plugbench"]) == 2
+        assert "nowhere: no such folder" in capsys.readouterr().err                  # a wrong folder: one line, as for any command
+    finally:
+        data.RELEASES.pop("plugbench", None)
+        sys.modules.pop("plugbench_release", None)
+        registry._LOADED_FOLDERS.discard(plugins.resolve())
+
+
 def test_prepare_minerva_maps_the_fetched_videos_and_lists_the_missing_ones(tmp_path, env, monkeypatch):
     from vlmlens.benchmarks.base import get_benchmark
     from vlmlens.core import RunConfig

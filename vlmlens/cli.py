@@ -339,6 +339,8 @@ def _parse(argv) -> argparse.Namespace:
     argv = list(sys.argv[1:] if argv is None else argv)
     g = Parser(prog="vlmlens", add_help=False); g.add_argument("--plugins", action="append"); g.add_argument("-v", "--verbose", action="store_true")
     top, rest = g.parse_known_args(argv)
+    if top.plugins and rest[:2] == ["data", "prepare"]:          # the folders' releases declare flags of `data prepare`
+        with contextlib.suppress(*MISTAKES): registry.load_plugin_folders([str(Path(f).expanduser().resolve()) for f in top.plugins])
     if rest[:1] != ["run"] or "--help-kwargs" not in rest: return parser().parse_args(argv)
     p = Parser(prog="vlmlens run", add_help=False); p.add_argument("--benchmark", required=True)
     return argparse.Namespace(command="run", help_kwargs=True, **vars(top), **vars(p.parse_known_args(rest[1:])[0]))

@@ -19,17 +19,40 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import fidelity, media
-from .core import BENCHMARK_MODULES, RunConfig, as_bool, cache_root, file_sha256, load_object, sha256_json, utc_now
+from .core import BENCHMARK_MODULES, RunConfig, as_bool, cache_root, check_environment, file_sha256, load_object, sha256_json, utc_now
 from .readers import read_records
 
 # %% auto #0
-__all__ = ['SPLIT_ALIASES', 'RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED', 'VIDEO_MAP', 'CHUNK', 'YOUTUBE_URL',
-           'PREPARE_OPTIONS', 'Release', 'split_name', 'Releases', 'register_release', 'releases', 'data_root',
-           'release_dir', 'release', 'data_files', 'read_lock', 'write_lock', 'damage', 'verify', 'need', 'Offline',
-           'is_offline', 'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub', 'release_split', 'url_variable',
-           'fetch_file', 'check_limit', 'videos_fetched', 'get', 'default_data_path', 'provenance', 'release_of',
-           'text_encoding', 'split_rows', 'read_rows', 'resolve_data_path', 'check_intact', 'list_releases',
-           'unpack_parts', 'prepare', 'add_parser', 'main']
+__all__ = ['PREPARE_RESERVED', 'SPLIT_ALIASES', 'RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED', 'VIDEO_MAP', 'CHUNK',
+           'YOUTUBE_URL', 'PrepareOption', 'prepare_option', 'Release', 'split_name', 'Releases', 'register_release',
+           'releases', 'data_root', 'release_dir', 'release', 'data_files', 'read_lock', 'write_lock', 'damage',
+           'verify', 'need', 'Offline', 'is_offline', 'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub',
+           'release_split', 'url_variable', 'fetch_file', 'check_limit', 'videos_fetched', 'get', 'default_data_path',
+           'provenance', 'release_of', 'text_encoding', 'split_rows', 'read_rows', 'resolve_data_path', 'check_intact',
+           'list_releases', 'unpack_parts', 'option_metavar', 'prepare_options', 'prepare', 'option_help', 'add_parser',
+           'main']
+
+# %% ../nbs/06_data.ipynb #b4219696
+PREPARE_RESERVED = ("benchmark", "split", "progress", "accept_license", "data_command", "command", "verbose", "plugins")
+
+@dataclass(frozen=True)
+class PrepareOption:
+    "One input of a release's `prepare` step: its keyword (`--name` on `vlmlens data prepare`), its help, and how its value is shown."
+    name: str
+    help: str = ""
+    metavar: str = ""           # e.g. "DIR"; empty: the name in capitals, as argparse shows it
+    def __post_init__(self):
+        if not str(self.name).isidentifier() or self.name in PREPARE_RESERVED:
+            raise ValueError(f"prepare option {self.name!r}: a Python identifier other than {', '.join(PREPARE_RESERVED)}")
+    @property
+    def flag(self) -> str: return "--" + self.name.replace("_", "-")
+
+def prepare_option(o) -> PrepareOption:
+    "A `PrepareOption` from itself, a bare name, or a `(name, help[, metavar])` pair."
+    if isinstance(o, PrepareOption): return o
+    if isinstance(o, str): return PrepareOption(o)
+    if isinstance(o, (tuple, list)) and 1 <= len(o) <= 3: return PrepareOption(*o)
+    raise ValueError(f"prepare option {o!r}: a PrepareOption, a name or a (name, help) pair")
 
 # %% ../nbs/06_data.ipynb #7b8e7500
 @dataclass(frozen=True)
@@ -49,9 +72,13 @@ class Release:
     revision: str = "main"         # hub revision, or the commit a `{revision}` in `location` is filled with
     packaged: tuple = ()        # (benchmark_kwarg, value) pairs under which the benchmark reads data shipped with vlmlens
     citation: str = ""          # where the address, licence and layout are published (the fidelity ledger's source)
-    prepare: Any = field(default=None, compare=False)    # prepare(rel, folder, split=, progress=, accept_license=, **options) -> dict
-    options: tuple = ()         # the `data prepare` options its `prepare` takes: "videos", "tvqa_clips", "tvqa_subtitles", "out"
+    prepare: Any = field(default=None, compare=False)    # prepare(rel, folder, split=, progress=, accept_license=, **options) -> dict; its
+                                                         # "lines" (and "warnings") are what `data prepare` prints
+    options: tuple = ()         # the inputs its `prepare` takes: PrepareOptions, names, (name, help) pairs, or a {name: help} mapping
     video_ids: Any = field(default=None, compare=False)  # video_ids(data_file, limit=None): the YouTube ids its first `limit` questions need, in run order
+    def __post_init__(self):                              # options as declared records, whatever form they were given in
+        opts = self.options.items() if isinstance(self.options, dict) else self.options
+        object.__setattr__(self, "options", tuple(prepare_option(o) for o in opts))
 
 # %% ../nbs/06_data.ipynb #eea444d2
 SPLIT_ALIASES = {"dev": "validation"}      # the validation rows' own name for their split
@@ -496,23 +523,45 @@ def unpack_parts(parts, dest, progress: bool = True) -> int:
     return n
 
 # %% ../nbs/06_data.ipynb #73c2e9ea
-PREPARE_OPTIONS = ("tvqa_clips", "tvqa_subtitles", "out", "videos")     # `data prepare` options a release's step may take
+def option_metavar(uses) -> str:
+    "How a flag's value is shown: the first metavar its declarations `[(benchmark, PrepareOption), ...]` give ('' for none)."
+    return next((o.metavar for _, o in uses if o.metavar), "")
 
-def prepare(benchmark: str, split: str | None = None, progress: bool = True, tvqa_clips=None, tvqa_subtitles=None,
-            out=None, videos=None, accept_license: bool = False) -> dict:
-    "Put a benchmark's videos where its loader reads them, by the `prepare` step its release declares."
+def prepare_options(rels: dict | None = None) -> dict[str, list]:
+    "Each `data prepare` option the releases `rels` (default: every known one) declare: `{name: [(benchmark, PrepareOption), ...]}`."
+    out = {}
+    for b, r in sorted((releases() if rels is None else rels).items()):
+        for o in r.options: out.setdefault(o.name, []).append((b, o))
+    return dict(sorted(out.items()))
+
+def prepare(benchmark: str, split: str | None = None, progress: bool = True, accept_license: bool = False, **options) -> dict:
+    """Put a benchmark's videos where its loader reads them, by the `prepare` step its release declares; `options`: the
+    inputs that step declares (`Release.options`) by name, None meaning not given."""
     rel = release(benchmark)
-    given = {k: v for k, v in zip(PREPARE_OPTIONS, (tvqa_clips, tvqa_subtitles, out, videos)) if v is not None}
+    given = {k: v for k, v in options.items() if v is not None}
     for k in given:
-        if k not in rel.options:
-            takes = [b for b, r in sorted(releases().items()) if k in r.options]
-            raise ValueError(f"--{k.replace('_', '-')}{' DIR' if k == 'videos' else ''}: only for {', '.join(takes) or 'no release'}")
+        if k not in {o.name for o in rel.options}:
+            takes = prepare_options().get(k, [])
+            shown = "--" + k.replace("_", "-") + (" " + option_metavar(takes) if option_metavar(takes) else "")
+            raise ValueError(f"{shown}: only for {', '.join(b for b, _ in takes) or 'no release'}")
     if rel.prepare is None: raise ValueError(f"{benchmark}: nothing to prepare (its files are read as fetched)")
     return rel.prepare(rel, release_dir(benchmark), split=split, progress=progress, accept_license=accept_license, **given)
 
 # %% ../nbs/06_data.ipynb #c731fc06
+def option_help(uses) -> str:
+    "One flag's help from `[(benchmark, PrepareOption), ...]`: each help text after the benchmarks that declare it."
+    by = {}
+    for b, o in uses: by.setdefault(o.help, []).append(b)
+    return "; ".join(f"{', '.join(bs)}: {h}" if h else ", ".join(bs) for h, bs in by.items()).replace("%", "%%")
+
+def _declared() -> dict:
+    try: check_environment()                      # a refused variable is said by the command, in one line
+    except ValueError: return dict(RELEASES)
+    return releases()
+
+# %% ../nbs/06_data.ipynb #e0c0fd98
 def add_parser(sub):
-    "Add `vlmlens data list|get|verify|prepare` to a subcommand parser."
+    "Add `vlmlens data list|get|verify|prepare` to a subcommand parser (`prepare`: the options the known releases declare)."
     p = sub.add_parser("data", help="list, fetch and verify the benchmarks' official data releases")
     dsub = p.add_subparsers(dest="data_command", required=True)
     dsub.add_parser("list", help="each benchmark's release (location, licence, size, needs) and what is on this machine")
@@ -523,26 +572,20 @@ def add_parser(sub):
     g.add_argument("--limit", type=int, metavar="N", help="with --videos: only the videos of the first N questions (what `vlmlens run --limit N` asks)")
     g.add_argument("--no-progress", dest="progress", action="store_false")
     v = dsub.add_parser("verify", help="check the files against data.lock.json"); v.add_argument("benchmark")
-    r = dsub.add_parser("prepare", help="put the videos where the loader reads them (InfiniBench: TVQA episodes or the archive; MINERVA, CURVE, Minerva-Ego: the video map)")
+    rels = _declared()
+    steps = ", ".join(b for b, r in sorted(rels.items()) if r.prepare is not None)
+    r = dsub.add_parser("prepare", help=f"put the videos where the loader reads them, by the step the release declares ({steps or 'none yet'})")
     r.add_argument("benchmark"); r.add_argument("--split"); r.add_argument("--no-progress", dest="progress", action="store_false")
-    r.add_argument("--tvqa-clips", help="InfiniBench: your TVQA copy, <show>_frames/<clip>/ frame folders (frames_hq) or <clip>.mp4 videos")
-    r.add_argument("--tvqa-subtitles", help="InfiniBench: TVQA's subtitles folder (<clip>.srt)")
-    r.add_argument("--out", help="InfiniBench: where the episodes go (default: the fetched split's folder, beside its rows)")
-    r.add_argument("--videos", help="MINERVA, CURVE: the folder of downloaded videos (default: the release's videos/); Minerva-Ego: your HD-EPIC copy")
-    r.add_argument("--accept-license", action="store_true", help="Minerva-Ego: accept HD-EPIC's terms shown for its videos")
+    r.add_argument("--accept-license", action="store_true", help="accept the terms a release's step shows for its videos")
+    for name, uses in prepare_options(rels).items():
+        r.add_argument(uses[0][1].flag, dest=name, metavar=option_metavar(uses) or None, help=option_help(uses))
 
 # %% ../nbs/06_data.ipynb #4d6e5e8d
 def _print_prepared(b: str, out: dict):
-    "What `prepare` did, on stdout; what it could not do, one line each on stderr."
-    lock = f" (lock {out['lock']['digest'][:12]})" if out.get("lock") else ""
-    if "map" in out:
-        print(f"{b}: {out['mapped']} videos in {out['map']}; run with --benchmark-kwarg video_map={out['map']}")
-        for vid, why in out["missing"].items(): print(f"  video {vid} missing: {why}", file=sys.stderr)
-    elif "written" in out:
-        print(f"{b}: {len(out['written'])} episodes written, {len(out['kept'])} kept in {out['folder']}{lock}")
-        for ep, why in out["failed"].items(): print(f"  episode {ep} not written: {why}", file=sys.stderr)
-        if out["no_subtitles"]: print(f"  {len(out['no_subtitles'])} clips have no readable subtitles (see {PREPARED})", file=sys.stderr)
-    else: print(f"{b}: {out['files']} files unpacked into {out['folder']}{lock}")
+    "What `prepare` did, on stdout; what it could not do, one line each on stderr: the step's own `lines` and `warnings`."
+    said = out.get("lines") or [f"{b}: prepared" + (f" in {out['folder']}" if out.get("folder") else "")]
+    for line in said: print(line)
+    for line in out.get("warnings") or (): print(line, file=sys.stderr)
 
 def main(a) -> int:
     "Run a parsed `vlmlens data` command; exit status."
@@ -558,8 +601,8 @@ def main(a) -> int:
         for vid, why in out["failed"].items(): print(f"  video {vid} not fetched: {why}", file=sys.stderr)
         return 0
     if a.data_command == "prepare":
-        _print_prepared(a.benchmark, prepare(a.benchmark, a.split, a.progress, a.tvqa_clips, a.tvqa_subtitles, a.out, a.videos,
-                                             a.accept_license))
+        given = {k: getattr(a, k) for k in prepare_options() if getattr(a, k, None) is not None}
+        _print_prepared(a.benchmark, prepare(a.benchmark, a.split, a.progress, a.accept_license, **given))
         return 0
     if release(a.benchmark).source == "none":
         raise ValueError(f"{a.benchmark} has no fetchable release, so there is nothing `vlmlens data get` fetched to verify; "

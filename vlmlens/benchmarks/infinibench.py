@@ -46,11 +46,12 @@ __all__ = ['MCQ_SKILLS', 'OPEN_SKILLS', 'SKILLS', 'OFFICIAL_FILES', 'SKILL_TITLE
            'summary_question', 'official_rows', 'metadata_from_path', 'parse_ordinal', 'episode_metadata',
            'media_roots', 'media_path', 'derived_id', 'NoOptions', 'release_sample', 'load_release', 'real_text_data',
            'real_text_samples', 'tvqa_clip', 'tvqa_episodes', 'write_episode', 'episode_subtitles', 'episode_paths',
-           'assemble_episode', 'prepare_tvqa', 'prepare_release', 'InfiniBenchBenchmark', 'parse_official_reply',
-           'InfiniBenchJudge', 'skill_stats', 'aggregates', 'synthetic_rows', 'make_synthetic_episode', 'run_samples',
-           'official_record', 'write_official', 'export_official', 'import_official', 'lmms_question',
-           'lmms_frame_indices', 'lmms_frame_subtitle', 'lmms_matched_subtitles', 'lmms_prompt', 'lmms_answer',
-           'lmms_aggregate', 'lmms_frame_count', 'lmms_request', 'lmms_parse', 'lmms_summary']
+           'assemble_episode', 'prepare_tvqa', 'prepared_words', 'prepare_release', 'InfiniBenchBenchmark',
+           'parse_official_reply', 'InfiniBenchJudge', 'skill_stats', 'aggregates', 'synthetic_rows',
+           'make_synthetic_episode', 'run_samples', 'official_record', 'write_official', 'export_official',
+           'import_official', 'lmms_question', 'lmms_frame_indices', 'lmms_frame_subtitle', 'lmms_matched_subtitles',
+           'lmms_prompt', 'lmms_answer', 'lmms_aggregate', 'lmms_frame_count', 'lmms_request', 'lmms_parse',
+           'lmms_summary']
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #1a41d49b
 MCQ_SKILLS = ("global_appearance", "scene_transitions", "character_actions", "chronological_understanding")
@@ -790,6 +791,16 @@ def prepare_tvqa(clips_root, out, subtitles_root=None, rows_file=None, progress:
                                             **{k: res[k] for k in ("failed", "no_subtitles")}}, indent=1, sort_keys=True) + "\n")
     return res
 
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #ecde151f
+def prepared_words(b: str, res: dict) -> dict:
+    "`res` of the `prepare` step with what `vlmlens data prepare` says of it: `lines` (stdout) and `warnings` (stderr)."
+    lock = f" (lock {res['lock']['digest'][:12]})" if res.get("lock") else ""
+    if "written" not in res: return {**res, "lines": [f"{b}: {res['files']} files unpacked into {res['folder']}{lock}"], "warnings": []}
+    warn = [f"  episode {ep} not written: {why}" for ep, why in res["failed"].items()]
+    if res["no_subtitles"]: warn.append(f"  {len(res['no_subtitles'])} clips have no readable subtitles (see {data.PREPARED})")
+    said = f"{b}: {len(res['written'])} episodes written, {len(res['kept'])} kept in {res['folder']}{lock}"
+    return {**res, "lines": [said], "warnings": warn}
+
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #e0c4a203
 def prepare_release(rel, folder, split=None, progress: bool = True, tvqa_clips=None, tvqa_subtitles=None, out=None, **_) -> dict:
     "`vlmlens data prepare infinibench`: the user's TVQA copy joined into episodes (`tvqa_clips`), else the fetched video archive unpacked."
@@ -800,14 +811,14 @@ def prepare_release(rel, folder, split=None, progress: bool = True, tvqa_clips=N
         dest = Path(out).expanduser() if out else folder / split
         res = prepare_tvqa(tvqa_clips, dest, tvqa_subtitles, data.default_data_path(rel.benchmark, split), progress)
         inside = lock is not None and dest.resolve().is_relative_to(folder.resolve())
-        return {**res, "folder": dest, "lock": data.write_lock(folder, rel, lock.get("revision"), split) if inside else None}
+        return prepared_words(rel.benchmark, {**res, "folder": dest, "lock": data.write_lock(folder, rel, lock.get("revision"), split) if inside else None})
     parts = sorted(p for pat in rel.videos for p in folder.glob(pat.format(split=split)))
     if lock is None or not parts:
         raise FileNotFoundError(f"{rel.benchmark}: no video archive of split {split!r} in {folder}: run "
                                 f"`vlmlens data get {rel.benchmark} --split {split} --videos --accept-license` first "
                                 f"(or join your own TVQA copy with --tvqa-clips)")
     n = data.unpack_parts(parts, folder / split, progress)
-    return {"folder": folder / split, "files": n, "lock": data.write_lock(folder, rel, lock.get("revision"), split)}
+    return prepared_words(rel.benchmark, {"folder": folder / split, "files": n, "lock": data.write_lock(folder, rel, lock.get("revision"), split)})
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #e0c4a205
 INFINIBENCH_REVISION = "73fead8"           # Vision-CAIR/InfiniBench hub commit (the hub resolves a commit prefix)
@@ -823,7 +834,10 @@ INFINIBENCH_RELEASE = data.register_release(data.Release(
     revision=INFINIBENCH_REVISION, packaged=(("source", "real_text"),),
     citation="Vision-CAIR/Infinibench README.md, 'Download The Benchmark'; hub commit " + INFINIBENCH_REVISION +
              " (test/test.csv, validation/skills_json/*.json, train/train.csv; sizes and counts from the dataset card)",
-    prepare=prepare_release, options=("tvqa_clips", "tvqa_subtitles", "out")))
+    prepare=prepare_release, options=(
+        data.PrepareOption("tvqa_clips", "your TVQA copy, <show>_frames/<clip>/ frame folders (frames_hq) or <clip>.mp4 videos"),
+        data.PrepareOption("tvqa_subtitles", "TVQA's subtitles folder (<clip>.srt)"),
+        data.PrepareOption("out", "where the episodes go (default: the fetched split's folder, beside its rows)"))))
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #e2b25594
 KWARGS_SCHEMA = (

@@ -28,14 +28,14 @@ from ..scoring import final_answer_text, parse_answer, score_answer
 
 # %% auto #0
 __all__ = ['CURVE_LOCALES', 'CURVE_CATEGORIES', 'LOCALE_LANGUAGE', 'PAPER_RESOURCE_SETS', 'CURVE_MAIN_TABLE', 'CURVE_ROSTER',
-           'CURVE_REASONING_BUDGETS', 'VIDEO_EXTS', 'NEPTUNE_RELEASES', 'MINERVA_DIRECT', 'MINERVA_REASON',
-           'CURVE_DIRECT', 'CURVE_REASON', 'CURVE_JUDGE_SYSTEM', 'CURVE_JUDGE_USER', 'CURVE_JUDGE', 'CURVE_JUDGE_MODEL',
-           'MINERVA_KWARGS', 'ACCURACY_METRICS', 'CURVE_KWARGS', 'resource_sets', 'resource_level', 'paper_main_table',
-           'parse_timestamps', 'youtube_id', 'read_video_map', 'video_locator', 'release_video_ids', 'map_videos',
-           'prepare_videos', 'norm_choice', 'match_choice', 'minerva_mapper', 'curve_mapper', 'with_video',
-           'load_benchmark_file', 'wants_reasoning', 'answer_prompt', 'prompt_text', 'minerva_request', 'curve_judge',
-           'MinervaBenchmark', 'by_group', 'overall', 'minerva_ego_mapper', 'MinervaEgoBenchmark', 'accuracy_metric',
-           'CurveBenchmark']
+           'CURVE_REASONING_BUDGETS', 'VIDEO_EXTS', 'FETCHED_VIDEOS', 'OWN_VIDEOS', 'NEPTUNE_RELEASES',
+           'MINERVA_DIRECT', 'MINERVA_REASON', 'CURVE_DIRECT', 'CURVE_REASON', 'CURVE_JUDGE_SYSTEM', 'CURVE_JUDGE_USER',
+           'CURVE_JUDGE', 'CURVE_JUDGE_MODEL', 'MINERVA_KWARGS', 'ACCURACY_METRICS', 'CURVE_KWARGS', 'resource_sets',
+           'resource_level', 'paper_main_table', 'parse_timestamps', 'youtube_id', 'read_video_map', 'video_locator',
+           'release_video_ids', 'map_videos', 'mapped_words', 'prepare_videos', 'norm_choice', 'match_choice',
+           'minerva_mapper', 'curve_mapper', 'with_video', 'load_benchmark_file', 'wants_reasoning', 'answer_prompt',
+           'prompt_text', 'minerva_request', 'curve_judge', 'MinervaBenchmark', 'by_group', 'overall',
+           'minerva_ego_mapper', 'MinervaEgoBenchmark', 'accuracy_metric', 'CurveBenchmark']
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #1228b686
 CURVE_LOCALES = ("ar-EG", "bn-BD", "de-DE", "en-GB", "es-MX", "fr-FR", "hi-IN", "id-ID", "it-IT", "ja-JP", "kn-IN", "ko-KR",
@@ -249,14 +249,23 @@ def map_videos(data_file, videos_dir, dest=None, benchmark: str = "minerva") -> 
     return {"map": dest, "mapped": sum(v in found for v in ids), "missing": missing}
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #e0c4a0f3
+def mapped_words(b: str, res: dict) -> dict:
+    "`res` of `map_videos` with what `vlmlens data prepare` says of it: `lines` (stdout) and `warnings` (stderr, one per missing video)."
+    said = f"{b}: {res['mapped']} videos in {res['map']}; run with --benchmark-kwarg video_map={res['map']}"
+    return {**res, "lines": [said], "warnings": [f"  video {vid} missing: {why}" for vid, why in res["missing"].items()]}
+
 def prepare_videos(rel, folder, split=None, progress: bool = True, videos=None, accept_license: bool = False, **_) -> dict:
     "`vlmlens data prepare` for MINERVA, CURVE and Minerva-Ego: the video map of the fetched videos, or of the user's folder (`videos`)."
     if rel.videos == ("own",) and (Path(folder) / rel.data_file).is_file(): data.check_consent(rel, folder, accept_license)
-    return map_videos(Path(folder) / rel.data_file, videos or Path(folder) / "videos", benchmark=rel.benchmark)
+    res = map_videos(Path(folder) / rel.data_file, videos or Path(folder) / "videos", benchmark=rel.benchmark)
+    return mapped_words(rel.benchmark, res)
+
+FETCHED_VIDEOS = data.PrepareOption("videos", "the folder of downloaded videos (default: the release's videos/)", "DIR")
+OWN_VIDEOS = data.PrepareOption("videos", "your HD-EPIC copy", "DIR")       # `prepare --videos DIR`, Minerva-Ego
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #e0c4a0f5
 _NEPTUNE = "annotations: CC BY 4.0 (google-deepmind/neptune); videos: YouTube, their owners' rights"
-_YOUTUBE = dict(videos=("youtube",), prepare=prepare_videos, options=("videos",), video_ids=release_video_ids)
+_YOUTUBE = dict(videos=("youtube",), prepare=prepare_videos, options=(FETCHED_VIDEOS,), video_ids=release_video_ids)
 _TERMS = ("videos are YouTube videos owned by their uploaders; vlmlens fetches them with yt-dlp for research evaluation only; "
           "you are responsible for complying with YouTube's terms of service.")
 NEPTUNE_RELEASES = tuple(data.register_release(r) for r in (
@@ -277,7 +286,7 @@ NEPTUNE_RELEASES = tuple(data.register_release(r) for r in (
                  consent="Minerva-Ego's videos are HD-EPIC recordings (University of Bristol, https://hd-epic.github.io/), "
                  "distributed by HD-EPIC under its own terms; you download them yourself with HD-EPIC's downloader, and by "
                  "mapping them you confirm that you accepted HD-EPIC's terms and use them for research evaluation only.",
-                 prepare=prepare_videos, options=("videos",),
+                 prepare=prepare_videos, options=(OWN_VIDEOS,),
                  citation="google-deepmind/neptune README.md @bdde4b1, Minerva-Ego ('Downloading the Data'); file added in 95ee290")))
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #e4b7a9c1
