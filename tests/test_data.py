@@ -394,6 +394,9 @@ def test_a_plugin_folders_release_adds_its_prepare_flag_on_the_command_line(tmp_
         assert (tmp_path / "data" / "plugbench" / "clips.txt").read_text() == "c1\nc2\n"
         assert cli.main(["--plugins", str(tmp_path / "nowhere"), "data", "prepare", "plugbench"]) == 2
         assert "nowhere: no such folder" in capsys.readouterr().err                  # a wrong folder: one line, as for any command
+        taken = tmp_path / "taken"; taken.mkdir(); (taken / "json.py").write_text("X = 1\n")   # a module name already in use
+        assert cli.main(["--plugins", str(taken), "data", "prepare", "plugbench"]) == 2
+        assert "the module name 'json' is already taken" in capsys.readouterr().err      # said, not lost to the early read
     finally:
         data.RELEASES.pop("plugbench", None)
         sys.modules.pop("plugbench_release", None)

@@ -335,7 +335,6 @@ def load_plugin_folders(folders=None) -> list[str]:
         p = Path(folder).expanduser().resolve()
         if p in _LOADED_FOLDERS: continue
         if not p.is_dir(): raise ValueError(f"plugin folder {folder}: no such folder (--plugins / VLMLENS_PLUGINS)")
-        _LOADED_FOLDERS.add(p)
         if str(p) not in sys.path: sys.path.append(str(p))        # appended: a plugin never shadows an installed module
         for f in sorted(p.glob("*.py")):
             if f.name.startswith("_"): continue
@@ -344,6 +343,7 @@ def load_plugin_folders(folders=None) -> list[str]:
                 raise ValueError(f"plugin {f}: the module name {f.stem!r} is already taken by {mod.__name__} "
                                  f"({getattr(mod, '__file__', None)}); rename the file")
             names.append(f.stem)
+        _LOADED_FOLDERS.add(p)                                      # only once every module imported: a failure is said again
     return names
 
 # %% ../../nbs/10_models_registry.ipynb #7a1c0e08
