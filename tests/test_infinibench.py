@@ -579,7 +579,7 @@ def test_report_notebook_renders_tables_and_plots(runs, server, tmp_path, repo_r
     assert (rep / "figures" / "frames_curve.png").stat().st_size > 1000 and (rep / "figures" / "frames_curve.pdf").exists()
     mod = pd.read_csv(rep / "tables" / "modality_overall_0_100.csv")
     assert {"metadata", "subtitles", "video (4 frames)", "video+subtitles (4 frames)"} <= set(mod.columns)
-    assert any("idk_option=False" in r for r in mod["run"]) and any("source=real_text" in r for r in mod["run"])
+    assert any("without the IDK option" in r for r in mod["run"]) and any("real IMDb text" in r for r in mod["run"])
     idk = (rep / "tables" / "idk_table.md").read_text(encoding="utf-8")
     assert "with IDK" in idk and "without IDK" in idk
     assert (rep / "tables" / "judge_robustness.csv").exists() and (rep / "tables" / "fidelity.csv").exists()
@@ -675,3 +675,44 @@ def test_frames_curve_draws_each_runs_interval_as_a_bar(runs):
     want = sorted((float(r.config.num_frames), 100 * T.acc_interval(r)[0], 100 * T.acc_interval(r)[1]) for r in rs)
     assert len(got) == len(want) == 2 and T.acc_interval(rs[0])[2] in ("cluster-bootstrap", "wilson")
     for g, w in zip(got, want): assert g == pytest.approx(w)
+
+
+def _judged_run(root, name, frames, rows):
+    "A stored InfiniBench run over open-ended rows `(skill, video, judge_valid, judge_score, error)`, its summary from `summarize`."
+    from vlmlens.store import RunStore
+    c = RunConfig("infinibench", "gpt-4o", modality="video", num_frames=frames, judge="gpt-4o-mini", run_name=name, output_root=str(root))
+    scored = [{"sample_id": f"{name}-{i}", "subset": sk, "skill": sk, "cluster": v, "answer_type": "open", "valid": err is None, "error": err,
+               "judge_valid": ok, "judge_score": sc, "score": None if err else (sc / 10 if ok else 0.0)} for i, (sk, v, ok, sc, err) in enumerate(rows)]
+    b = ib.InfiniBenchBenchmark().summarize(scored, c)
+    st = RunStore(root / name, c.hash(), config=c.to_dict()).prepare()
+    st.write_run_json({"config": c.to_dict(), "config_hash": c.hash(), "model": {"model_id": c.model}})
+    st.write_scores_csv(scored); st.write_summary({"benchmark": "infinibench", "overall": {"n": len(rows)}, "benchmark_summary": b}); st.close()
+
+
+def test_frames_curve_draws_each_runs_score_interval_as_a_bar(runs, tmp_path):
+    """The Score panel has one bar per point whose extent is `score_interval` (a bootstrap over videos of the mean of the
+    reasoning skills' mean judge scores, the table's Score), read off the Axes; the point is the run's Score. On the
+    loopback runs (one episode) and on runs over six videos with errored answers and invalid judgments."""
+    from vlmlens.store import RunSet
+    out, res = runs
+    rows = lambda shift: [(ib.OPEN_SKILLS[i % 4], f"v{i % 6}", i % 7 != 0, (i * 3 + shift) % 11, "timeout" if i % 9 == 4 else None) for i in range(48)]
+    for name, frames, shift in (("judged-4", 4, 0), ("judged-8", 8, 5)): _judged_run(tmp_path, name, frames, rows(shift))
+    for rs in (RunSet.discover(out).where(lambda r: r.config.modality == "video" and r.name in ("syn-video", "syn-2f")), RunSet.discover(tmp_path)):
+        _score_bars_match(rs)
+    assert all(hi > lo for lo, hi, _ in map(T.score_interval, RunSet.discover(tmp_path)))   # six videos: bars with a length
+
+
+def _score_bars_match(rs):
+    from matplotlib.container import ErrorbarContainer
+    ivs = {r.name: T.score_interval(r) for r in rs}
+    assert all(lo is not None and lo <= r.summary["benchmark_summary"]["score_0_10"] <= hi and how in ("cluster-bootstrap", "bootstrap")
+               for r in rs for lo, hi, how in [ivs[r.name]]), ivs
+    ax = T.frames_curve(rs).axes[1]
+    bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    got = sorted((float(s[0, 0]), float(s[:, 1].min()), float(s[:, 1].max())) for b in bars for s in b.lines[2][0].get_segments())
+    want = sorted((float(r.config.num_frames), ivs[r.name][0], ivs[r.name][1]) for r in rs)
+    assert len(got) == len(want) == 2
+    for g, w in zip(got, want): assert g == pytest.approx(w)
+    points = sorted((float(x), float(y)) for l in ax.lines for x, y in zip(*l.get_data()))
+    for g, w in zip(points, sorted((float(r.config.num_frames), r.summary["benchmark_summary"]["score_0_10"]) for r in rs)):
+        assert g == pytest.approx(w)

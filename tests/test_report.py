@@ -97,12 +97,39 @@ def test_modality_idk_and_frames_are_never_pooled(tmp_path):
     runs = RunSet.discover(tmp_path)
     assert R.run_settings(runs.where(modality="metadata")[0])["num_frames"] is None        # a metadata run saw no frames
     with pytest.raises(R.PoolingError) as e: R.grouped_rates(runs, ["num_frames"], what="the frame curve")
-    assert "modality (metadata, video)" in str(e.value) and "benchmark_kwargs.idk_option (False, default)" in str(e.value)
+    assert "modality (metadata, video)" in str(e.value) and "benchmark_kwargs.idk_option (default, without the IDK option)" in str(e.value)
     video = runs.where(modality="video", benchmark_kwargs={})
     curve = R.grouped_rates(video, ["num_frames"])
     assert curve.num_frames.tolist() == [4, 8] and curve.accuracy.tolist() == [0.5, 1.0]
     labels = R.run_labels(runs)
     assert labels["meta"] == "modality metadata" and labels["v8"].startswith("8 frames")
+
+
+def test_an_idk_ablation_reads_with_and_without_the_idk_option_in_labels_legends_and_captions(tmp_path, capsys):
+    """Two InfiniBench runs that differ only in the IDK option (one given as the text a command line passes) are named as a
+    paper names them in run labels, Table 3's rows, the frame curve's legend and `vlmlens report`'s captions, never `idk_option=...`."""
+    from vlmlens.cli import main
+    from vlmlens.tables import infinibench as T
+    for name, frames, idk in (("idk-4", 4, True), ("idk-8", 8, True), ("noidk-4", 4, "false"), ("noidk-8", 8, "false")):
+        c = RunConfig("infinibench", "gpt-4.1", modality="video", num_frames=frames, benchmark_kwargs={"idk_option": idk},
+                      run_name=name, output_root=str(tmp_path))
+        st = RunStore(tmp_path / name, c.hash(), config=c.to_dict()).prepare()
+        st.write_run_json({"config": c.to_dict(), "config_hash": c.hash(), "model": {"model_id": c.model}})
+        st.write_summary({"benchmark": "infinibench", "overall": {"n": 2, "n_errors": 0, "accuracy": 0.5},
+                          "benchmark_summary": {"acc": 0.5, "score_0_10": 5.0, "overall_0_100": 50.0, "n": 2}})
+        st.close()
+    runs = RunSet.discover(tmp_path)
+    four = runs.where(num_frames=4)
+    assert R.run_labels(four) == {"idk-4": "with the IDK option", "noidk-4": "without the IDK option"}
+    assert list(T.table3(four, random_row=False).index) == ["with the IDK option", "without the IDK option"]
+    legend = [t.get_text() for t in T.frames_curve(runs).axes[1].get_legend().get_texts()]
+    assert [t.split(" (n=")[0] for t in legend] == ["with the IDK option", "without the IDK option"], legend
+    assert main(["report", str(tmp_path / "idk-4"), str(tmp_path / "noidk-4")]) == 0
+    out = capsys.readouterr().out
+    assert "InfiniBench, GPT-4.1, with the IDK option, n = 2" in out and "InfiniBench, GPT-4.1, without the IDK option, n = 2" in out, out
+    assert main(["report", str(tmp_path / "idk-4"), str(tmp_path / "noidk-4"), "--format", "latex"]) == 0
+    latex = capsys.readouterr().out
+    assert "without the IDK option" in latex and "idk_option=" not in latex and "idk\\_option" not in latex
 
 
 def test_blanks_carry_reasons_not_none_or_zero():

@@ -335,9 +335,10 @@ def test_infinibench_report(infinibench_runs, tmp_path, capfd):
     named = [t["text"] for t in curve["texts"] if "(n=" in t["text"]]
     assert any("flaky" in t and t.endswith("no Score") for t in named), named     # drawn in the Acc panel only: still in the legend
     assert re.search(r"Acc bars: 95% interval over each run's multiple-choice items \((Wilson|cluster bootstrap over videos|cluster-robust SE over videos)\)", text), text  # the method is said
+    assert re.search(r"Score bars: 95% interval of the mean of the reasoning skills' scores over each run's judged items \((cluster bootstrap over videos|bootstrap over items)", text), text
     for want in ("Table 3: InfiniBench skills, Acc (%), Score (/10) and Overall (/100)", "Grounding skills (accuracy %)",
                  "Reasoning skills (score /10)", "Random", "Input modalities: Acc (%)", "video (2 frames)", "metadata",
-                 "Table 9", "idk_option=False", "no valid judgments", "Judge robustness", "bad-scorer", "Krippendorff",
+                 "Table 9", "without the IDK option", "no valid judgments", "Judge robustness", "bad-scorer", "Krippendorff",
                  "strong, 2 frames"):
         assert want in text, want
     # the run whose judge never parsed: Score and Overall blank with the official 0.00 in a note, never a bare 0.0

@@ -20,7 +20,7 @@ from fastcore.basics import patch
 
 from . import fidelity
 from .figures import SCRIPT_FONTS
-from .benchmarks.base import get_benchmark
+from .benchmarks.base import get_benchmark, option_words_text
 from .core import RunConfig, VIDEO_MODALITIES
 from .judges import lang_name
 from .metrics import aggregate
@@ -31,10 +31,11 @@ from .store import Run, RunSet
 __all__ = ['BLANK', 'NOTHING_ANSWERED', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'TEXT_HEIGHT_PT',
            'FONT_PT', 'ABBREVIATE_CHARS', 'MACHINE_NAMES', 'SCRIPT_CODES', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell',
            'fixed', 'pct', 'num', 'answered_nothing', 'language_name', 'model_name', 'judge_model', 'judge_name',
-           'as_runset', 'run_settings', 'differing_settings', 'benchmark_info', 'data_note', 'setting_text',
-           'run_labels', 'PoolingError', 'check_pooling', 'clean_scores', 'grouped_rates', 'Table', 'caption_prose',
-           'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'pdflatex_form', 'rate_cell', 'rate_grid',
-           'usage_note', 'summary_table', 'run_context', 'run_header', 'rates_table', 'runs_overview']
+           'as_runset', 'run_settings', 'differing_settings', 'benchmark_info', 'option_words', 'data_note',
+           'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'clean_scores', 'grouped_rates', 'Table',
+           'caption_prose', 'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'pdflatex_form',
+           'rate_cell', 'rate_grid', 'usage_note', 'summary_table', 'run_context', 'run_header', 'rates_table',
+           'runs_overview']
 
 # %% ../nbs/52_report.ipynb #f7f7bc76
 BLANK = "–"
@@ -155,6 +156,16 @@ def benchmark_info(summary: dict | None = None, config: dict | None = None) -> d
     name = s.get("benchmark") or c.get("benchmark")
     return _declared(str(name)) if name else {}
 
+def option_words(info: dict | None, key: str, value) -> str | None:
+    "How a run's benchmark (its `benchmark_info`) writes option `key` (`benchmark_kwargs.idk_option` or `idk_option`) at `value`; None: not declared."
+    info = info or {}
+    if "option_words" not in info and info.get("name"): info = _declared(str(info["name"]))   # recorded before options had words
+    return option_words_text(info, key.split(".", 1)[-1], value)
+
+def _run_info(run) -> dict:
+    "The `benchmark_info` of a `Run` (from its summary, else its configuration)."
+    return benchmark_info(run.summary, run.config.to_dict() if run.config else run_settings(run))
+
 def data_note(summary: dict) -> str | None:
     "'Data: <address> @ <revision> (lock <digest>)' for a run that read a locked release, else None."
     ds = summary.get("dataset") or {}
@@ -164,11 +175,12 @@ def data_note(summary: dict) -> str | None:
 # %% ../nbs/52_report.ipynb #5f2c1d34
 _SELF_DESCRIBING = ("model", "language", "num_frames", "fps", "benchmark")
 
-def setting_text(key: str, value, named: bool = True) -> str:
-    "A setting's value for a reader (`num_frames=8` → '8 frames'; with `named`, 'judge GPT-4.1', 'seed 1')."
+def setting_text(key: str, value, named: bool = True, info: dict | None = None) -> str:
+    """A setting's value for a reader (`num_frames=8` → '8 frames'; with `named`, 'judge GPT-4.1', 'seed 1'); a benchmark option
+    in the words its benchmark (`info`, a `benchmark_info`) declares ('without the IDK option'), else `key=value`."""
     if "." in key:                                                           # an option: benchmark_kwargs.idk_option
         if _missing(value): return BLANK if named else "default"
-        return f"{key.split('.', 1)[1]}={value}" if named else str(value)
+        return option_words(info, key, value) or (f"{key.split('.', 1)[1]}={value}" if named else str(value))
     if _missing(value) or (isinstance(value, (dict, list, str)) and not value): return BLANK if key != "judge" else "no judge"
     if key in ("model", "judge"): v = model_name(value)
     elif key == "language": v = ", ".join(language_name(x) for x in str(value).split(","))
@@ -184,8 +196,8 @@ def run_labels(runs, exclude: Sequence[str] = ()) -> dict[str, str]:
     keys = [k for k in differing_settings(runs) if k not in exclude]
     out, same = {}, {}
     for r in runs:
-        s = run_settings(r)
-        out[r.name] = ", ".join(x for x in (setting_text(k, s.get(k)) for k in keys) if x != BLANK) or (model_name(s.get("model")) if s else r.name)
+        s, info = run_settings(r), _run_info(r)
+        out[r.name] = ", ".join(x for x in (setting_text(k, s.get(k), info=info) for k in keys) if x != BLANK) or (model_name(s.get("model")) if s else r.name)
         same[r.name] = (out[r.name], json.dumps([s.get(k) for k in exclude], sort_keys=True, default=str))
     seen = Counter(same.values())                                  # runs that no setting tells apart are named
     return {n: f"{l} ({n})" if seen[same[n]] > 1 else l for n, l in out.items()}
@@ -202,7 +214,8 @@ def check_pooling(runs, shown: Sequence[str] = (), what: str = "this table"):
     seen = lambda k: k in shown or k.split(".")[0] in shown or k.split(".")[-1] in shown or any(c in shown for c in ITEM_COLUMNS.get(k, ()))
     hidden = {k: v for k, v in differing_settings(runs).items() if not seen(k)}
     if hidden:
-        desc = "; ".join(f"{k} ({', '.join(sorted({setting_text(k, x, named=False) for x in v}))})" for k, v in hidden.items())
+        info = lambda k, x: next((_run_info(r) for r in as_runset(runs) if run_settings(r).get(k) == x), None)   # a run's with that value
+        desc = "; ".join(f"{k} ({', '.join(sorted({setting_text(k, x, False, info(k, x)) for x in v}))})" for k, v in hidden.items())
         k0 = next(iter(hidden))
         pick = f"runs.where({k0}=...)" if k0 in RunConfig.__dataclass_fields__ else f"runs.where(lambda r: r.settings().get({k0!r}) == ...)"
         raise PoolingError(f"{what} would pool runs that differ in {desc}: group by {' and '.join(hidden)} "
@@ -795,11 +808,13 @@ def _input_prose(info: dict, c: dict) -> str | None:
     return {"subtitles": "with subtitles only (no video)", "metadata": "with the title and metadata only (no video)",
             "text": "with the question only (no video)"}.get(modality, f"with {modality} input (no video)")
 
-def _option_prose(key: str, c: dict) -> str | None:
-    "A setting that tells runs apart, as words ('idk option off', 'max new tokens 512'); None when the run has none."
+def _option_prose(key: str, c: dict, info: dict | None = None) -> str | None:
+    """A setting that tells runs apart, as words: a benchmark option as its benchmark declares it ('without the IDK option'),
+    else 'idk option off', 'max new tokens 512'; None when the run has none."""
     head, _, sub = key.partition(".")
     v = (c.get(head) or {}).get(sub) if sub else c.get(key)
     if _missing(v): return None
+    if sub and (words := option_words(info, key, v)): return words
     v = {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
     return f"{(sub or key).replace('_', ' ')} {v}"
 
@@ -831,7 +846,7 @@ def run_header(summary: dict, config: dict | None = None, differing=None) -> str
     if shown("strategy") and (c.get("strategy") or "standard") != "standard": parts.append(_STRATEGY_PROSE.get(c["strategy"], f"{c['strategy']} prompting"))
     if c.get("judge") and shown("judge"): parts.append(f"judged by {setting_text('judge', c['judge'], named=False)}")
     rest = [k for k in (differing or ()) if k not in (*_INPUT_KEYS, "benchmark", "model", "language", "strategy", "judge")]
-    parts += [x for x in map(lambda k: _option_prose(k, c), rest) if x]
+    parts += [x for x in map(lambda k: _option_prose(k, c, info), rest) if x]
     return ", ".join(parts + [f"n = {(summary.get('overall') or {}).get('n', BLANK)}"])
 
 # %% ../nbs/52_report.ipynb #e61d7a5e
@@ -857,7 +872,7 @@ def runs_overview(runs, digits: int = 1) -> Table:
     title = f"{len(runs)} run{'s' if len(runs) != 1 else ''}" + (f" ({', '.join(common)})" if common else "")
     t, rows = Table(title=title, notes=[f"Rates in % ({digits} decimal); errored items count as wrong in accuracy."]), []
     def cell(k, s):
-        if "." in k: return t.blank("not set (the default)") if s.get(k) is None else str(s[k])
+        if "." in k: return t.blank("not set (the default)") if s.get(k) is None else str(s[k])   # the column's head names the option
         if s.get(k) is None and k in ("num_frames", "fps", "max_frames"):
             return t.blank("no video input" if s.get("modality") not in VIDEO_MODALITIES else "not set (the other sampling setting or the model's preset)")
         return setting_text(k, s.get(k), named=False)

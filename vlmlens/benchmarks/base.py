@@ -21,8 +21,8 @@ from ..prompts import GENERIC_STRATEGIES, build_request
 from ..scoring import parse_answer, register_answer_rule, score_answer
 
 # %% auto #0
-__all__ = ['OPTION_TYPES', 'BENCHMARKS', 'Benchmark', 'Option', 'check_options', 'register_benchmark', 'known_benchmarks',
-           'get_benchmark', 'benchmark_modules']
+__all__ = ['OPTION_TYPES', 'BENCHMARKS', 'Benchmark', 'Option', 'check_options', 'option_words_text', 'register_benchmark',
+           'known_benchmarks', 'get_benchmark', 'benchmark_modules']
 
 # %% ../../nbs/30_benchmarks_base.ipynb #6e5bf65b
 class Benchmark:
@@ -72,14 +72,16 @@ Benchmark.inputs = ()                  # what an item gives the model: "video", 
 Benchmark.headline_columns = {}        # {summarize key: (column head, unit: "%", "/10", "/100")}: the paper's headline numbers
 Benchmark.summary_groups = None        # (summarize key, group field): per-group numbers that replace the summary's groups
 Benchmark.comparison_pools = {"all items": None}   # {row label: subsets} a paired comparison may pool (None: every subset)
+Benchmark.option_words = {}            # {option: {value: words}}: how a paper writes a benchmark option ("without the IDK option")
 
 @patch
 def describe(self: Benchmark) -> dict:
-    "What a report needs to know of this benchmark: its display name, inputs, headline columns, summary groups, pools."
+    "What a report needs to know of this benchmark: its display name, inputs, headline columns, summary groups, pools, options in words."
     return {"name": self.name, "display_name": self.display_name or self.name, "inputs": list(self.inputs),
             "headline_columns": {k: list(v) for k, v in self.headline_columns.items()},
             "summary_groups": list(self.summary_groups) if self.summary_groups else None,
-            "comparison_pools": {k: list(v) if v else None for k, v in self.comparison_pools.items()}}
+            "comparison_pools": {k: list(v) if v else None for k, v in self.comparison_pools.items()},
+            "option_words": {k: [[v, w] for v, w in words.items()] for k, words in self.option_words.items()}}
 
 # %% ../../nbs/30_benchmarks_base.ipynb #f2a3b4c5
 @patch
@@ -254,6 +256,31 @@ def kwargs_help(self: Benchmark) -> str:
     w = [max(len(r[i]) for r in rows + [("name", "type", "default", "")]) for i in range(3)]
     head = f"{self.name} options (--benchmark-kwarg KEY=VALUE):\n" + "  ".join(x.ljust(w[i]) for i, x in enumerate(("name", "type", "default"))) + "  help"
     return head + "\n" + "\n".join("  ".join(r[i].ljust(w[i]) for i in range(3)) + "  " + r[3] for r in rows)
+
+# %% ../../nbs/30_benchmarks_base.ipynb #e349c2c3
+def _same_value(declared, value) -> bool:
+    "Whether `value` (typed, or text from a command line) is the `declared` value: bools and numbers are read as the checker reads them."
+    if value is None or declared is None: return value is declared
+    try:
+        if isinstance(declared, bool): return as_bool(value) is declared
+        if isinstance(declared, (int, float)): return not isinstance(value, bool) and float(value) == float(declared)
+    except (TypeError, ValueError): return False
+    return str(value).strip() == str(declared)
+
+def option_words_text(info: dict | None, key: str, value) -> str | None:
+    "How a paper writes option `key` at `value`, from a benchmark description's `option_words` (`describe()`); None: not declared."
+    for declared, words in ((info or {}).get("option_words") or {}).get(key) or ():
+        if _same_value(declared, value): return words
+    return None
+
+@patch
+def option_text(self: Benchmark, key: str, value) -> str | None:
+    "How a paper writes this benchmark's option `key` at `value` ('without the IDK option'); None where it declares no words."
+    opt = next((o for o in self.kwargs_schema or () if o.name == key), None)
+    if opt is not None and opt.type != "path":                           # read as the run would (a path is not looked up)
+        try: value = opt.coerce(value)
+        except ValueError: pass
+    return option_words_text(self.describe(), key, value)
 
 # %% ../../nbs/30_benchmarks_base.ipynb #565ef0e3
 BENCHMARKS: dict[str, str] = {

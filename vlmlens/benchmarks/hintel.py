@@ -902,6 +902,13 @@ record("hintel", "statistics unit (cluster)", "metric", "HinTel-AlignBench §3 (
        "Telugu); Miller 2024, Adding error bars to evals, §2.2", "reading",
        "the aligned item: one draw in every language; within one language every item is independent (Wilson intervals)")
 
+# %% ../../nbs/32_benchmarks_hintel.ipynb #a6bf3774
+HinTelBenchmark.option_words = {
+    "prompt_language": {"item": "prompts in the item's language", "en": "prompts in English"},
+    "jee_scoring": {"official": "the official JEE comparison", "vlmlens": "JEE answers read as labels"},
+    "jee_explanation_rule": {True: "JEE answers with an explanation wrong", False: "JEE answers with an explanation allowed"},
+    "jee_english_rule": {True: "English JEE-H reasoning wrong", False: "English JEE-H reasoning allowed"}}
+
 # %% ../../nbs/32_benchmarks_hintel.ipynb #2d4e6f8a
 @patch
 def needs_judge(self: HinTelBenchmark, sample: Sample, prediction: Prediction | None = None) -> bool:

@@ -923,6 +923,18 @@ fidelity.record("infinibench", "statistics unit (cluster)", "metric", "InfiniBen
                 "episode); Miller 2024, Adding error bars to evals, §2.2; lmms-eval cluster_key", "reading",
                 "the video: intervals, verdicts and paired comparisons resample whole videos")
 
+# %% ../../nbs/33_benchmarks_infinibench.ipynb #84a7afec
+InfiniBenchBenchmark.option_words = {
+    "idk_option": {True: "with the IDK option", False: "without the IDK option"},
+    "subtitle_mode": {"per_frame": "subtitles per frame", "full": "full subtitles"},
+    "answer_format": {"number": "answers as option numbers", "letter": "answers as option letters"},
+    "scoring": {"official": "official scoring", "strict": "strict scoring (invalid judgments 0)"},
+    "protocol": {"eval_script": "the official evaluation script", "lmms-eval": "the lmms-eval protocol"},
+    "source": {"release": "release items", "real_text": "real IMDb text"},
+    "frames": {"preset": "the paper's frames per model"},
+    "check_fits": {True: "videos that fit the context only", False: "all videos"},
+    "judge_fence": {True: "answers fenced for the judge", False: "answers unfenced for the judge"}}
+
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #74a98000
 @patch
 def source(self: InfiniBenchBenchmark, cfg: RunConfig) -> str:

@@ -566,6 +566,12 @@ for _b in ("minerva", "curve", "minerva-ego"):
                     "questions over 540 videos); Miller 2024, Adding error bars to evals, §2.2; lmms-eval cluster_key", "reading",
                     "the video: intervals, verdicts and paired comparisons resample whole videos")
 
+# %% ../../nbs/34_benchmarks_minerva.ipynb #1fc2e24e
+MinervaBenchmark.option_words = {
+    "reasoning": {True: "with step-by-step reasoning", False: "without step-by-step reasoning"},
+    "subtitles": {True: "with subtitles", False: "without subtitles"},
+    "accuracy": {"share_of_2s": "accuracy as the share of 2s", "mean_half": "accuracy as the mean vote / 2"}}
+
 # %% ../../nbs/34_benchmarks_minerva.ipynb #e90a1b05
 @patch
 def media_roots(self: MinervaBenchmark, cfg: RunConfig) -> list[Path]:

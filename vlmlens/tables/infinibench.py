@@ -18,7 +18,8 @@ from ..report import answered_nothing, as_runset, run_labels
 from ..store import Run, RunSet
 
 # %% auto #0
-__all__ = ['run_row', 'collect_runs', 'table3', 'modality_table', 'idk_table', 'acc_interval', 'frames_curve', 'judge_robustness']
+__all__ = ['run_row', 'collect_runs', 'table3', 'modality_table', 'idk_table', 'acc_interval', 'score_interval', 'frames_curve',
+           'judge_robustness']
 
 # %% ../../nbs/54_tables_infinibench.ipynb #c15645e9
 def _frames(cfg: RunConfig, kw: dict):
@@ -102,6 +103,34 @@ def acc_interval(run, ci: float = 0.95) -> tuple:
     r = metrics.mean_interval(v, df["cluster"].tolist() if "cluster" in df.columns else None, ci)   # over videos; Wilson for a run without clusters
     return r["ci_low"], r["ci_high"], r["method"]
 
+# %% ../../nbs/54_tables_infinibench.ipynb #12d16305
+def _ok(v) -> bool: return v is True or str(v).strip().lower() == "true"
+def _none(v) -> bool: return v is None or v != v or str(v) == ""
+
+def score_interval(run, ci: float = 0.95) -> tuple:
+    "(low, high, method) of a run's Score (0–10) over its open-ended items, read as the table reads them; (None, None, '') without one."
+    import numpy as np
+    import pandas as pd
+    df, b = run.scores(), (run.summary or {}).get("benchmark_summary") or {}
+    if b.get("score_0_10") is None or not {"subset", "judge_valid", "judge_score"} <= set(df.columns): return None, None, ""
+    strict = (b.get("rule") or ((run.config.benchmark_kwargs or {}) if run.config else {}).get("scoring")) == "strict"
+    parts = []
+    for sk in OPEN_SKILLS:
+        every = df[df["subset"] == sk]
+        judged = every[~every["judge_valid"].map(_none) & (every["error"].map(_none) if "error" in every else True)]
+        v = pd.to_numeric(judged["judge_score"], errors="coerce")
+        ok = judged["judge_valid"].map(_ok) & v.notna()
+        if strict: part, v = judged, v.where(ok, 0.0)
+        elif ok.any(): part, v = judged[ok], v[ok]
+        else: part, v = every, pd.Series(0.0, index=every.index)   # no valid judgment: the skill scores 0, as the official script's
+        if len(part): parts.append(part.assign(_v=v.astype(float), _w=1.0 / len(part)))
+    if not parts: return None, None, ""
+    d = pd.concat(parts)
+    if not np.isclose(np.average(d["_v"], weights=d["_w"]), b["score_0_10"]): return None, None, ""   # not the table's Score
+    clusters = d["cluster"].astype(str).tolist() if "cluster" in d.columns else None
+    r = metrics.cluster_bootstrap(d["_v"].to_numpy(), clusters, ci=ci, weights=d["_w"].to_numpy())
+    return r["ci_low"], r["ci_high"], "cluster-bootstrap" if clusters else "bootstrap"
+
 # %% ../../nbs/54_tables_infinibench.ipynb #7b1737a8
 def _items(run) -> dict:
     "Grounding and reasoning items of a run, and whether its judge gave no valid score at all."
@@ -112,26 +141,26 @@ def _items(run) -> dict:
 
 # %% ../../nbs/54_tables_infinibench.ipynb #4b759007
 def frames_curve(runs, ax=None, venue=None, column: bool = False):
-    "Acc (%, with its interval) and Score (0–10) against frames per video for runs that see video, one line per setting, n in the legend; sized for `venue`."
+    "Acc (%) and Score (0–10), each with its interval, against frames per video for runs that see video, one line per setting, n in the legend; sized for `venue`."
     import matplotlib.pyplot as plt
     rs, df = _selected(runs)
     df = df[df["modality"].isin(VIDEO_MODALITIES) & df["frames"].map(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v == v)]
-    ci = {r.name: acc_interval(r) for r in rs if r.name in set(df["run"])}
+    ci = {r.name: (acc_interval(r), score_interval(r)) for r in rs if r.name in set(df["run"])}
     lines = run_labels(RunSet(r for r in rs if r.name in set(df["run"])), exclude=("num_frames", "fps"))
     items = {r.name: _items(r) for r in rs}
-    d = df.assign(line=df["run"].map(lines), frames=df["frames"].astype(float), acc_pct=100 * df["acc"].astype(float),
-                  score=[None if items[r]["no_valid_judgment"] else v for r, v in zip(df["run"], df["score_0_10"])],
-                  n_mcq=df["run"].map(lambda r: items[r]["n_mcq"]), n_open=df["run"].map(lambda r: items[r]["n_open"]),
-                  acc_lo=[100 * ci[r][0] if ci[r][0] is not None else a for r, a in zip(df["run"], 100 * df["acc"].astype(float))],
-                  acc_hi=[100 * ci[r][1] if ci[r][1] is not None else a for r, a in zip(df["run"], 100 * df["acc"].astype(float))])
+    score = [None if items[r]["no_valid_judgment"] else v for r, v in zip(df["run"], df["score_0_10"])]
+    end = lambda i, k, scale, points: [p if p is None or p != p or ci[r][i][k] is None else scale * ci[r][i][k] for r, p in zip(df["run"], points)]
+    d = df.assign(line=df["run"].map(lines), frames=df["frames"].astype(float), acc_pct=100 * df["acc"].astype(float), score=score,
+                  n_mcq=df["run"].map(lambda r: items[r]["n_mcq"]), n_open=df["run"].map(lambda r: items[r]["n_open"]))
+    d = d.assign(acc_lo=end(0, 0, 100, d["acc_pct"]), acc_hi=end(0, 1, 100, d["acc_pct"]), score_lo=end(1, 0, 1, score), score_hi=end(1, 1, 1, score))
     if ax is None:
         fig, ax = plt.subplots(*((2, 1) if column else (1, 2)), figsize=figure_size(venue, column, 4.8 if column else 2.8))
         fig.subplots_adjust(**({"hspace": 0.6} if column else {"wspace": 0.45})); fig._vlmlens_venue = get_venue(venue).name
     by = "line" if d["line"].nunique() > 1 else None
     line_chart(d, "frames", "acc_pct", by=by, n="n_mcq", ax=ax[0], log2=True, xlabel="frames per video", ylabel="grounding Acc (%)",
                lo="acc_lo", hi="acc_hi")
-    line_chart(d.assign(score=d["score"].astype(float)), "frames", "score", by=by, n="n_open", ax=ax[1], log2=True,
-               xlabel="frames per video", ylabel="reasoning Score (/10)", legend_title="runs (n items)")
+    line_chart(d.assign(**{c: d[c].astype(float) for c in ("score", "score_lo", "score_hi")}), "frames", "score", by=by, n="n_open", ax=ax[1],
+               log2=True, xlabel="frames per video", ylabel="reasoning Score (/10)", legend_title="runs (n items)", lo="score_lo", hi="score_hi")
     if ax[0].get_legend(): ax[0].get_legend().remove()
     hs, ls = ax[1].get_legend_handles_labels()                       # the legend: every series drawn in either panel
     for h, lab in zip(*ax[0].get_legend_handles_labels()):
