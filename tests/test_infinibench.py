@@ -677,10 +677,11 @@ def test_frames_curve_draws_each_runs_interval_as_a_bar(runs):
     for g, w in zip(got, want): assert g == pytest.approx(w)
 
 
-def _judged_run(root, name, frames, rows):
+def _judged_run(root, name, frames, rows, kw=None):
     "A stored InfiniBench run over open-ended rows `(skill, video, judge_valid, judge_score, error)`, its summary from `summarize`."
     from vlmlens.store import RunStore
-    c = RunConfig("infinibench", "gpt-4o", modality="video", num_frames=frames, judge="gpt-4o-mini", run_name=name, output_root=str(root))
+    c = RunConfig("infinibench", "gpt-4o", modality="video", num_frames=frames, judge="gpt-4o-mini", run_name=name, output_root=str(root),
+                  benchmark_kwargs=kw or {})
     scored = [{"sample_id": f"{name}-{i}", "subset": sk, "skill": sk, "cluster": v, "answer_type": "open", "valid": err is None, "error": err,
                "judge_valid": ok, "judge_score": sc, "score": None if err else (sc / 10 if ok else 0.0)} for i, (sk, v, ok, sc, err) in enumerate(rows)]
     b = ib.InfiniBenchBenchmark().summarize(scored, c)
@@ -716,3 +717,53 @@ def _score_bars_match(rs):
     points = sorted((float(x), float(y)) for l in ax.lines for x, y in zip(*l.get_data()))
     for g, w in zip(points, sorted((float(r.config.num_frames), r.summary["benchmark_summary"]["score_0_10"]) for r in rs)):
         assert g == pytest.approx(w)
+
+
+def _direct_score_interval(rows, rule, n_resamples, seed=0, ci=0.95):
+    """A bootstrap of the Score written out: draw videos with replacement (numpy's default_rng(seed), `n_resamples` × videos draws
+    in chunks of 500, videos numbered in order of first appearance), pool the drawn videos' rows and score them with the
+    benchmark's own `skill_stats` and `reasoning_score`; the percentile interval of those Scores."""
+    import numpy as np
+    videos = list(dict.fromkeys(r["cluster"] for r in rows))
+    by = {v: [r for r in rows if r["cluster"] == v] for v in videos}
+    rng, scores = np.random.default_rng(seed), []
+    for start in range(0, n_resamples, 500):
+        for draw in rng.integers(0, len(videos), size=(min(500, n_resamples - start), len(videos))):
+            pooled = [r for i in draw for r in by[videos[i]]]
+            st = ib.skill_stats(pooled, rule)
+            scores.append(ib.reasoning_score({k: v.get("score_0_10") for k, v in st.items()}))
+    return tuple(np.quantile(scores, [(1 - ci) / 2, 1 - (1 - ci) / 2]))
+
+
+@pytest.mark.parametrize("case", ["official", "strict", "one skill per video", "a skill never validly judged"])
+def test_score_interval_is_the_bootstrap_of_the_tables_score(tmp_path, case):
+    """`score_interval` equals a bootstrap written out here that, in each resample of whole videos, scores the drawn rows with the
+    benchmark's own per-skill rule and takes the mean over skills (same seed, same draws): errored answers and invalid judgments
+    left out (official) or counted 0 (strict), a skill without a valid judgment scoring 0; with one skill per video too, where a
+    weighted mean of items (skills weighted by their resampled share) would give a far wider interval."""
+    from vlmlens.store import RunSet
+    sk = ib.OPEN_SKILLS
+    if case == "one skill per video":
+        rows = [(sk[v % 4], f"v{v}", i % 5 != 0, 3 * (v % 4) + (v + i) % 2, None) for v in range(40) for i in range(4)]   # skills far apart
+    else:
+        rows = [(sk[i % 4], f"v{i % 6}", i % 7 != 0 and not (case.startswith("a skill") and i % 4 == 3),
+                 (i * 3) % 11, "timeout" if i % 9 == 4 else None) for i in range(48)]
+    kw = {"scoring": "strict"} if case == "strict" else {}
+    _judged_run(tmp_path, "r", 4, rows, kw)
+    run = RunSet.discover(tmp_path)[0]
+    scored = [{"sample_id": f"r-{i}", "subset": s, "skill": s, "cluster": v, "answer_type": "open", "valid": e is None, "error": e,
+               "judge_valid": ok, "judge_score": sc, "score": None if e else (sc / 10 if ok else 0.0)} for i, (s, v, ok, sc, e) in enumerate(rows)]
+    rule = "strict" if case == "strict" else "official"
+    assert run.summary["benchmark_summary"]["rule"] == rule
+    lo, hi, how = T.score_interval(run, n_resamples=600)
+    want = _direct_score_interval(scored, rule, 600)
+    assert how == "cluster-bootstrap" and (lo, hi) == pytest.approx(want), ((lo, hi), want)
+    assert lo <= run.summary["benchmark_summary"]["score_0_10"] <= hi
+    if case == "one skill per video":                                 # the item-weighted bootstrap this replaces: far wider
+        from vlmlens import metrics
+        import numpy as np
+        valid = [r for r in scored if r["judge_valid"]]
+        n = {s: sum(r["skill"] == s for r in valid) for s in sk}
+        old = metrics.cluster_bootstrap(np.array([r["judge_score"] for r in valid], float), [r["cluster"] for r in valid],
+                                        n_resamples=600, weights=np.array([1 / n[r["skill"]] for r in valid]))
+        assert old["ci_high"] - old["ci_low"] > 2 * (hi - lo), (old, lo, hi)

@@ -97,12 +97,12 @@ def test_modality_idk_and_frames_are_never_pooled(tmp_path):
     runs = RunSet.discover(tmp_path)
     assert R.run_settings(runs.where(modality="metadata")[0])["num_frames"] is None        # a metadata run saw no frames
     with pytest.raises(R.PoolingError) as e: R.grouped_rates(runs, ["num_frames"], what="the frame curve")
-    assert "modality (metadata, video)" in str(e.value) and "benchmark_kwargs.idk_option (default, without the IDK option)" in str(e.value)
+    assert "modality (metadata, video)" in str(e.value) and "benchmark_kwargs.idk_option (with the IDK option, without the IDK option)" in str(e.value)
     video = runs.where(modality="video", benchmark_kwargs={})
     curve = R.grouped_rates(video, ["num_frames"])
     assert curve.num_frames.tolist() == [4, 8] and curve.accuracy.tolist() == [0.5, 1.0]
     labels = R.run_labels(runs)
-    assert labels["meta"] == "modality metadata" and labels["v8"].startswith("8 frames")
+    assert labels["meta"] == "modality metadata, with the IDK option" and labels["v8"].startswith("8 frames")   # unset: the default
 
 
 def test_an_idk_ablation_reads_with_and_without_the_idk_option_in_labels_legends_and_captions(tmp_path, capsys):
@@ -433,3 +433,64 @@ def test_paper_check_tool_lists_each_problem_with_its_file(tmp_path):
     assert "wide.pdf: 9.00 in wide" in out.stdout
     none = subprocess.run([sys.executable, "tools/paper_check.py", str(tmp_path / "nope")], cwd=repo, capture_output=True, text=True)
     assert none.returncode == 2 and len(none.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("name", __import__("vlmlens.benchmarks.base", fromlist=["x"]).known_benchmarks())
+def test_every_declared_option_word_names_an_option_and_a_value_it_accepts(name):
+    """Each benchmark's `option_words` key is an option of its `kwargs_schema`, and each value with words is one the option accepts
+    (read back by `Option.coerce` as itself): a misspelled option (`idk_opton`) or value (`leter`) fails here, not silently in a caption."""
+    from vlmlens.benchmarks.base import get_benchmark
+    b = get_benchmark(name)
+    schema = {o.name: o for o in b.kwargs_schema or ()}
+    for key, words in (b.option_words or {}).items():
+        assert key in schema, f"{name}: option_words names {key!r}, not an option of its schema ({', '.join(schema)})"
+        for value, text in words.items():
+            assert isinstance(text, str) and text.strip(), (name, key, value)
+            assert schema[key].type != "path", f"{name}: words for a path option {key!r}"
+            assert schema[key].coerce(value) == value, f"{name}: {key}={value!r} is not a value the option accepts"
+            assert b.option_text(key, value) == text
+
+
+def test_an_option_left_at_its_default_reads_in_the_defaults_words(tmp_path, capsys):
+    """An IDK ablation with one run that left `idk_option` unset (the default: the option offered) and one that set it False reads
+    'with the IDK option' vs 'without the IDK option' in run labels, the pooling message and `vlmlens report`'s captions; a run that
+    set the default and one that left it unset are one setting, never told apart."""
+    from vlmlens.cli import main
+    for name, kw in (("unset", {}), ("off", {"idk_option": False}), ("on", {"idk_option": True})):
+        c = RunConfig("infinibench", "gpt-4.1", modality="video", num_frames=4, benchmark_kwargs=kw, run_name=name, output_root=str(tmp_path))
+        st = RunStore(tmp_path / name, c.hash(), config=c.to_dict()).prepare()
+        st.write_run_json({"config": c.to_dict(), "config_hash": c.hash(), "model": {"model_id": c.model}})
+        st.write_summary({"benchmark": "infinibench", "overall": {"n": 2, "n_errors": 0, "accuracy": 0.5},
+                          "benchmark_summary": {"acc": 0.5, "score_0_10": 5.0, "overall_0_100": 50.0, "n": 2}})
+        st.close()
+    runs = RunSet.discover(tmp_path)
+    ablation = runs.where(lambda r: r.name in ("unset", "off"))
+    assert R.run_labels(ablation) == {"unset": "with the IDK option", "off": "without the IDK option"}
+    with pytest.raises(R.PoolingError) as e: R.check_pooling(ablation, ())
+    assert "benchmark_kwargs.idk_option (with the IDK option, without the IDK option)" in str(e.value), str(e.value)
+    same = runs.where(lambda r: r.name in ("unset", "on"))
+    assert R.differing_settings(same) == {} and R.check_pooling(same, ()) is None    # unset = set to the default
+    assert list(R.differing_settings(runs)) == ["benchmark_kwargs.idk_option"]
+    assert main(["report", str(tmp_path / "unset"), str(tmp_path / "off")]) == 0
+    out = capsys.readouterr().out
+    assert "InfiniBench, GPT-4.1, with the IDK option, n = 2" in out and "InfiniBench, GPT-4.1, without the IDK option, n = 2" in out, out
+    assert main(["report", str(tmp_path / "unset"), str(tmp_path / "on")]) == 0
+    out = capsys.readouterr().out
+    assert "IDK" not in out and "idk_option" not in out, out           # the same setting: no caption names it
+
+
+def test_only_benchmark_options_read_in_a_benchmarks_words():
+    """A backend or judge option that shares a benchmark option's name (`model_kwargs.subtitles` on a MINERVA run) is not given the
+    benchmark's words: only `benchmark_kwargs.<option>` is."""
+    info = R.benchmark_info({"benchmark": "minerva"})
+    assert R.option_words(info, "benchmark_kwargs.subtitles", False) == "without subtitles"
+    for key in ("model_kwargs.subtitles", "judge_kwargs.subtitles", "subtitles"):
+        assert R.option_words(info, key, False) is None
+        assert R.option_words(info, key, None) is None
+    assert R.setting_text("model_kwargs.subtitles", False, info=info) == "subtitles=False"
+    assert R.setting_text("model_kwargs.subtitles", None, info=info) == R.BLANK
+    assert R.run_header({"benchmark": "minerva", "overall": {"n": 3}}, {"model": "gpt-4o", "model_kwargs": {"subtitles": False}},
+                        differing=["model_kwargs.subtitles"]).endswith("subtitles off, n = 3")
+    ib = R.benchmark_info({"benchmark": "infinibench"})
+    assert R.option_words(ib, "judge_kwargs.scoring", "strict") is None
+    assert R.option_words(ib, "benchmark_kwargs.scoring", "strict").startswith("strict scoring")

@@ -28,8 +28,8 @@ from .evidence import isolate_run
 from .figures import VENUES
 from .models import registry
 from .paper_check import CHECK_VENUES, check_latex, engine_for
-from .report import (machine_frame, model_name, pdflatex_form, rates_table, render_table, run_context, run_header, run_labels,
-                            summary_table)
+from .report import (differing_settings, machine_frame, model_name, pdflatex_form, rates_table, render_table, run_context, run_header,
+                            run_labels, summary_table)
 from .runner import check_answered, estimate_run, launch_env, rescore, run
 from .store import RunSet, open_run
 from .sweep import compact_table, run_sweep
@@ -199,7 +199,7 @@ def report(run_dirs, fmt: str = "text", vs_paper: bool = False, judge_reading: b
     import pandas as pd
     runs = RunSet.discover(*run_dirs)
     if not len(runs): raise FileNotFoundError(f"no runs (folders with a run.json) below {', '.join(map(str, run_dirs))}")
-    differing = list(runs.varying()) if len(runs) > 1 else None            # several runs: captions name what differs
+    differing = list(differing_settings(runs)) if len(runs) > 1 else None  # several runs: captions name what differs
     bad, frames, distinct = 0, [], distinct_labels(runs, differing)
     view_dir = view.report_view(runs, view_dir, fmt) if view_dir else None        # rows link to their items in the view
     link = (lambda t, r: view.link_rows(t, view_dir, r.dir, fmt)) if view_dir else (lambda t, r: t)

@@ -31,9 +31,9 @@ from .store import Run, RunSet
 __all__ = ['BLANK', 'NOTHING_ANSWERED', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'TEXT_HEIGHT_PT',
            'FONT_PT', 'ABBREVIATE_CHARS', 'MACHINE_NAMES', 'SCRIPT_CODES', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell',
            'fixed', 'pct', 'num', 'answered_nothing', 'language_name', 'model_name', 'judge_model', 'judge_name',
-           'as_runset', 'run_settings', 'differing_settings', 'benchmark_info', 'option_words', 'data_note',
-           'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'clean_scores', 'grouped_rates', 'Table',
-           'caption_prose', 'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'pdflatex_form',
+           'as_runset', 'run_settings', 'differing_settings', 'benchmark_info', 'option_default', 'option_words',
+           'data_note', 'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'clean_scores', 'grouped_rates',
+           'Table', 'caption_prose', 'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'pdflatex_form',
            'rate_cell', 'rate_grid', 'usage_note', 'summary_table', 'run_context', 'run_header', 'rates_table',
            'runs_overview']
 
@@ -138,8 +138,16 @@ def run_settings(run: Run) -> dict:
     return run.settings()
 
 def differing_settings(runs) -> dict[str, list]:
-    "`{setting: [its distinct values]}` for the settings that differ between `runs` (`RunSet.varying`)."
-    return as_runset(runs).varying()
+    """`{setting: [its distinct values]}` for the settings that differ between `runs` (`RunSet.varying`); a benchmark option a run
+    left unset reads as its benchmark's declared default, so an unset option and one set to the default are the same setting."""
+    rs = [r for r in as_runset(runs) if r.config is not None]
+    out = {}
+    for k, vals in as_runset(runs).varying().items():
+        if k.startswith("benchmark_kwargs."):                    # read each run's unset option at its benchmark's default
+            got = [option_default(_run_info(r), k) if _missing(v) else v for r in rs for v in [run_settings(r).get(k)]]
+            vals = list({json.dumps(v, sort_keys=True, default=str): v for v in got}.values())
+        if len(vals) > 1: out[k] = vals
+    return out
 
 # %% ../nbs/52_report.ipynb #d75c574d
 from functools import lru_cache
@@ -156,11 +164,22 @@ def benchmark_info(summary: dict | None = None, config: dict | None = None) -> d
     name = s.get("benchmark") or c.get("benchmark")
     return _declared(str(name)) if name else {}
 
-def option_words(info: dict | None, key: str, value) -> str | None:
-    "How a run's benchmark (its `benchmark_info`) writes option `key` (`benchmark_kwargs.idk_option` or `idk_option`) at `value`; None: not declared."
+def _with(info: dict | None, field: str) -> dict:
+    "`info`, or the benchmark's declaration now where the run recorded it before `field` was declared."
     info = info or {}
-    if "option_words" not in info and info.get("name"): info = _declared(str(info["name"]))   # recorded before options had words
-    return option_words_text(info, key.split(".", 1)[-1], value)
+    return _declared(str(info["name"])) if field not in info and info.get("name") else info
+
+def option_default(info: dict | None, key: str):
+    "The default a run's benchmark (its `benchmark_info`) declares for `benchmark_kwargs.<option>`; None for any other key or none declared."
+    if not key.startswith("benchmark_kwargs."): return None
+    return (_with(info, "option_defaults").get("option_defaults") or {}).get(key.split(".", 1)[1])
+
+def option_words(info: dict | None, key: str, value) -> str | None:
+    """How a run's benchmark (its `benchmark_info`) writes `benchmark_kwargs.<option>` at `value` (unset: at its declared default);
+    None for an option or value it declares no words for, and for any other key (`model_kwargs.<name>` is not a benchmark option)."""
+    if not key.startswith("benchmark_kwargs."): return None
+    if _missing(value): value = option_default(info, key)
+    return None if _missing(value) else option_words_text(_with(info, "option_words"), key.split(".", 1)[1], value)
 
 def _run_info(run) -> dict:
     "The `benchmark_info` of a `Run` (from its summary, else its configuration)."
@@ -177,10 +196,11 @@ _SELF_DESCRIBING = ("model", "language", "num_frames", "fps", "benchmark")
 
 def setting_text(key: str, value, named: bool = True, info: dict | None = None) -> str:
     """A setting's value for a reader (`num_frames=8` → '8 frames'; with `named`, 'judge GPT-4.1', 'seed 1'); a benchmark option
-    in the words its benchmark (`info`, a `benchmark_info`) declares ('without the IDK option'), else `key=value`."""
-    if "." in key:                                                           # an option: benchmark_kwargs.idk_option
+    in the words its benchmark (`info`, a `benchmark_info`) declares, an unset one in its default's words, else `key=value`."""
+    if "." in key:                                                           # an option: benchmark_kwargs.<option>, model_kwargs.<name>
+        if words := option_words(info, key, value): return words
         if _missing(value): return BLANK if named else "default"
-        return option_words(info, key, value) or (f"{key.split('.', 1)[1]}={value}" if named else str(value))
+        return f"{key.split('.', 1)[1]}={value}" if named else str(value)
     if _missing(value) or (isinstance(value, (dict, list, str)) and not value): return BLANK if key != "judge" else "no judge"
     if key in ("model", "judge"): v = model_name(value)
     elif key == "language": v = ", ".join(language_name(x) for x in str(value).split(","))
@@ -214,8 +234,8 @@ def check_pooling(runs, shown: Sequence[str] = (), what: str = "this table"):
     seen = lambda k: k in shown or k.split(".")[0] in shown or k.split(".")[-1] in shown or any(c in shown for c in ITEM_COLUMNS.get(k, ()))
     hidden = {k: v for k, v in differing_settings(runs).items() if not seen(k)}
     if hidden:
-        info = lambda k, x: next((_run_info(r) for r in as_runset(runs) if run_settings(r).get(k) == x), None)   # a run's with that value
-        desc = "; ".join(f"{k} ({', '.join(sorted({setting_text(k, x, False, info(k, x)) for x in v}))})" for k, v in hidden.items())
+        texts = lambda k: sorted({setting_text(k, run_settings(r).get(k), False, _run_info(r)) for r in as_runset(runs) if r.config is not None})
+        desc = "; ".join(f"{k} ({', '.join(texts(k))})" for k in hidden)
         k0 = next(iter(hidden))
         pick = f"runs.where({k0}=...)" if k0 in RunConfig.__dataclass_fields__ else f"runs.where(lambda r: r.settings().get({k0!r}) == ...)"
         raise PoolingError(f"{what} would pool runs that differ in {desc}: group by {' and '.join(hidden)} "
@@ -809,12 +829,12 @@ def _input_prose(info: dict, c: dict) -> str | None:
             "text": "with the question only (no video)"}.get(modality, f"with {modality} input (no video)")
 
 def _option_prose(key: str, c: dict, info: dict | None = None) -> str | None:
-    """A setting that tells runs apart, as words: a benchmark option as its benchmark declares it ('without the IDK option'),
-    else 'idk option off', 'max new tokens 512'; None when the run has none."""
+    """A setting that tells runs apart, as words: a benchmark option as its benchmark declares it (an unset one at its default),
+    else 'max new tokens 512', '<option> off'; None when the run has none."""
     head, _, sub = key.partition(".")
     v = (c.get(head) or {}).get(sub) if sub else c.get(key)
-    if _missing(v): return None
     if sub and (words := option_words(info, key, v)): return words
+    if _missing(v): return None
     v = {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v
     return f"{(sub or key).replace('_', ' ')} {v}"
 

@@ -76,12 +76,14 @@ Benchmark.option_words = {}            # {option: {value: words}}: how a paper w
 
 @patch
 def describe(self: Benchmark) -> dict:
-    "What a report needs to know of this benchmark: its display name, inputs, headline columns, summary groups, pools, options in words."
+    """What a report needs to know of this benchmark: its display name, inputs, headline columns, summary groups, pools, options in
+    words and its options' defaults (what a run that leaves an option unset uses)."""
     return {"name": self.name, "display_name": self.display_name or self.name, "inputs": list(self.inputs),
             "headline_columns": {k: list(v) for k, v in self.headline_columns.items()},
             "summary_groups": list(self.summary_groups) if self.summary_groups else None,
             "comparison_pools": {k: list(v) if v else None for k, v in self.comparison_pools.items()},
-            "option_words": {k: [[v, w] for v, w in words.items()] for k, words in self.option_words.items()}}
+            "option_words": {k: [[v, w] for v, w in words.items()] for k, words in self.option_words.items()},
+            "option_defaults": {o.name: list(o.default) if isinstance(o.default, tuple) else o.default for o in self.kwargs_schema or ()}}
 
 # %% ../../nbs/30_benchmarks_base.ipynb #f2a3b4c5
 @patch

@@ -928,11 +928,11 @@ InfiniBenchBenchmark.option_words = {
     "idk_option": {True: "with the IDK option", False: "without the IDK option"},
     "subtitle_mode": {"per_frame": "subtitles per frame", "full": "full subtitles"},
     "answer_format": {"number": "answers as option numbers", "letter": "answers as option letters"},
-    "scoring": {"official": "official scoring", "strict": "strict scoring (invalid judgments 0)"},
+    "scoring": {"official": "official scoring", "strict": "strict scoring (invalid judgments 0, Acc over items with a gold answer)"},
     "protocol": {"eval_script": "the official evaluation script", "lmms-eval": "the lmms-eval protocol"},
     "source": {"release": "release items", "real_text": "real IMDb text"},
     "frames": {"preset": "the paper's frames per model"},
-    "check_fits": {True: "videos that fit the context only", False: "all videos"},
+    "check_fits": {True: "a context-fit check on local models", False: "no context-fit check"},
     "judge_fence": {True: "answers fenced for the judge", False: "answers unfenced for the judge"}}
 
 # %% ../../nbs/33_benchmarks_infinibench.ipynb #74a98000

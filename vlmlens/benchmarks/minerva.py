@@ -569,8 +569,7 @@ for _b in ("minerva", "curve", "minerva-ego"):
 # %% ../../nbs/34_benchmarks_minerva.ipynb #1fc2e24e
 MinervaBenchmark.option_words = {
     "reasoning": {True: "with step-by-step reasoning", False: "without step-by-step reasoning"},
-    "subtitles": {True: "with subtitles", False: "without subtitles"},
-    "accuracy": {"share_of_2s": "accuracy as the share of 2s", "mean_half": "accuracy as the mean vote / 2"}}
+    "subtitles": {True: "with subtitles", False: "without subtitles"}}
 
 # %% ../../nbs/34_benchmarks_minerva.ipynb #e90a1b05
 @patch
@@ -651,6 +650,8 @@ class CurveBenchmark(MinervaBenchmark):
     published, paper_item_keys = "curve", ("locale", "language")   # MINERVA-Cultural's main results, key findings, evidence statistics
     metric, sets = "share_of_2s", PAPER_RESOURCE_SETS
     kwargs_schema = CURVE_KWARGS
+    option_words = {**MinervaBenchmark.option_words,            # CURVE's own headline metric, in words
+                    "accuracy": {"share_of_2s": "accuracy as the share of 2s", "mean_half": "accuracy as the mean vote / 2"}}
 
     def load(self, cfg: RunConfig):
         self.metric, self.sets = accuracy_metric(cfg), resource_sets(cfg)

@@ -107,29 +107,45 @@ def acc_interval(run, ci: float = 0.95) -> tuple:
 def _ok(v) -> bool: return v is True or str(v).strip().lower() == "true"
 def _none(v) -> bool: return v is None or v != v or str(v) == ""
 
-def score_interval(run, ci: float = 0.95) -> tuple:
-    "(low, high, method) of a run's Score (0–10) over its open-ended items, read as the table reads them; (None, None, '') without one."
+def _skill_scores(n, judged, valid, total, strict: bool):
+    "Each skill's score from summed counts (rows, judged, valid judgments, valid scores' sum; last axis the skills): NaN where absent."
+    import numpy as np
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if strict: return np.where(judged > 0, total / judged, np.nan)
+        return np.where(valid > 0, total / np.maximum(valid, 1), np.where(n > 0, 0.0, np.nan))
+
+def _score_counts(df):
+    "Per (video, reasoning skill) counts of a run's open-ended rows: rows, judged, valid, valid scores' sum (each videos × skills)."
     import numpy as np
     import pandas as pd
+    d = df[df["subset"].isin(OPEN_SKILLS)]
+    codes = metrics.cluster_codes(d["cluster"].tolist() if "cluster" in d.columns else None, len(d))   # a missing video: its own
+    k, sk = int(codes.max()) + 1 if len(d) else 0, d["subset"].map(OPEN_SKILLS.index).to_numpy()
+    judged = (~d["judge_valid"].map(_none) & (d["error"].map(_none) if "error" in d else True)).to_numpy(bool)
+    v = pd.to_numeric(d["judge_score"], errors="coerce").to_numpy(float)
+    valid = judged & d["judge_valid"].map(_ok).to_numpy(bool) & ~np.isnan(v)
+    out = [np.zeros((k, len(OPEN_SKILLS))) for _ in range(4)]
+    for a, w in zip(out, (np.ones(len(d)), judged, valid, np.where(valid, v, 0.0))): np.add.at(a, (codes, sk), w)
+    return out, "cluster" in d.columns
+
+# %% ../../nbs/54_tables_infinibench.ipynb #5e1b0c7a
+def score_interval(run, ci: float = 0.95, n_resamples: int = 2000, seed: int = 0) -> tuple:
+    "(low, high, method) of a run's Score (0–10), each resample's Score computed as the table computes it; (None, None, '') without one."
+    import numpy as np
     df, b = run.scores(), (run.summary or {}).get("benchmark_summary") or {}
     if b.get("score_0_10") is None or not {"subset", "judge_valid", "judge_score"} <= set(df.columns): return None, None, ""
     strict = (b.get("rule") or ((run.config.benchmark_kwargs or {}) if run.config else {}).get("scoring")) == "strict"
-    parts = []
-    for sk in OPEN_SKILLS:
-        every = df[df["subset"] == sk]
-        judged = every[~every["judge_valid"].map(_none) & (every["error"].map(_none) if "error" in every else True)]
-        v = pd.to_numeric(judged["judge_score"], errors="coerce")
-        ok = judged["judge_valid"].map(_ok) & v.notna()
-        if strict: part, v = judged, v.where(ok, 0.0)
-        elif ok.any(): part, v = judged[ok], v[ok]
-        else: part, v = every, pd.Series(0.0, index=every.index)   # no valid judgment: the skill scores 0, as the official script's
-        if len(part): parts.append(part.assign(_v=v.astype(float), _w=1.0 / len(part)))
-    if not parts: return None, None, ""
-    d = pd.concat(parts)
-    if not np.isclose(np.average(d["_v"], weights=d["_w"]), b["score_0_10"]): return None, None, ""   # not the table's Score
-    clusters = d["cluster"].astype(str).tolist() if "cluster" in d.columns else None
-    r = metrics.cluster_bootstrap(d["_v"].to_numpy(), clusters, ci=ci, weights=d["_w"].to_numpy())
-    return r["ci_low"], r["ci_high"], "cluster-bootstrap" if clusters else "bootstrap"
+    counts, clustered = _score_counts(df)
+    full = _skill_scores(*(c.sum(axis=0) for c in counts), strict)
+    if np.isnan(full).all() or not np.isclose(np.nanmean(full), b["score_0_10"]): return None, None, ""   # not the table's Score
+    k, rng, stats = len(counts[0]), np.random.default_rng(seed), []
+    for start in range(0, n_resamples, 500):                         # as metrics.cluster_bootstrap draws: 500 × videos at a time
+        idx = rng.integers(0, k, size=(min(500, n_resamples - start), k))
+        per = _skill_scores(*(c[idx].sum(axis=1) for c in counts), strict)
+        stats.append(np.array([np.nanmean(p) if not np.isnan(p).all() else np.nan for p in per]))
+    st = np.concatenate(stats)
+    lo, hi = np.nanquantile(st, [(1 - ci) / 2, 1 - (1 - ci) / 2])
+    return float(lo), float(hi), "cluster-bootstrap" if clustered else "bootstrap"
 
 # %% ../../nbs/54_tables_infinibench.ipynb #7b1737a8
 def _items(run) -> dict:
