@@ -470,6 +470,10 @@ def test_an_option_left_at_its_default_reads_in_the_defaults_words(tmp_path, cap
     assert "benchmark_kwargs.idk_option (with the IDK option, without the IDK option)" in str(e.value), str(e.value)
     same = runs.where(lambda r: r.name in ("unset", "on"))
     assert R.differing_settings(same) == {} and R.check_pooling(same, ()) is None    # unset = set to the default
+    from vlmlens.paired import ablation_comparisons
+    by = {r.name: R.effective_settings(r) for r in runs}
+    assert by["unset"] == by["on"] != by["off"] and by["unset"]["benchmark_kwargs.idk_option"] is True
+    assert ablation_comparisons(same).empty                                           # no "ablation" between one setting
     assert list(R.differing_settings(runs)) == ["benchmark_kwargs.idk_option"]
     assert main(["report", str(tmp_path / "unset"), str(tmp_path / "off")]) == 0
     out = capsys.readouterr().out

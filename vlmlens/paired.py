@@ -10,7 +10,7 @@ import sys
 from . import fidelity
 from .benchmarks.base import get_benchmark
 from .metrics import INTERVAL_METHODS, holm, paired_compare
-from .report import FORMATS, Table, clean_scores, num, render_table, run_labels
+from .report import FORMATS, Table, clean_scores, differing_settings, effective_settings, num, render_table, run_labels
 from .store import Run, RunSet
 
 # %% auto #0
@@ -138,15 +138,16 @@ def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min
     or `pools`)."""
     import json, pandas as pd
     rs = RunSet([r for r in runs if r.config is not None and r.status != "broken"])
-    settings = [s for s in (rs.varying() if settings is None else settings) if s in rs.varying()]
+    differ = differing_settings(rs)                                # an unset option reads as its default (`effective_settings`)
+    settings = [s for s in (differ if settings is None else settings) if s in differ]
     frames = []
     for k in settings:
         groups: dict = {}
         for r in rs:
-            rest = {a: b for a, b in r.settings().items() if a != k}
+            rest = {a: b for a, b in effective_settings(r).items() if a != k}
             groups.setdefault(json.dumps(rest, sort_keys=True, default=str), []).append(r)
         for g in (g for g in groups.values() if len(g) > 1):
-            g = sorted(g, key=lambda r: json.dumps(r.settings().get(k), default=str))
+            g = sorted(g, key=lambda r: json.dumps(effective_settings(r).get(k), default=str))
             pool = get_benchmark(g[0].config.benchmark).comparison_pools if pools is None else pools
             c = compare_runs(g, key=key, by=by, min_pairs=min_pairs, n_resamples=n_resamples, pools=pool)
             frames.append(c.assign(setting=k))

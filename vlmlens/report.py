@@ -31,11 +31,11 @@ from .store import Run, RunSet
 __all__ = ['BLANK', 'NOTHING_ANSWERED', 'ITEM_COLUMNS', 'FORMATS', 'COLUMN_PT', 'TEXT_PT', 'PROSE_CHARS', 'TEXT_HEIGHT_PT',
            'FONT_PT', 'ABBREVIATE_CHARS', 'MACHINE_NAMES', 'SCRIPT_CODES', 'RATE_COLUMNS', 'SETTING_HEADERS', 'Cell',
            'fixed', 'pct', 'num', 'answered_nothing', 'language_name', 'model_name', 'judge_model', 'judge_name',
-           'as_runset', 'run_settings', 'differing_settings', 'benchmark_info', 'option_default', 'option_words',
-           'data_note', 'setting_text', 'run_labels', 'PoolingError', 'check_pooling', 'clean_scores', 'grouped_rates',
-           'Table', 'caption_prose', 'digits_for', 'latex_caption', 'machine_frame', 'render_table', 'pdflatex_form',
-           'rate_cell', 'rate_grid', 'usage_note', 'summary_table', 'run_context', 'run_header', 'rates_table',
-           'runs_overview']
+           'benchmark_info', 'option_default', 'option_words', 'data_note', 'as_runset', 'run_settings',
+           'effective_settings', 'differing_settings', 'setting_text', 'run_labels', 'PoolingError', 'check_pooling',
+           'clean_scores', 'grouped_rates', 'Table', 'caption_prose', 'digits_for', 'latex_caption', 'machine_frame',
+           'render_table', 'pdflatex_form', 'rate_cell', 'rate_grid', 'usage_note', 'summary_table', 'run_context',
+           'run_header', 'rates_table', 'runs_overview']
 
 # %% ../nbs/52_report.ipynb #f7f7bc76
 BLANK = "–"
@@ -123,32 +123,6 @@ def judge_name(judge_id) -> str:
     body, fenced = judge_model(judge_id)
     return model_name(body) + (" (fenced)" if fenced else "")
 
-# %% ../nbs/52_report.ipynb #1b8e7f90
-def as_runset(runs) -> RunSet:
-    "A `RunSet` of `runs`: a RunSet (or anything with `.scores()`) as it is, a `Run`, runs, or run/sweep folders (discovered)."
-    if isinstance(runs, Run): return RunSet([runs])
-    if hasattr(runs, "scores"): return runs
-    if isinstance(runs, (str, os.PathLike)): return RunSet.discover(runs)
-    items = list(runs)
-    if all(isinstance(r, Run) for r in items): return RunSet(items)
-    return RunSet.discover(*items)
-
-def run_settings(run: Run) -> dict:
-    "A run's settings that can change its results (`Run.settings`)."
-    return run.settings()
-
-def differing_settings(runs) -> dict[str, list]:
-    """`{setting: [its distinct values]}` for the settings that differ between `runs` (`RunSet.varying`); a benchmark option a run
-    left unset reads as its benchmark's declared default, so an unset option and one set to the default are the same setting."""
-    rs = [r for r in as_runset(runs) if r.config is not None]
-    out = {}
-    for k, vals in as_runset(runs).varying().items():
-        if k.startswith("benchmark_kwargs."):                    # read each run's unset option at its benchmark's default
-            got = [option_default(_run_info(r), k) if _missing(v) else v for r in rs for v in [run_settings(r).get(k)]]
-            vals = list({json.dumps(v, sort_keys=True, default=str): v for v in got}.values())
-        if len(vals) > 1: out[k] = vals
-    return out
-
 # %% ../nbs/52_report.ipynb #d75c574d
 from functools import lru_cache
 
@@ -190,6 +164,37 @@ def data_note(summary: dict) -> str | None:
     ds = summary.get("dataset") or {}
     if not ds.get("digest"): return None
     return f"Data: {ds.get('address') or ds.get('location')} @ {str(ds.get('revision') or '?').strip(chr(34))[:12]} (lock {ds['digest'][:8]})."
+
+# %% ../nbs/52_report.ipynb #1b8e7f90
+def as_runset(runs) -> RunSet:
+    "A `RunSet` of `runs`: a RunSet (or anything with `.scores()`) as it is, a `Run`, runs, or run/sweep folders (discovered)."
+    if isinstance(runs, Run): return RunSet([runs])
+    if hasattr(runs, "scores"): return runs
+    if isinstance(runs, (str, os.PathLike)): return RunSet.discover(runs)
+    items = list(runs)
+    if all(isinstance(r, Run) for r in items): return RunSet(items)
+    return RunSet.discover(*items)
+
+def run_settings(run: Run) -> dict:
+    "A run's settings that can change its results (`Run.settings`)."
+    return run.settings()
+
+def effective_settings(run: Run) -> dict:
+    """A run's settings (`run_settings`) with every benchmark option it left unset read as its benchmark's declared default,
+    so an unset option and one set to the default are the same setting."""
+    s, info = dict(run_settings(run)), _run_info(run) if run.config is not None else None
+    for o, d in (_with(info, "option_defaults").get("option_defaults") or {}).items():
+        if _missing(s.get(f"benchmark_kwargs.{o}")): s[f"benchmark_kwargs.{o}"] = d
+    return s
+
+def differing_settings(runs) -> dict[str, list]:
+    "`{setting: [its distinct values]}` for the settings (`effective_settings`) that differ between `runs`, as `RunSet.varying` reads them."
+    confs = [effective_settings(r) for r in as_runset(runs) if r.config is not None]
+    out = {}
+    for k in dict.fromkeys(k for c in confs for k in c):
+        vals = {json.dumps(c.get(k), sort_keys=True, default=str): c.get(k) for c in confs}
+        if len(vals) > 1: out[k] = list(vals.values())
+    return out
 
 # %% ../nbs/52_report.ipynb #5f2c1d34
 _SELF_DESCRIBING = ("model", "language", "num_frames", "fps", "benchmark")
