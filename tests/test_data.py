@@ -403,6 +403,117 @@ def test_a_plugin_folders_release_adds_its_prepare_flag_on_the_command_line(tmp_
         registry._LOADED_FOLDERS.discard(plugins.resolve())
 
 
+BROKEN_PLUGINS = {
+    "a benchmark whose module does not import": ("brokenbench.py", """
+from vlmlens.benchmarks.base import register_benchmark
+register_benchmark("brokenbench", "vlmlens_no_such_module:Bench")
+""", "'vlmlens_no_such_module:Bench', whose module does not import"),
+    "a plugin module whose name is taken": ("json.py", "X = 1\n", "the module name 'json' is already taken"),
+    "a release option named as the command's own --no-progress": ("noprog.py", """
+from vlmlens import data
+data.register_release(data.Release("noprogbench", "none", "my lab", "CC BY 4.0", "1 MB", "my clips",
+                                   prepare=lambda rel, folder, **_: {}, options={"no_progress": "mine"}))
+""", "prepare option 'no_progress': taken by `vlmlens data prepare` itself"),
+    "a release option named help": ("helpopt.py", """
+from vlmlens import data
+data.register_release(data.Release("helpbench", "none", "my lab", "CC BY 4.0", "1 MB", "my clips",
+                                   prepare=lambda rel, folder, **_: {}, options=(data.PrepareOption("help", "mine"),)))
+""", "prepare option 'help': taken by `vlmlens data prepare` itself"),
+}
+
+
+@pytest.fixture
+def plugin_folder(tmp_path, monkeypatch):
+    "A plugin folder to write into; whatever its modules registered is gone afterwards."
+    from vlmlens import data, fidelity
+    from vlmlens.benchmarks import base
+    from vlmlens.models import registry
+    folder = tmp_path / "my-plugins"; folder.mkdir()
+    monkeypatch.setenv("VLMLENS_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("VLMLENS_PLUGINS", "")
+    monkeypatch.setattr(fidelity, "LEDGER", dict(fidelity.LEDGER))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(base, "BENCHMARKS", base.BENCHMARKS)
+    before = (set(data.RELEASES), set(base.BENCHMARKS), set(sys.modules))
+    yield folder
+    for name in set(data.RELEASES) - before[0]: dict.pop(data.RELEASES, name)
+    for name in set(base.BENCHMARKS) - before[1]: base.BENCHMARKS.pop(name)
+    for name in {f.stem for f in folder.glob("*.py")} - before[2]: sys.modules.pop(name, None)
+    registry._LOADED_FOLDERS.discard(folder.resolve())
+
+
+def _one_line_error(capsys, says: str) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1 and says in err and err.startswith("vlmlens: error: "), err
+    return err
+
+
+@pytest.mark.parametrize("case", list(BROKEN_PLUGINS))
+def test_a_broken_plugin_is_said_in_one_line_by_the_command_never_by_reading_the_command_line(case, plugin_folder, monkeypatch, capsys):
+    """A plugin folder whose module registers an unimportable benchmark, takes a module name already in use, or declares a
+    prepare option named as the command's own flags: every command still reads its command line (the flags of
+    `data prepare` are built from the releases known so far), and the command that reads the folder says what is wrong
+    in one line, exit 2; so does `data prepare`, before its flags are read, and so does `data list` that gathers every release."""
+    from vlmlens import cli
+    name, code, says = BROKEN_PLUGINS[case]
+    (plugin_folder / name).write_text(code, encoding="utf-8")
+    nowhere = str(plugin_folder.parent / "no-such-run")
+    if name != "brokenbench.py":                                          # the folder itself does not import: every command says so
+        assert cli.main(["--plugins", str(plugin_folder), "report", nowhere]) == 2
+        _one_line_error(capsys, says)
+    assert cli.main(["--plugins", str(plugin_folder), "data", "prepare", "minerva", "--videos", "x"]) == 2
+    _one_line_error(capsys, says)
+    monkeypatch.setenv("VLMLENS_PLUGINS", str(plugin_folder))
+    assert cli.main(["report", nowhere]) == 2                            # reading the command line imported the folder: no crash
+    _one_line_error(capsys, "no-such-run")
+    assert cli.main(["data", "prepare", "minerva", "--videos", "x"]) == 2
+    _one_line_error(capsys, says)
+    assert cli.main(["data", "list"]) == 2
+    _one_line_error(capsys, says)
+
+
+def test_a_plugin_release_with_a_wrong_option_name_is_said_not_hidden_behind_its_unknown_flag(plugin_folder, capsys):
+    "`options={\"video-dir\": ...}` is refused when the plugin is read; `data prepare ... --video-dir X` says that, not 'unrecognized arguments'."
+    from vlmlens import cli
+    (plugin_folder / "dashed.py").write_text("""
+from vlmlens import data
+data.register_release(data.Release("dashbench", "none", "my lab", "CC BY 4.0", "1 MB", "my clips",
+                                   prepare=lambda rel, folder, **_: {}, options={"video-dir": "my videos"}))
+""", encoding="utf-8")
+    assert cli.main(["--plugins", str(plugin_folder), "data", "prepare", "dashbench", "--video-dir", "X"]) == 2
+    err = _one_line_error(capsys, "prepare option 'video-dir': a Python identifier")
+    assert "unrecognized" not in err
+
+
+def test_what_a_prepare_step_returns_is_printed_as_its_lines_or_refused_in_one_line(plugin_folder, capsys):
+    """A step returning None (it forgot its result) is refused in one line naming the benchmark's step; `lines` and
+    `warnings` given as one string are printed as one line each, not one character a line."""
+    from vlmlens import cli
+    (plugin_folder / "saysome.py").write_text("""
+from vlmlens import data
+
+def forgot(rel, folder, **_): pass
+
+def one_string(rel, folder, **_): return {"lines": "strbench: 3 clips ready", "warnings": "  clip 4 unreadable"}
+
+for name, step in (("nonebench", forgot), ("strbench", one_string)):
+    data.register_release(data.Release(name, "none", "my lab", "CC BY 4.0", "1 MB", "my clips", citation="my README", prepare=step))
+""", encoding="utf-8")
+    assert cli.main(["--plugins", str(plugin_folder), "data", "prepare", "nonebench"]) == 2
+    _one_line_error(capsys, "nonebench's prepare step (saysome.forgot) returned NoneType, not a dict")
+    assert cli.main(["--plugins", str(plugin_folder), "data", "prepare", "strbench"]) == 0
+    out = capsys.readouterr()
+    assert (out.out, out.err) == ("strbench: 3 clips ready\n", "  clip 4 unreadable\n")
+
+
+def test_accept_license_help_names_the_releases_with_terms(monkeypatch, capsys):
+    from vlmlens import cli
+    monkeypatch.setenv("COLUMNS", "400")
+    with pytest.raises(SystemExit): cli.main(["data", "prepare", "--help"])
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("--accept-license"))
+    assert "(releases with terms: curve, infinibench, minerva, minerva-ego)" in line, line
+
+
 def test_prepare_minerva_maps_the_fetched_videos_and_lists_the_missing_ones(tmp_path, env, monkeypatch):
     from vlmlens.benchmarks.base import get_benchmark
     from vlmlens.core import RunConfig

@@ -1,5 +1,5 @@
 """A benchmark from outside vlmlens declares its own data release beside its class — `register_release` in its
-module — and `vlmlens data list | get | verify` and a run without `--data-path` serve it, with nothing in vlmlens
+module — and `vlmlens data list | get | verify | prepare` and a run without `--data-path` serve it, with nothing in vlmlens
 edited: the guide's Video-MME-style benchmark in a plugin folder (`--plugins`), its rows fetched from a loopback file
 server."""
 import json
@@ -47,6 +47,10 @@ def test_a_plugin_benchmark_declares_its_release_and_data_get_list_verify_and_ru
         got = _cli(["data", "get", "videomme", "--no-progress"], {**env, "VLMLENS_VIDEOMME_URL": f"{srv.url}/files/videomme.jsonl"})
     assert got.returncode == 0, got.stderr[-2000:]
     assert _cli(["data", "verify", "videomme"], env).returncode == 0
+    shown = _cli(["data", "prepare", "--help"], {**env, "COLUMNS": "300"})                   # the guide's PrepareOption, as a flag
+    assert "--video-dir DIR" in shown.stdout and "videomme: the folder you unpacked the <videoID>.mp4 files into" in shown.stdout, shown.stdout
+    prep = _cli(["data", "prepare", "videomme", "--video-dir", str(VIDEOMME.parent / "videos")], env)
+    assert prep.returncode == 0 and prep.stdout == f"videomme: 2 videos in {tmp_path / 'data' / 'videomme' / 'videos'}\n", prep.stderr
     out = _cli(["run", "--benchmark", "videomme", "--model", "echo-vlm", "--modality", "text", "--output-root",
                 str(tmp_path / "runs"), "--run-name", "fetched", "--no-progress"], env)
     assert out.returncode == 0, out.stderr[-2000:]

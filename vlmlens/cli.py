@@ -333,14 +333,24 @@ def _dispatch(a) -> int:
     elif a.command == "curate": return curation_cli.main(a, extensions=CURATE_EXTENSIONS)
     return 0
 
+# %% ../nbs/42_cli.ipynb #1d296c82
+def _read_releases(folders) -> BaseException | None:
+    "Before `data prepare` parses: gather every release (the `--plugins` folders' too), whose options are its flags; what went wrong, or None."
+    try:
+        check_environment()                                   # VLMLENS_PLUGINS among them
+        if folders: registry.load_plugin_folders([str(Path(f).expanduser().resolve()) for f in folders])
+        data.releases()
+    except (*MISTAKES, ImportError) as e: return e
+    return None
+
 # %% ../nbs/42_cli.ipynb #1d296c83
 def _parse(argv) -> argparse.Namespace:
     "The parsed command line; `run --help-kwargs` needs only --benchmark (and the options before `run`: --plugins, -v)."
     argv = list(sys.argv[1:] if argv is None else argv)
     g = Parser(prog="vlmlens", add_help=False); g.add_argument("--plugins", action="append"); g.add_argument("-v", "--verbose", action="store_true")
     top, rest = g.parse_known_args(argv)
-    if top.plugins and rest[:2] == ["data", "prepare"]:          # the folders' releases declare flags of `data prepare`
-        with contextlib.suppress(*MISTAKES): registry.load_plugin_folders([str(Path(f).expanduser().resolve()) for f in top.plugins])
+    if rest[:2] == ["data", "prepare"] and (early := _read_releases(top.plugins)) is not None:   # said by `main`, in one line
+        return argparse.Namespace(command="data", data_command="prepare", early_error=early, **vars(top))
     if rest[:1] != ["run"] or "--help-kwargs" not in rest: return parser().parse_args(argv)
     p = Parser(prog="vlmlens run", add_help=False); p.add_argument("--benchmark", required=True)
     return argparse.Namespace(command="run", help_kwargs=True, **vars(top), **vars(p.parse_known_args(rest[1:])[0]))
@@ -369,6 +379,9 @@ def main(argv=None) -> int:
     try:
         check_environment()                           # VLMLENS_* variables: a wrong value refused before any command acts
         use_plugins(getattr(a, "plugins", None))      # benchmarks, models, judges from --plugins folders
+        if (early := getattr(a, "early_error", None)) is not None:     # what gathering `data prepare`'s releases met
+            if isinstance(early, MISTAKES): raise early
+            raise ValueError(f"{type(early).__name__}: {early}") from early
         rc = _dispatch(a)
         sys.stdout.flush()                            # a reader gone (`| head -1`) shows here, inside the boundary
         return rc

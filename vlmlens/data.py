@@ -5,6 +5,7 @@
 # %% ../nbs/06_data.ipynb #846a2c94
 from __future__ import annotations
 
+import argparse
 import codecs
 import csv
 import dataclasses
@@ -19,22 +20,37 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import fidelity, media
-from .core import BENCHMARK_MODULES, RunConfig, as_bool, cache_root, check_environment, file_sha256, load_object, sha256_json, utc_now
+from .core import BENCHMARK_MODULES, MISTAKES, RunConfig, as_bool, cache_root, check_environment, file_sha256, load_object, sha256_json, utc_now
 from .readers import read_records
 
 # %% auto #0
-__all__ = ['PREPARE_RESERVED', 'SPLIT_ALIASES', 'RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED', 'VIDEO_MAP', 'CHUNK',
-           'YOUTUBE_URL', 'PrepareOption', 'prepare_option', 'Release', 'split_name', 'Releases', 'register_release',
-           'releases', 'data_root', 'release_dir', 'release', 'data_files', 'read_lock', 'write_lock', 'damage',
-           'verify', 'need', 'Offline', 'is_offline', 'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub',
-           'release_split', 'url_variable', 'fetch_file', 'check_limit', 'videos_fetched', 'get', 'default_data_path',
-           'provenance', 'release_of', 'text_encoding', 'split_rows', 'read_rows', 'resolve_data_path', 'check_intact',
-           'list_releases', 'unpack_parts', 'option_metavar', 'prepare_options', 'prepare', 'option_help', 'add_parser',
-           'main']
+__all__ = ['PREPARE_AROUND', 'PREPARE_RESERVED', 'SPLIT_ALIASES', 'RELEASES', 'LOCK', 'REPORT', 'ACCEPTED', 'PREPARED',
+           'VIDEO_MAP', 'CHUNK', 'YOUTUBE_URL', 'prepare_fixed_flags', 'PrepareOption', 'prepare_option', 'Release',
+           'split_name', 'Releases', 'register_release', 'releases', 'data_root', 'release_dir', 'release',
+           'data_files', 'read_lock', 'write_lock', 'damage', 'verify', 'need', 'Offline', 'is_offline',
+           'check_consent', 'fetch_https', 'fetch_youtube', 'fetch_hub', 'release_split', 'url_variable', 'fetch_file',
+           'check_limit', 'videos_fetched', 'get', 'default_data_path', 'provenance', 'release_of', 'text_encoding',
+           'split_rows', 'read_rows', 'resolve_data_path', 'check_intact', 'list_releases', 'unpack_parts',
+           'option_metavar', 'prepare_options', 'prepare', 'option_help', 'add_parser', 'main']
+
+# %% ../nbs/06_data.ipynb #b4219690
+PREPARE_AROUND = ("command", "data_command", "verbose", "plugins")     # what the parsers around `data prepare` put in its namespace
+
+def prepare_fixed_flags(r, accept_help: str = ""):
+    "Add to the parser `r` what `vlmlens data prepare` takes whatever the releases declare: the benchmark, --split, --no-progress, --accept-license."
+    r.add_argument("benchmark"); r.add_argument("--split"); r.add_argument("--no-progress", dest="progress", action="store_false")
+    r.add_argument("--accept-license", action="store_true", help=accept_help or "accept the terms a release's step shows for its videos")
+    return r
+
+def _taken() -> tuple:
+    "The names no prepare option may have: those of the command's own flags (`help` too) and of what they set, read off a parser."
+    p = prepare_fixed_flags(argparse.ArgumentParser())
+    flags = {s[2:].replace("-", "_") for a in p._actions for s in a.option_strings if s.startswith("--")}
+    return tuple(sorted(flags | {a.dest for a in p._actions} | set(PREPARE_AROUND)))
+
+PREPARE_RESERVED = _taken()
 
 # %% ../nbs/06_data.ipynb #b4219696
-PREPARE_RESERVED = ("benchmark", "split", "progress", "accept_license", "data_command", "command", "verbose", "plugins")
-
 @dataclass(frozen=True)
 class PrepareOption:
     "One input of a release's `prepare` step: its keyword (`--name` on `vlmlens data prepare`), its help, and how its value is shown."
@@ -42,8 +58,10 @@ class PrepareOption:
     help: str = ""
     metavar: str = ""           # e.g. "DIR"; empty: the name in capitals, as argparse shows it
     def __post_init__(self):
-        if not str(self.name).isidentifier() or self.name in PREPARE_RESERVED:
-            raise ValueError(f"prepare option {self.name!r}: a Python identifier other than {', '.join(PREPARE_RESERVED)}")
+        if not str(self.name).isidentifier():
+            raise ValueError(f"prepare option {self.name!r}: a Python identifier (its flag is the name with '-' for '_')")
+        if self.name in PREPARE_RESERVED:
+            raise ValueError(f"prepare option {self.name!r}: taken by `vlmlens data prepare` itself ({', '.join(PREPARE_RESERVED)})")
     @property
     def flag(self) -> str: return "--" + self.name.replace("_", "-")
 
@@ -555,9 +573,11 @@ def option_help(uses) -> str:
     return "; ".join(f"{', '.join(bs)}: {h}" if h else ", ".join(bs) for h, bs in by.items()).replace("%", "%%")
 
 def _declared() -> dict:
-    try: check_environment()                      # a refused variable is said by the command, in one line
-    except ValueError: return dict(RELEASES)
-    return releases()
+    "Every known release; those registered so far when gathering the rest fails (the command says why, in one line)."
+    try:
+        check_environment()                       # a refused variable: said by the command
+        return releases()
+    except (*MISTAKES, ImportError): return dict(RELEASES)
 
 # %% ../nbs/06_data.ipynb #e0c0fd98
 def add_parser(sub):
@@ -575,17 +595,23 @@ def add_parser(sub):
     rels = _declared()
     steps = ", ".join(b for b, r in sorted(rels.items()) if r.prepare is not None)
     r = dsub.add_parser("prepare", help=f"put the videos where the loader reads them, by the step the release declares ({steps or 'none yet'})")
-    r.add_argument("benchmark"); r.add_argument("--split"); r.add_argument("--no-progress", dest="progress", action="store_false")
-    r.add_argument("--accept-license", action="store_true", help="accept the terms a release's step shows for its videos")
+    terms = ", ".join(b for b, x in sorted(rels.items()) if x.consent and x.prepare is not None)
+    prepare_fixed_flags(r, f"accept the terms shown for a release's videos (releases with terms: {terms})" if terms else "")
     for name, uses in prepare_options(rels).items():
         r.add_argument(uses[0][1].flag, dest=name, metavar=option_metavar(uses) or None, help=option_help(uses))
 
 # %% ../nbs/06_data.ipynb #4d6e5e8d
-def _print_prepared(b: str, out: dict):
+def _print_prepared(b: str, out, step=None):
     "What `prepare` did, on stdout; what it could not do, one line each on stderr: the step's own `lines` and `warnings`."
-    said = out.get("lines") or [f"{b}: prepared" + (f" in {out['folder']}" if out.get("folder") else "")]
-    for line in said: print(line)
-    for line in out.get("warnings") or (): print(line, file=sys.stderr)
+    who = f"{b}'s prepare step" + (f" ({getattr(step, '__module__', '?')}.{getattr(step, '__qualname__', step)})" if step else "")
+    if not isinstance(out, dict): raise ValueError(f"{who} returned {type(out).__name__}, not a dict of 'lines' (and 'warnings') to print")
+    said = {}
+    for k in ("lines", "warnings"):
+        v = out.get(k) or []
+        if not isinstance(v, (str, list, tuple)): raise ValueError(f"{who} gave {k!r} as {type(v).__name__}: a list of lines, or one string")
+        said[k] = [v] if isinstance(v, str) else [str(x) for x in v]
+    for line in said["lines"] or [f"{b}: prepared" + (f" in {out['folder']}" if out.get("folder") else "")]: print(line)
+    for line in said["warnings"]: print(line, file=sys.stderr)
 
 def main(a) -> int:
     "Run a parsed `vlmlens data` command; exit status."
@@ -602,7 +628,7 @@ def main(a) -> int:
         return 0
     if a.data_command == "prepare":
         given = {k: getattr(a, k) for k in prepare_options() if getattr(a, k, None) is not None}
-        _print_prepared(a.benchmark, prepare(a.benchmark, a.split, a.progress, a.accept_license, **given))
+        _print_prepared(a.benchmark, prepare(a.benchmark, a.split, a.progress, a.accept_license, **given), release(a.benchmark).prepare)
         return 0
     if release(a.benchmark).source == "none":
         raise ValueError(f"{a.benchmark} has no fetchable release, so there is nothing `vlmlens data get` fetched to verify; "

@@ -321,7 +321,10 @@ def benchmark_modules(*names: str) -> list[str]:
     mods = []
     for n in names or known_benchmarks():
         target = BENCHMARKS.get(n) or declared.get(n)
-        if isinstance(target, str): mods.append(importlib.import_module(target.partition(":")[0].strip()).__name__)
+        if not isinstance(target, str): continue
+        try: mods.append(importlib.import_module(target.partition(":")[0].strip()).__name__)
+        except ImportError as e:                          # a registered module that is not there: one line naming the benchmark
+            raise ValueError(f"benchmark {n!r} is registered as {target!r}, whose module does not import: {e}") from e
     return list(dict.fromkeys(mods))
 
 # %% ../../nbs/30_benchmarks_base.ipynb #a7c3e1c1
