@@ -87,6 +87,15 @@ def _fake_run(root, name, rows, **cfg):
     st.write_scores_csv(rows); st.write_summary({"overall": rates(rows)}); st.close()
 
 
+def _summary_only_run(root, c):
+    "A finished InfiniBench run folder with only run.json and a summary (Acc 50%, Score 5.0 over 2 items): enough for labels and captions."
+    st = RunStore(root / c.run_name, c.hash(), config=c.to_dict()).prepare()
+    st.write_run_json({"config": c.to_dict(), "config_hash": c.hash(), "model": {"model_id": c.model}})
+    st.write_summary({"benchmark": "infinibench", "overall": {"n": 2, "n_errors": 0, "accuracy": 0.5},
+                      "benchmark_summary": {"acc": 0.5, "score_0_10": 5.0, "overall_0_100": 50.0, "n": 2}})
+    st.close()
+
+
 def test_modality_idk_and_frames_are_never_pooled(tmp_path):
     "The frame curve that pooled metadata, subtitles and no-IDK runs at '4 frames' cannot be built."
     row = lambda i, s: {"sample_id": str(i), "skill": "global_appearance", "valid": True, "error": None, "score": s}
@@ -113,11 +122,7 @@ def test_an_idk_ablation_reads_with_and_without_the_idk_option_in_labels_legends
     for name, frames, idk in (("idk-4", 4, True), ("idk-8", 8, True), ("noidk-4", 4, "false"), ("noidk-8", 8, "false")):
         c = RunConfig("infinibench", "gpt-4.1", modality="video", num_frames=frames, benchmark_kwargs={"idk_option": idk},
                       run_name=name, output_root=str(tmp_path))
-        st = RunStore(tmp_path / name, c.hash(), config=c.to_dict()).prepare()
-        st.write_run_json({"config": c.to_dict(), "config_hash": c.hash(), "model": {"model_id": c.model}})
-        st.write_summary({"benchmark": "infinibench", "overall": {"n": 2, "n_errors": 0, "accuracy": 0.5},
-                          "benchmark_summary": {"acc": 0.5, "score_0_10": 5.0, "overall_0_100": 50.0, "n": 2}})
-        st.close()
+        _summary_only_run(tmp_path, c)
     runs = RunSet.discover(tmp_path)
     four = runs.where(num_frames=4)
     assert R.run_labels(four) == {"idk-4": "with the IDK option", "noidk-4": "without the IDK option"}
@@ -458,11 +463,7 @@ def test_an_option_left_at_its_default_reads_in_the_defaults_words(tmp_path, cap
     from vlmlens.cli import main
     for name, kw in (("unset", {}), ("off", {"idk_option": False}), ("on", {"idk_option": True})):
         c = RunConfig("infinibench", "gpt-4.1", modality="video", num_frames=4, benchmark_kwargs=kw, run_name=name, output_root=str(tmp_path))
-        st = RunStore(tmp_path / name, c.hash(), config=c.to_dict()).prepare()
-        st.write_run_json({"config": c.to_dict(), "config_hash": c.hash(), "model": {"model_id": c.model}})
-        st.write_summary({"benchmark": "infinibench", "overall": {"n": 2, "n_errors": 0, "accuracy": 0.5},
-                          "benchmark_summary": {"acc": 0.5, "score_0_10": 5.0, "overall_0_100": 50.0, "n": 2}})
-        st.close()
+        _summary_only_run(tmp_path, c)
     runs = RunSet.discover(tmp_path)
     ablation = runs.where(lambda r: r.name in ("unset", "off"))
     assert R.run_labels(ablation) == {"unset": "with the IDK option", "off": "without the IDK option"}
