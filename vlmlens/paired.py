@@ -140,14 +140,14 @@ def ablation_comparisons(runs, settings=None, key: str = "sample_id", by=(), min
     rs = RunSet([r for r in runs if r.config is not None and r.status != "broken"])
     differ = differing_settings(rs)                                # an unset option reads as its default (`effective_settings`)
     settings = [s for s in (differ if settings is None else settings) if s in differ]
-    frames = []
+    frames, eff = [], {id(r): effective_settings(r) for r in rs}   # each run's settings read once
     for k in settings:
         groups: dict = {}
         for r in rs:
-            rest = {a: b for a, b in effective_settings(r).items() if a != k}
+            rest = {a: b for a, b in eff[id(r)].items() if a != k}
             groups.setdefault(json.dumps(rest, sort_keys=True, default=str), []).append(r)
         for g in (g for g in groups.values() if len(g) > 1):
-            g = sorted(g, key=lambda r: json.dumps(effective_settings(r).get(k), default=str))
+            g = sorted(g, key=lambda r: json.dumps(eff[id(r)].get(k), default=str))
             pool = get_benchmark(g[0].config.benchmark).comparison_pools if pools is None else pools
             c = compare_runs(g, key=key, by=by, min_pairs=min_pairs, n_resamples=n_resamples, pools=pool)
             frames.append(c.assign(setting=k))

@@ -188,13 +188,8 @@ def effective_settings(run: Run) -> dict:
     return s
 
 def differing_settings(runs) -> dict[str, list]:
-    "`{setting: [its distinct values]}` for the settings (`effective_settings`) that differ between `runs`, as `RunSet.varying` reads them."
-    confs = [effective_settings(r) for r in as_runset(runs) if r.config is not None]
-    out = {}
-    for k in dict.fromkeys(k for c in confs for k in c):
-        vals = {json.dumps(c.get(k), sort_keys=True, default=str): c.get(k) for c in confs}
-        if len(vals) > 1: out[k] = list(vals.values())
-    return out
+    "`{setting: [its distinct values]}` for the settings (`effective_settings`) that differ between `runs` (`RunSet.varying`)."
+    return as_runset(runs).varying(effective_settings)
 
 # %% ../nbs/52_report.ipynb #5f2c1d34
 _SELF_DESCRIBING = ("model", "language", "num_frames", "fps", "benchmark")

@@ -743,9 +743,9 @@ def scores(self: RunSet, columns=None, categorical: bool = True):
     return out
 
 @patch
-def varying(self: RunSet) -> dict[str, list]:
-    "`{setting: [its distinct values]}` for each setting (`Run.settings`) whose value differs between the runs."
-    confs = [r.settings() for r in self.runs if r.config is not None]
+def varying(self: RunSet, read=None) -> dict[str, list]:
+    "`{setting: [its distinct values]}` for each setting (`Run.settings`, or `read(run)`) whose value differs between the runs."
+    confs = [(read or Run.settings)(r) for r in self.runs if r.config is not None]
     out = {}
     for k in dict.fromkeys(k for c in confs for k in c):
         vals = {json.dumps(c.get(k), sort_keys=True, default=str): c.get(k) for c in confs}
